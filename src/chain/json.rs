@@ -1,0 +1,427 @@
+//! The serde layer of the chain file: form only (fields, types, names). Meaning (ranges,
+//! Nyquist, stability) is checked by `validate` at a sample rate.
+//!
+//! The file is read into a `serde_json::Value` first (syntax errors and numbers too large
+//! for a float are reported with line and column), then each stage is deserialised on
+//! its own into a `deny_unknown_fields` struct for its `type`, so every error names the
+//! stage index, its type and the field.
+
+use super::{Chain, ChainError, Stage, StageKind, FORMAT_NAME, FORMAT_VERSION};
+use crate::design::{BiquadKind, Cutoff, IirFamily, Response, Window};
+use serde::de::{self, DeserializeOwned, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+const STAGE_TYPES: &str =
+    "butterworth, chebyshev1, chebyshev2, elliptic, bessel, linkwitz_riley, biquad, fir, sos, gain";
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum ResponseWire {
+    Lowpass,
+    Highpass,
+    Bandpass,
+    Bandstop,
+}
+
+impl From<ResponseWire> for Response {
+    fn from(r: ResponseWire) -> Response {
+        match r {
+            ResponseWire::Lowpass => Response::Lowpass,
+            ResponseWire::Highpass => Response::Highpass,
+            ResponseWire::Bandpass => Response::Bandpass,
+            ResponseWire::Bandstop => Response::Bandstop,
+        }
+    }
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum BiquadKindWire {
+    Lowpass,
+    Highpass,
+    Bandpass,
+    BandpassSkirt,
+    Notch,
+    Allpass,
+    Peaking,
+    LowShelf,
+    HighShelf,
+}
+
+impl From<BiquadKindWire> for BiquadKind {
+    fn from(k: BiquadKindWire) -> BiquadKind {
+        match k {
+            BiquadKindWire::Lowpass => BiquadKind::Lowpass,
+            BiquadKindWire::Highpass => BiquadKind::Highpass,
+            BiquadKindWire::Bandpass => BiquadKind::Bandpass,
+            BiquadKindWire::BandpassSkirt => BiquadKind::BandpassSkirt,
+            BiquadKindWire::Notch => BiquadKind::Notch,
+            BiquadKindWire::Allpass => BiquadKind::Allpass,
+            BiquadKindWire::Peaking => BiquadKind::Peaking,
+            BiquadKindWire::LowShelf => BiquadKind::LowShelf,
+            BiquadKindWire::HighShelf => BiquadKind::HighShelf,
+        }
+    }
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum WindowWire {
+    Rectangular,
+    Hann,
+    Hamming,
+    Blackman,
+    Kaiser,
+}
+
+/// `cutoff_hz`: a number, or `[low, high]`.
+struct CutoffWire(Cutoff);
+
+impl<'de> Deserialize<'de> for CutoffWire {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CutoffWire;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number, or [low, high] for band responses")
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<CutoffWire, E> {
+                Ok(CutoffWire(Cutoff::Single(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<CutoffWire, E> {
+                Ok(CutoffWire(Cutoff::Single(v as f64)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<CutoffWire, E> {
+                Ok(CutoffWire(Cutoff::Single(v as f64)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CutoffWire, A::Error> {
+                let lo: f64 = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                let hi: f64 = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(1, &self))?;
+                if seq.next_element::<de::IgnoredAny>()?.is_some() {
+                    return Err(de::Error::invalid_length(3, &self));
+                }
+                Ok(CutoffWire(Cutoff::Band(lo, hi)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainIirWire {
+    response: ResponseWire,
+    order: u64,
+    cutoff_hz: CutoffWire,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Chebyshev1Wire {
+    response: ResponseWire,
+    order: u64,
+    cutoff_hz: CutoffWire,
+    ripple_db: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Chebyshev2Wire {
+    response: ResponseWire,
+    order: u64,
+    cutoff_hz: CutoffWire,
+    attenuation_db: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EllipticWire {
+    response: ResponseWire,
+    order: u64,
+    cutoff_hz: CutoffWire,
+    ripple_db: f64,
+    attenuation_db: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkwitzRileyWire {
+    response: ResponseWire,
+    order: u64,
+    cutoff_hz: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BiquadWire {
+    kind: BiquadKindWire,
+    freq_hz: f64,
+    q: f64,
+    #[serde(default)]
+    gain_db: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FirDesignWire {
+    response: ResponseWire,
+    taps: u64,
+    cutoff_hz: CutoffWire,
+    window: WindowWire,
+    #[serde(default)]
+    beta: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FirGivenWire {
+    coefficients: Vec<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SosWire {
+    sections: Vec<[f64; 6]>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GainWire {
+    gain_db: f64,
+}
+
+fn not_a_chain(field: &str, message: impl Into<String>) -> ChainError {
+    ChainError::NotAChain { field: field.to_string(), message: message.into() }
+}
+
+fn stage_error(index: usize, stage_type: &str, field: &str, message: String) -> ChainError {
+    ChainError::Stage { index, stage_type: stage_type.to_string(), field: field.to_string(), message }
+}
+
+/// The name between the first pair of backticks of a serde message (`unknown field `x``).
+fn backticked(message: &str) -> Option<&str> {
+    let start = message.find('`')? + 1;
+    let len = message[start..].find('`')?;
+    Some(&message[start..start + len])
+}
+
+/// Deserialises one stage's remaining fields into its wire struct.
+fn fields<T: DeserializeOwned>(index: usize, stage_type: &str, map: Map<String, Value>) -> Result<T, ChainError> {
+    serde_path_to_error::deserialize(Value::Object(map)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        if path.is_empty() || path == "." {
+            let field = backticked(&inner).unwrap_or("").to_string();
+            stage_error(index, stage_type, &field, inner)
+        } else {
+            let field = path.split(['.', '[']).next().unwrap_or(&path).to_string();
+            stage_error(index, stage_type, &field, format!("{path}: {inner}"))
+        }
+    })
+}
+
+fn iir(family: IirFamily, w: PlainIirWire) -> StageKind {
+    StageKind::Iir { family, response: w.response.into(), order: w.order as usize, cutoff: w.cutoff_hz.0 }
+}
+
+fn parse_stage(index: usize, value: Value) -> Result<Stage, ChainError> {
+    let Value::Object(mut map) = value else {
+        return Err(stage_error(index, "?", "", "is not a JSON object".into()));
+    };
+    let type_name = match map.remove("type") {
+        Some(Value::String(s)) => s,
+        Some(other) => return Err(stage_error(index, "?", "type", format!("type must be a string, found {other}"))),
+        None => return Err(stage_error(index, "?", "type", "missing field `type`".into())),
+    };
+    let t = type_name.as_str();
+    let enabled = match map.remove("enabled") {
+        None => true,
+        Some(Value::Bool(b)) => b,
+        Some(other) => return Err(stage_error(index, t, "enabled", format!("enabled must be true or false, found {other}"))),
+    };
+    let label = match map.remove("label") {
+        None => None,
+        Some(Value::String(s)) => Some(s),
+        Some(other) => return Err(stage_error(index, t, "label", format!("label must be a string, found {other}"))),
+    };
+    let kind = match t {
+        "butterworth" => iir(IirFamily::Butterworth, fields(index, t, map)?),
+        "bessel" => iir(IirFamily::Bessel, fields(index, t, map)?),
+        "chebyshev1" => {
+            let w: Chebyshev1Wire = fields(index, t, map)?;
+            let family = IirFamily::Chebyshev1 { ripple_db: w.ripple_db };
+            iir(family, PlainIirWire { response: w.response, order: w.order, cutoff_hz: w.cutoff_hz })
+        }
+        "chebyshev2" => {
+            let w: Chebyshev2Wire = fields(index, t, map)?;
+            let family = IirFamily::Chebyshev2 { attenuation_db: w.attenuation_db };
+            iir(family, PlainIirWire { response: w.response, order: w.order, cutoff_hz: w.cutoff_hz })
+        }
+        "elliptic" => {
+            let w: EllipticWire = fields(index, t, map)?;
+            let family = IirFamily::Elliptic { ripple_db: w.ripple_db, attenuation_db: w.attenuation_db };
+            iir(family, PlainIirWire { response: w.response, order: w.order, cutoff_hz: w.cutoff_hz })
+        }
+        "linkwitz_riley" => {
+            let w: LinkwitzRileyWire = fields(index, t, map)?;
+            StageKind::LinkwitzRiley { response: w.response.into(), order: w.order as usize, cutoff_hz: w.cutoff_hz }
+        }
+        "biquad" => {
+            let w: BiquadWire = fields(index, t, map)?;
+            StageKind::Biquad { kind: w.kind.into(), freq_hz: w.freq_hz, q: w.q, gain_db: w.gain_db }
+        }
+        "fir" if map.contains_key("coefficients") => {
+            let w: FirGivenWire = fields(index, t, map)?;
+            StageKind::FirGiven { coefficients: w.coefficients }
+        }
+        "fir" => {
+            let w: FirDesignWire = fields(index, t, map)?;
+            let window = match (w.window, w.beta) {
+                (WindowWire::Kaiser, Some(beta)) => Window::Kaiser { beta },
+                (WindowWire::Kaiser, None) => {
+                    return Err(stage_error(index, t, "beta", "missing field `beta` (required for the kaiser window)".into()))
+                }
+                (_, Some(_)) => {
+                    return Err(stage_error(index, t, "beta", "beta applies only to the kaiser window".into()))
+                }
+                (WindowWire::Rectangular, None) => Window::Rectangular,
+                (WindowWire::Hann, None) => Window::Hann,
+                (WindowWire::Hamming, None) => Window::Hamming,
+                (WindowWire::Blackman, None) => Window::Blackman,
+            };
+            StageKind::FirDesign { response: w.response.into(), taps: w.taps as usize, cutoff: w.cutoff_hz.0, window }
+        }
+        "sos" => StageKind::Sos { sections: fields::<SosWire>(index, t, map)?.sections },
+        "gain" => StageKind::Gain { gain_db: fields::<GainWire>(index, t, map)?.gain_db },
+        other => {
+            return Err(stage_error(
+                index,
+                other,
+                "type",
+                format!("type `{other}` is not a stage type (expected one of: {STAGE_TYPES})"),
+            ))
+        }
+    };
+    Ok(Stage { kind, enabled, label })
+}
+
+/// Reads a chain file.
+pub(super) fn parse(text: &str) -> Result<Chain, ChainError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        let full = e.to_string();
+        let message = match full.rfind(" at line ") {
+            Some(i) => full[..i].to_string(),
+            None => full,
+        };
+        ChainError::Syntax { line: e.line(), column: e.column(), message }
+    })?;
+    let Value::Object(mut top) = value else {
+        return Err(not_a_chain("the file", "is not a JSON object"));
+    };
+    match top.remove("format") {
+        Some(Value::String(f)) if f == FORMAT_NAME => {}
+        Some(other) => return Err(not_a_chain("format", format!("is {other}, expected \"{FORMAT_NAME}\""))),
+        None => return Err(not_a_chain("format", "is missing")),
+    }
+    match top.remove("version") {
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(v) if v == FORMAT_VERSION => {}
+            Some(v) if v > FORMAT_VERSION => return Err(ChainError::NewerVersion { found: v }),
+            _ => return Err(not_a_chain("version", format!("{n} is not a version of this format"))),
+        },
+        Some(other) => return Err(not_a_chain("version", format!("must be an integer, found {other}"))),
+        None => return Err(not_a_chain("version", "is missing")),
+    }
+    let stages = match top.remove("stages") {
+        Some(Value::Array(stages)) => stages,
+        Some(other) => return Err(not_a_chain("stages", format!("must be a list, found {other}"))),
+        None => return Err(not_a_chain("stages", "is missing")),
+    };
+    if let Some(unknown) = top.keys().next() {
+        return Err(not_a_chain(unknown, "is not a top-level field (expected format, version, stages)"));
+    }
+    let stages = stages.into_iter().enumerate().map(|(i, v)| parse_stage(i, v)).collect::<Result<_, _>>()?;
+    Ok(Chain { stages })
+}
+
+fn cutoff_value(c: &Cutoff) -> Value {
+    match *c {
+        Cutoff::Single(f) => json!(f),
+        Cutoff::Band(lo, hi) => json!([lo, hi]),
+    }
+}
+
+fn stage_value(stage: &Stage) -> Value {
+    let mut m = Map::new();
+    m.insert("type".into(), json!(stage.kind.type_name()));
+    match &stage.kind {
+        StageKind::Iir { family, response, order, cutoff } => {
+            m.insert("response".into(), json!(response.name()));
+            m.insert("order".into(), json!(order));
+            m.insert("cutoff_hz".into(), cutoff_value(cutoff));
+            match *family {
+                IirFamily::Chebyshev1 { ripple_db } => {
+                    m.insert("ripple_db".into(), json!(ripple_db));
+                }
+                IirFamily::Chebyshev2 { attenuation_db } => {
+                    m.insert("attenuation_db".into(), json!(attenuation_db));
+                }
+                IirFamily::Elliptic { ripple_db, attenuation_db } => {
+                    m.insert("ripple_db".into(), json!(ripple_db));
+                    m.insert("attenuation_db".into(), json!(attenuation_db));
+                }
+                IirFamily::Butterworth | IirFamily::Bessel => {}
+            }
+        }
+        StageKind::LinkwitzRiley { response, order, cutoff_hz } => {
+            m.insert("response".into(), json!(response.name()));
+            m.insert("order".into(), json!(order));
+            m.insert("cutoff_hz".into(), json!(cutoff_hz));
+        }
+        StageKind::Biquad { kind, freq_hz, q, gain_db } => {
+            m.insert("kind".into(), json!(kind.name()));
+            m.insert("freq_hz".into(), json!(freq_hz));
+            m.insert("q".into(), json!(q));
+            if let Some(g) = gain_db {
+                m.insert("gain_db".into(), json!(g));
+            }
+        }
+        StageKind::FirDesign { response, taps, cutoff, window } => {
+            m.insert("response".into(), json!(response.name()));
+            m.insert("taps".into(), json!(taps));
+            m.insert("cutoff_hz".into(), cutoff_value(cutoff));
+            m.insert("window".into(), json!(window.name()));
+            if let Window::Kaiser { beta } = window {
+                m.insert("beta".into(), json!(beta));
+            }
+        }
+        StageKind::FirGiven { coefficients } => {
+            m.insert("coefficients".into(), json!(coefficients));
+        }
+        StageKind::Sos { sections } => {
+            m.insert("sections".into(), json!(sections));
+        }
+        StageKind::Gain { gain_db } => {
+            m.insert("gain_db".into(), json!(gain_db));
+        }
+    }
+    if !stage.enabled {
+        m.insert("enabled".into(), json!(false));
+    }
+    if let Some(label) = &stage.label {
+        m.insert("label".into(), json!(label));
+    }
+    Value::Object(m)
+}
+
+/// Writes a chain file (pretty-printed).
+pub(super) fn to_string(chain: &Chain) -> String {
+    let value = json!({
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "stages": chain.stages.iter().map(stage_value).collect::<Vec<_>>(),
+    });
+    // Serialising a `Value` cannot fail.
+    serde_json::to_string_pretty(&value).unwrap_or_default()
+}

@@ -1,0 +1,292 @@
+//! The meaning layer: every stage checked at a sample rate, then designed and fused.
+
+use super::{
+    Chain, ChainError, DesignedChain, DesignedStage, StageKind, MAX_DESIGNED_TAPS, MAX_GIVEN_TAPS, MAX_IIR_ORDER,
+};
+use crate::design::{self, Cutoff, IirFamily, Response, Sos, Window};
+
+/// Checks for one stage; each failure names the field.
+struct Check<'a> {
+    index: usize,
+    stage_type: &'a str,
+    fs: f64,
+}
+
+impl Check<'_> {
+    fn fail(&self, field: &str, message: String) -> ChainError {
+        ChainError::Stage {
+            index: self.index,
+            stage_type: self.stage_type.to_string(),
+            field: field.to_string(),
+            message,
+        }
+    }
+
+    fn finite(&self, field: &str, v: f64) -> Result<f64, ChainError> {
+        if v.is_finite() {
+            Ok(v)
+        } else {
+            Err(self.fail(field, format!("{field} {v} is not a finite number")))
+        }
+    }
+
+    fn positive(&self, field: &str, v: f64) -> Result<f64, ChainError> {
+        if self.finite(field, v)? > 0.0 {
+            Ok(v)
+        } else {
+            Err(self.fail(field, format!("{field} {v} must be greater than 0")))
+        }
+    }
+
+    /// A frequency strictly between 0 and Nyquist.
+    fn frequency(&self, field: &str, f: f64) -> Result<f64, ChainError> {
+        let nyquist = self.fs / 2.0;
+        self.finite(field, f)?;
+        if f <= 0.0 {
+            Err(self.fail(field, format!("{field} {f} must be greater than 0 Hz")))
+        } else if f >= nyquist {
+            Err(self.fail(field, format!("{field} {f} is above Nyquist ({nyquist} Hz at fs={})", self.fs)))
+        } else {
+            Ok(f)
+        }
+    }
+
+    fn cutoff(&self, response: Response, cutoff: Cutoff) -> Result<Cutoff, ChainError> {
+        let field = "cutoff_hz";
+        match (response.is_band(), cutoff) {
+            (false, Cutoff::Single(f)) => Ok(Cutoff::Single(self.frequency(field, f)?)),
+            (true, Cutoff::Band(lo, hi)) => {
+                self.frequency(field, lo)?;
+                self.frequency(field, hi)?;
+                if lo >= hi {
+                    return Err(self.fail(field, format!("{field} [{lo}, {hi}]: low must be below high")));
+                }
+                Ok(cutoff)
+            }
+            (true, Cutoff::Single(f)) => Err(self.fail(
+                field,
+                format!("{field} {f} must be a pair [low, high] for a {} response", response.name()),
+            )),
+            (false, Cutoff::Band(lo, hi)) => Err(self.fail(
+                field,
+                format!("{field} [{lo}, {hi}] must be a single number for a {} response", response.name()),
+            )),
+        }
+    }
+
+    fn order(&self, order: usize, min: usize) -> Result<usize, ChainError> {
+        if (min..=MAX_IIR_ORDER).contains(&order) {
+            Ok(order)
+        } else {
+            Err(self.fail("order", format!("order {order} is out of range ({min}..={MAX_IIR_ORDER})")))
+        }
+    }
+
+    /// The design must come out finite and stable; a failure here is a numerical limit of
+    /// the designer (extreme orders at extreme cutoffs), reported rather than run.
+    fn designed(&self, field: &str, sections: Vec<Sos>) -> Result<Vec<Sos>, ChainError> {
+        match sections.iter().position(|s| !s.is_finite() || !s.is_stable()) {
+            None => Ok(sections),
+            Some(i) => Err(self.fail(
+                field,
+                format!("the design is numerically unusable at fs={} (section {i} is not finite and stable); lower the order or move {field}", self.fs),
+            )),
+        }
+    }
+}
+
+/// The largest pole radius of a normalised section (roots of `z^2 + a1 z + a2`).
+fn pole_radius(s: &Sos) -> f64 {
+    let n = s.normalized();
+    let (a1, a2) = (n.a[1], n.a[2]);
+    let disc = a1 * a1 - 4.0 * a2;
+    if disc >= 0.0 {
+        let r = disc.sqrt();
+        ((-a1 + r) / 2.0).abs().max(((-a1 - r) / 2.0).abs())
+    } else {
+        a2.abs().sqrt()
+    }
+}
+
+/// One stage, validated and designed: SOS sections or FIR taps.
+enum Designed {
+    Sos(Vec<Sos>),
+    Fir(Vec<f64>),
+}
+
+fn design_stage(check: &Check, kind: &StageKind) -> Result<Designed, ChainError> {
+    let fs = check.fs;
+    Ok(match kind {
+        StageKind::Iir { family, response, order, cutoff } => {
+            let order = check.order(*order, 1)?;
+            let cutoff = check.cutoff(*response, *cutoff)?;
+            match *family {
+                IirFamily::Chebyshev1 { ripple_db } => {
+                    check.positive("ripple_db", ripple_db)?;
+                }
+                IirFamily::Chebyshev2 { attenuation_db } => {
+                    check.positive("attenuation_db", attenuation_db)?;
+                }
+                IirFamily::Elliptic { ripple_db, attenuation_db } => {
+                    check.positive("ripple_db", ripple_db)?;
+                    check.positive("attenuation_db", attenuation_db)?;
+                    if attenuation_db <= ripple_db {
+                        return Err(check.fail(
+                            "attenuation_db",
+                            format!("attenuation_db {attenuation_db} must exceed ripple_db {ripple_db}"),
+                        ));
+                    }
+                }
+                IirFamily::Butterworth | IirFamily::Bessel => {}
+            }
+            Designed::Sos(check.designed("order", design::iir_sos(*family, *response, order, cutoff, fs))?)
+        }
+        StageKind::LinkwitzRiley { response, order, cutoff_hz } => {
+            if response.is_band() {
+                return Err(check.fail(
+                    "response",
+                    format!("response {} is not available for linkwitz_riley (lowpass or highpass)", response.name()),
+                ));
+            }
+            let order = check.order(*order, 2)?;
+            if order % 2 != 0 {
+                return Err(check.fail("order", format!("order {order} must be even for linkwitz_riley")));
+            }
+            let f = check.frequency("cutoff_hz", *cutoff_hz)?;
+            Designed::Sos(check.designed("order", design::linkwitz_riley_sos(*response, order, f, fs))?)
+        }
+        StageKind::Biquad { kind, freq_hz, q, gain_db } => {
+            let f = check.frequency("freq_hz", *freq_hz)?;
+            let q = check.positive("q", *q)?;
+            let gain = match (kind.uses_gain(), gain_db) {
+                (true, Some(g)) => check.finite("gain_db", *g)?,
+                (true, None) => {
+                    return Err(check.fail("gain_db", format!("missing field `gain_db` (required for {})", kind.name())))
+                }
+                (false, Some(_)) => {
+                    return Err(check.fail(
+                        "gain_db",
+                        format!("gain_db does not apply to a {} biquad (only peaking and shelves)", kind.name()),
+                    ))
+                }
+                (false, None) => 0.0,
+            };
+            Designed::Sos(check.designed("q", vec![design::rbj::biquad(*kind, f, q, gain, fs)])?)
+        }
+        StageKind::FirDesign { response, taps, cutoff, window } => {
+            if !(1..=MAX_DESIGNED_TAPS).contains(taps) {
+                return Err(check.fail("taps", format!("taps {taps} is out of range (1..={MAX_DESIGNED_TAPS})")));
+            }
+            if matches!(response, Response::Highpass | Response::Bandstop) && taps % 2 == 0 {
+                return Err(check.fail(
+                    "taps",
+                    format!("taps {taps} must be odd for a {} FIR (it must pass Nyquist)", response.name()),
+                ));
+            }
+            let cutoff = check.cutoff(*response, *cutoff)?;
+            if let Window::Kaiser { beta } = window {
+                check.finite("beta", *beta)?;
+                if *beta < 0.0 {
+                    return Err(check.fail("beta", format!("beta {beta} must not be negative")));
+                }
+            }
+            Designed::Fir(design::firwin(*taps, *response, cutoff, *window, fs))
+        }
+        StageKind::FirGiven { coefficients } => {
+            let n = coefficients.len();
+            if !(1..=MAX_GIVEN_TAPS).contains(&n) {
+                return Err(check.fail(
+                    "coefficients",
+                    format!("coefficients has {n} taps, out of range (1..={MAX_GIVEN_TAPS})"),
+                ));
+            }
+            if let Some(i) = coefficients.iter().position(|c| !c.is_finite()) {
+                return Err(check.fail("coefficients", format!("coefficients[{i}] is not a finite number")));
+            }
+            Designed::Fir(coefficients.clone())
+        }
+        StageKind::Sos { sections } => {
+            if sections.is_empty() {
+                return Err(check.fail("sections", "sections must hold at least one section".into()));
+            }
+            let mut out = Vec::with_capacity(sections.len());
+            for (i, row) in sections.iter().enumerate() {
+                if let Some(j) = row.iter().position(|v| !v.is_finite()) {
+                    return Err(check.fail("sections", format!("sections[{i}][{j}] is not a finite number")));
+                }
+                let s = Sos::from_row(*row);
+                if s.a[0] == 0.0 {
+                    return Err(check.fail("sections", format!("sections[{i}] has a0 = 0")));
+                }
+                if !s.is_stable() {
+                    return Err(check.fail(
+                        "sections",
+                        format!(
+                            "sections[{i}] is unstable: a pole lies on or outside the unit circle (|p| = {:.6})",
+                            pole_radius(&s)
+                        ),
+                    ));
+                }
+                out.push(s.normalized());
+            }
+            Designed::Sos(out)
+        }
+        StageKind::Gain { gain_db } => {
+            let g = check.finite("gain_db", *gain_db)?;
+            Designed::Sos(vec![Sos::gain(10f64.powf(g / 20.0))])
+        }
+    })
+}
+
+/// Validates and designs `chain` at `fs`, fusing consecutive SOS-type stages.
+pub(super) fn design(chain: &Chain, fs: f64) -> Result<DesignedChain, ChainError> {
+    if !(fs.is_finite() && fs > 0.0) {
+        return Err(ChainError::SampleRate { fs });
+    }
+    let mut stages: Vec<DesignedStage> = Vec::new();
+    for (index, stage) in chain.stages.iter().enumerate() {
+        let check = Check { index, stage_type: stage.kind.type_name(), fs };
+        // Disabled stages are validated too: a file is either valid or not.
+        let designed = design_stage(&check, &stage.kind)?;
+        if !stage.enabled {
+            continue;
+        }
+        match (designed, stages.last_mut()) {
+            (Designed::Sos(new), Some(DesignedStage::Sos(run))) => run.extend(new),
+            (Designed::Sos(new), _) => stages.push(DesignedStage::Sos(new)),
+            (Designed::Fir(taps), _) => stages.push(DesignedStage::Fir(taps)),
+        }
+    }
+    // Fold pure-gain sections into a neighbour of their cascade (one section less to run).
+    for stage in stages.iter_mut() {
+        if let DesignedStage::Sos(run) = stage {
+            fold_gains(run);
+        }
+    }
+    Ok(DesignedChain { fs, stages })
+}
+
+/// Multiplies every pure-gain section of a cascade into the first non-gain section.
+fn fold_gains(run: &mut Vec<Sos>) {
+    let is_gain = |s: &Sos| s.b[1] == 0.0 && s.b[2] == 0.0 && s.a[1] == 0.0 && s.a[2] == 0.0;
+    let Some(target) = run.iter().position(|s| !is_gain(s)) else {
+        // Only gains: keep one section with their product.
+        let total: f64 = run.iter().map(|s| s.b[0] / s.a[0]).product();
+        run.truncate(1);
+        if let Some(first) = run.first_mut() {
+            *first = Sos::gain(total);
+        }
+        return;
+    };
+    let total: f64 = run.iter().filter(|s| is_gain(s)).map(|s| s.b[0] / s.a[0]).product();
+    if total != 1.0 {
+        let t = &mut run[target];
+        for b in t.b.iter_mut() {
+            *b *= total;
+        }
+    }
+    run.retain(|s| !is_gain(s));
+    if run.is_empty() {
+        run.push(Sos::gain(total));
+    }
+}

@@ -1,0 +1,20 @@
+//! FerroFX: audio filter design and realtime filtering.
+//!
+//! * [`design`]: IIR (Butterworth, Chebyshev I/II, elliptic, Bessel, Linkwitz-Riley),
+//!   Audio-EQ-Cookbook biquads and windowed-sinc FIR designs, in `f64`, equal to SciPy.
+//! * [`chain`]: the chain file (`ferrofx-chain` v1), validation, fusion and the pipe API.
+//! * [`sos`], [`fir`]: realtime processors (second-order-section cascades; direct and
+//!   partitioned-FFT FIR).
+//! * [`engine`]: a designed chain as preallocated processors for N channels.
+//!
+//! This crate knows nothing of plugin frameworks; the plugin and the offline renderer
+//! (`xtask`) build on it.
+
+pub mod chain;
+pub mod design;
+pub mod engine;
+pub mod fir;
+pub mod sos;
+
+pub use chain::{Chain, ChainError, DesignedChain, DesignedStage, Stage, StageKind};
+pub use engine::{Engine, EngineOptions};
