@@ -30,6 +30,8 @@
 //! zero at each block end, so silence never runs on subnormal numbers.
 
 use crate::chain::{DesignedChain, DesignedStage};
+use crate::design;
+use num_complex::Complex64;
 use crate::fir::{FirFilter, FirMode, TapCountMismatch};
 use crate::sos::{SectionCountMismatch, SosCascade};
 
@@ -117,6 +119,21 @@ impl Engine {
     /// Added delay of the CPU path: always zero (linear-phase FIR delay is the FIR's own).
     pub fn latency_samples(&self) -> usize {
         0
+    }
+
+    /// The complex response `H(f)` of the coefficients the engine actually runs
+    /// (cascades in `f64`, FIR taps as rounded to `f32`), at `freq_hz` for sample rate `fs`.
+    pub fn response(&self, freq_hz: f64, fs: f64) -> Complex64 {
+        let omega = 2.0 * std::f64::consts::PI * freq_hz / fs;
+        self.processors.iter().fold(Complex64::new(1.0, 0.0), |acc, p| {
+            acc * match p {
+                Processor::Sos(c) => c.coefficients().iter().map(|k| k.response(omega)).product(),
+                Processor::Fir(f) => {
+                    let taps: Vec<f64> = f.taps_f32().iter().map(|&t| f64::from(t)).collect();
+                    design::fir_response(&taps, freq_hz, fs)
+                }
+            }
+        })
     }
 
     /// The processors, in order.

@@ -81,7 +81,8 @@ pub struct TapCountMismatch {
 
 /// A FIR over a fixed number of channels.
 pub struct FirFilter {
-    taps: usize,
+    /// The taps as run (rounded to `f32`), for responses and inspection.
+    taps_f32: Vec<f32>,
     kind: Kind,
 }
 
@@ -107,11 +108,17 @@ impl FirFilter {
             }
             _ => Kind::Direct(Direct::new(taps, channels, max_chunk.clamp(1, 4096))),
         };
-        FirFilter { taps: taps.len(), kind }
+        FirFilter { taps_f32: taps.iter().map(|&t| t as f32).collect(), kind }
     }
 
+    /// Number of taps.
     pub fn taps(&self) -> usize {
-        self.taps
+        self.taps_f32.len()
+    }
+
+    /// The taps the filter runs (rounded to `f32`).
+    pub fn taps_f32(&self) -> &[f32] {
+        &self.taps_f32
     }
 
     /// The path in use.
@@ -124,8 +131,11 @@ impl FirFilter {
 
     /// Replaces the taps (same length), keeping the history. No allocation.
     pub fn set_taps(&mut self, taps: &[f64]) -> Result<(), TapCountMismatch> {
-        if taps.len() != self.taps {
-            return Err(TapCountMismatch { expected: self.taps, found: taps.len() });
+        if taps.len() != self.taps_f32.len() {
+            return Err(TapCountMismatch { expected: self.taps_f32.len(), found: taps.len() });
+        }
+        for (d, &t) in self.taps_f32.iter_mut().zip(taps) {
+            *d = t as f32;
         }
         match &mut self.kind {
             Kind::Direct(d) => d.set_taps(taps),

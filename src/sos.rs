@@ -57,6 +57,13 @@ pub struct SosCoefs {
     pub a2: f64,
 }
 
+impl SosCoefs {
+    /// Complex response at normalised angular frequency `omega` (radians per sample).
+    pub fn response(&self, omega: f64) -> num_complex::Complex64 {
+        Sos { b: [self.b0, self.b1, self.b2], a: [1.0, self.a1, self.a2] }.response(omega)
+    }
+}
+
 impl From<&Sos> for SosCoefs {
     fn from(s: &Sos) -> Self {
         let n = s.normalized();

@@ -1,0 +1,94 @@
+//! All shared SciPy reference cases (`../shared/reference/`): designed from `spec` and,
+//! separately, run from the given `sos`/`taps`, at block sizes 1, 7, 64 and 4096, both
+//! FIR paths; plus the magnitude response of the coefficients the engine actually runs.
+
+mod common;
+
+use common::{chain_of, load_cases, rel_error, run_engine};
+use ferrofx::engine::{Engine, EngineOptions};
+use ferrofx::fir::FirMode;
+use std::collections::BTreeMap;
+
+const TIME_TOLERANCE: f64 = 1e-4;
+const MAG_TOLERANCE: f64 = 1e-3;
+const BLOCK_SIZES: [usize; 4] = [1, 7, 64, 4096];
+
+/// `max_f |H - H_ref| / max(H_ref, 1e-3 max H_ref)`.
+fn mag_error(engine: &Engine, fs: f64, freqs: &[f64], mag_ref: &[f64]) -> f64 {
+    let peak = mag_ref.iter().cloned().fold(0.0, f64::max);
+    freqs
+        .iter()
+        .zip(mag_ref)
+        .map(|(&f, &r)| (engine.response(f, fs).norm() - r).abs() / r.max(1e-3 * peak))
+        .fold(0.0, f64::max)
+}
+
+#[derive(Default)]
+struct Worst {
+    time: f64,
+    time_lowfreq: f64,
+    mag: f64,
+    cases: usize,
+}
+
+#[test]
+fn every_reference_case_meets_the_tolerances() {
+    let cases = load_cases();
+    assert_eq!(cases.len(), 77, "the shared reference set has 77 cases");
+    let mut failures = Vec::new();
+    let mut worst: BTreeMap<String, Worst> = BTreeMap::new();
+    for case in &cases {
+        let (freqs, mag_ref) = case.freqs_and_mag();
+        let modes: &[FirMode] = if case.kind == "fir" {
+            &[FirMode::Auto, FirMode::Direct, FirMode::Partitioned { partition: 16 }]
+        } else {
+            &[FirMode::Auto]
+        };
+        for (source, stage) in [("spec", case.spec_stage()), ("given", case.given_stage())] {
+            let designed = chain_of(stage)
+                .design(case.fs)
+                .unwrap_or_else(|e| panic!("{} ({source}): design failed: {e}", case.id));
+            for &fir_mode in modes {
+                let options = EngineOptions { fir_mode };
+                let engine = Engine::with_options(&designed, 2, 64, options);
+                let m = mag_error(&engine, case.fs, &freqs, &mag_ref);
+                if m > MAG_TOLERANCE {
+                    failures.push(format!("{} ({source}, {fir_mode:?}): magnitude error {m:.3e}", case.id));
+                }
+                let w = worst.entry(case.family.clone()).or_default();
+                w.mag = w.mag.max(m);
+                for &block in &BLOCK_SIZES {
+                    let y = run_engine(&designed, &case.input, block, options);
+                    let e = rel_error(&y, &case.expected);
+                    if !(e <= TIME_TOLERANCE) {
+                        failures.push(format!(
+                            "{} ({source}, block {block}, {fir_mode:?}): time error {e:.3e}",
+                            case.id
+                        ));
+                    }
+                    w.time = w.time.max(e);
+                    if case.is_lowfreq() {
+                        w.time_lowfreq = w.time_lowfreq.max(e);
+                    }
+                }
+            }
+            worst.get_mut(&case.family).unwrap().cases += 1;
+        }
+    }
+    println!("worst errors per family over spec+given designs, block sizes {BLOCK_SIZES:?}:");
+    let mut overall = Worst::default();
+    for (family, w) in &worst {
+        println!(
+            "  {family:<12} runs {:>3}  time {:.2e}  time(lowfreq) {:.2e}  magnitude {:.2e}",
+            w.cases, w.time, w.time_lowfreq, w.mag
+        );
+        overall.time = overall.time.max(w.time);
+        overall.time_lowfreq = overall.time_lowfreq.max(w.time_lowfreq);
+        overall.mag = overall.mag.max(w.mag);
+    }
+    println!(
+        "reference summary: worst time error {:.2e} (lowfreq {:.2e}), worst magnitude error {:.2e}; tolerances {TIME_TOLERANCE:.0e} / {MAG_TOLERANCE:.0e}",
+        overall.time, overall.time_lowfreq, overall.mag
+    );
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
