@@ -1,0 +1,252 @@
+//! Audio file input (streaming, block by block) and atomic float32 WAV output.
+//!
+//! WAV files are read with `hound` (any channel count, 8/16/24/32-bit integer, 32-bit
+//! float); what hound does not read (FLAC, 64-bit float WAV, ...) goes through
+//! `symphonia`. Output is written to a temporary file in the destination folder and
+//! renamed over the destination only once complete, so an existing file is never left
+//! truncated or half-written.
+
+use anyhow::{anyhow, bail, Context, Result};
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+use symphonia::core::audio::SampleBuffer;
+use symphonia::core::codecs::{Decoder, DecoderOptions, CODEC_TYPE_NULL};
+use symphonia::core::errors::Error as SymphoniaError;
+use symphonia::core::formats::{FormatOptions, FormatReader};
+use symphonia::core::io::MediaSourceStream;
+use symphonia::core::meta::MetadataOptions;
+use symphonia::core::probe::Hint;
+
+/// What the decoder found in the file header.
+#[derive(Clone, Copy, Debug)]
+pub struct AudioInfo {
+    pub channels: usize,
+    pub sample_rate: u32,
+    /// Total frames when the header says.
+    pub frames: Option<u64>,
+}
+
+/// A streaming decoder yielding planar `f32` blocks.
+pub enum AudioReader {
+    Wav { reader: hound::WavReader<BufReader<File>>, info: AudioInfo, int_scale: Option<f32> },
+    Symphonia(Box<SymphoniaReader>),
+}
+
+pub struct SymphoniaReader {
+    format: Box<dyn FormatReader>,
+    decoder: Box<dyn Decoder>,
+    track_id: u32,
+    info: AudioInfo,
+    /// Decoded interleaved samples not yet handed out, from `pos`.
+    pending: Vec<f32>,
+    pos: usize,
+    finished: bool,
+}
+
+impl AudioReader {
+    pub fn open(path: &Path) -> Result<AudioReader> {
+        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        match hound::WavReader::new(BufReader::new(file)) {
+            Ok(reader) => {
+                let spec = reader.spec();
+                let int_scale = match spec.sample_format {
+                    hound::SampleFormat::Float => None,
+                    hound::SampleFormat::Int => Some(1.0 / (1u64 << (spec.bits_per_sample - 1)) as f32),
+                };
+                let info = AudioInfo {
+                    channels: spec.channels as usize,
+                    sample_rate: spec.sample_rate,
+                    frames: Some(u64::from(reader.duration())),
+                };
+                Ok(AudioReader::Wav { reader, info, int_scale })
+            }
+            // Not a WAV hound reads (FLAC, 64-bit float WAV, ...): let symphonia try.
+            Err(_) => Ok(AudioReader::Symphonia(Box::new(SymphoniaReader::open(path)?))),
+        }
+    }
+
+    pub fn info(&self) -> AudioInfo {
+        match self {
+            AudioReader::Wav { info, .. } => *info,
+            AudioReader::Symphonia(s) => s.info,
+        }
+    }
+
+    /// Fills `out[c][..n]` for every channel with the next `n <= max_frames` frames;
+    /// returns `n` (0 at the end of the stream).
+    pub fn read(&mut self, out: &mut [Vec<f32>], max_frames: usize) -> Result<usize> {
+        match self {
+            AudioReader::Wav { reader, info, int_scale } => {
+                let channels = info.channels;
+                let mut n = 0;
+                match int_scale {
+                    None => {
+                        let mut samples = reader.samples::<f32>();
+                        while n < max_frames {
+                            for (c, ch) in out.iter_mut().enumerate().take(channels) {
+                                match samples.next() {
+                                    Some(s) => ch[n] = s.context("reading WAV samples")?,
+                                    None if c == 0 => return Ok(n),
+                                    None => bail!("the WAV data ends in the middle of a frame"),
+                                }
+                            }
+                            n += 1;
+                        }
+                    }
+                    Some(scale) => {
+                        let scale = *scale;
+                        let mut samples = reader.samples::<i32>();
+                        while n < max_frames {
+                            for (c, ch) in out.iter_mut().enumerate().take(channels) {
+                                match samples.next() {
+                                    Some(s) => ch[n] = s.context("reading WAV samples")? as f32 * scale,
+                                    None if c == 0 => return Ok(n),
+                                    None => bail!("the WAV data ends in the middle of a frame"),
+                                }
+                            }
+                            n += 1;
+                        }
+                    }
+                }
+                Ok(n)
+            }
+            AudioReader::Symphonia(s) => s.read(out, max_frames),
+        }
+    }
+}
+
+impl SymphoniaReader {
+    fn open(path: &Path) -> Result<SymphoniaReader> {
+        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let mss = MediaSourceStream::new(Box::new(file), Default::default());
+        let mut hint = Hint::new();
+        if let Some(ext) = path.extension().and_then(|e| e.to_str()) {
+            hint.with_extension(ext);
+        }
+        let probed = symphonia::default::get_probe()
+            .format(&hint, mss, &FormatOptions::default(), &MetadataOptions::default())
+            .map_err(|e| anyhow!("not an audio file this build can read (WAV, FLAC): {e}"))?;
+        let format = probed.format;
+        let track = format
+            .tracks()
+            .iter()
+            .find(|t| t.codec_params.codec != CODEC_TYPE_NULL)
+            .ok_or_else(|| anyhow!("no audio track"))?;
+        let params = track.codec_params.clone();
+        let decoder = symphonia::default::get_codecs()
+            .make(&params, &DecoderOptions::default())
+            .map_err(|e| anyhow!("unsupported codec: {e}"))?;
+        let channels = params.channels.map(|c| c.count()).ok_or_else(|| anyhow!("the file does not say its channel count"))?;
+        let sample_rate = params.sample_rate.ok_or_else(|| anyhow!("the file does not say its sample rate"))?;
+        Ok(SymphoniaReader {
+            track_id: track.id,
+            format,
+            decoder,
+            info: AudioInfo { channels, sample_rate, frames: params.n_frames },
+            pending: Vec::new(),
+            pos: 0,
+            finished: false,
+        })
+    }
+
+    /// Decodes the next packet of our track into `pending`; false at the end.
+    fn decode_next(&mut self) -> Result<bool> {
+        loop {
+            let packet = match self.format.next_packet() {
+                Ok(p) => p,
+                Err(SymphoniaError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+                Err(e) => bail!("reading the stream: {e}"),
+            };
+            if packet.track_id() != self.track_id {
+                continue;
+            }
+            let decoded = self.decoder.decode(&packet).map_err(|e| anyhow!("decoding: {e}"))?;
+            if decoded.spec().channels.count() != self.info.channels {
+                bail!("the channel count changes inside the stream");
+            }
+            let mut buf = SampleBuffer::<f32>::new(decoded.capacity() as u64, *decoded.spec());
+            buf.copy_interleaved_ref(decoded);
+            self.pending.clear();
+            self.pending.extend_from_slice(buf.samples());
+            self.pos = 0;
+            return Ok(true);
+        }
+    }
+
+    fn read(&mut self, out: &mut [Vec<f32>], max_frames: usize) -> Result<usize> {
+        let channels = self.info.channels;
+        let mut n = 0;
+        while n < max_frames {
+            if self.pos >= self.pending.len() {
+                if self.finished || !self.decode_next()? {
+                    self.finished = true;
+                    break;
+                }
+                continue;
+            }
+            let available = (self.pending.len() - self.pos) / channels;
+            let take = available.min(max_frames - n);
+            for i in 0..take {
+                let frame = &self.pending[self.pos + i * channels..self.pos + (i + 1) * channels];
+                for (ch, &s) in out.iter_mut().zip(frame) {
+                    ch[n + i] = s;
+                }
+            }
+            self.pos += take * channels;
+            n += take;
+        }
+        Ok(n)
+    }
+}
+
+/// A float32 WAV being written to a temporary file beside its destination.
+pub struct AtomicWavWriter {
+    writer: hound::WavWriter<BufWriter<File>>,
+    temp: tempfile::TempPath,
+    destination: PathBuf,
+    channels: usize,
+}
+
+impl AtomicWavWriter {
+    pub fn create(destination: &Path, channels: usize, sample_rate: u32) -> Result<AtomicWavWriter> {
+        let dir = match destination.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = destination.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .tempfile_in(&dir)
+            .with_context(|| format!("cannot write in {}", dir.display()))?;
+        let (file, temp) = temp.into_parts();
+        let spec = hound::WavSpec {
+            channels: u16::try_from(channels).context("too many channels for WAV")?,
+            sample_rate,
+            bits_per_sample: 32,
+            sample_format: hound::SampleFormat::Float,
+        };
+        let writer = hound::WavWriter::new(BufWriter::with_capacity(1 << 16, file), spec)
+            .with_context(|| format!("cannot write {}", destination.display()))?;
+        Ok(AtomicWavWriter { writer, temp, destination: destination.to_path_buf(), channels })
+    }
+
+    /// Appends `frames` frames from planar buffers.
+    pub fn write(&mut self, planar: &[Vec<f32>], frames: usize) -> Result<()> {
+        for i in 0..frames {
+            for ch in planar.iter().take(self.channels) {
+                self.writer.write_sample(ch[i]).with_context(|| format!("writing {}", self.destination.display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Completes the file and moves it over the destination.
+    pub fn commit(self) -> Result<()> {
+        let AtomicWavWriter { writer, temp, destination, .. } = self;
+        writer.finalize().with_context(|| format!("writing {}", destination.display()))?;
+        temp.persist(&destination).map_err(|e| anyhow!("cannot replace {}: {}", destination.display(), e.error))?;
+        Ok(())
+    }
+}

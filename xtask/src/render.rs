@@ -1,0 +1,208 @@
+//! `cargo xtask render`: offline rendering of audio files through a chain file
+//! (contract: `../shared/spec/command-line.md`).
+
+use crate::audio::{AtomicWavWriter, AudioReader};
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use ferrofx::{Chain, Engine};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// The engine's own choice (the CPU in this build).
+    Auto,
+    Cpu,
+    Wgpu,
+    Cuda,
+}
+
+#[derive(Args, Debug)]
+pub struct RenderArgs {
+    /// The chain file (ferrofx-chain JSON).
+    #[arg(long)]
+    chain: PathBuf,
+    /// Processing backend.
+    #[arg(long, value_enum, default_value_t = Backend::Auto)]
+    backend: Backend,
+    /// Frames per engine call, the way a host feeds a plugin.
+    #[arg(long, default_value_t = 4096)]
+    block_size: usize,
+    /// Output file (one input).
+    #[arg(long, conflicts_with = "out_dir", required_unless_present = "out_dir")]
+    output: Option<PathBuf>,
+    /// Output folder (many inputs; same file names, `.wav` extension).
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
+    /// Input audio files (WAV, FLAC).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+}
+
+/// Limits from the command-line contract.
+const MAX_CHANNELS: usize = 64;
+const SAMPLE_RATES_HZ: std::ops::RangeInclusive<u32> = 8_000..=384_000;
+
+/// What one render produced.
+pub struct Rendered {
+    pub frames: u64,
+    pub channels: usize,
+    pub sample_rate: u32,
+}
+
+/// Renders one file: decode block by block, filter, write atomically.
+pub fn render_file(chain: &Chain, input: &Path, output: &Path, block_size: usize) -> Result<Rendered> {
+    if same_file(input, output) {
+        bail!("the output {} would replace its own input", output.display());
+    }
+    let mut reader = AudioReader::open(input)?;
+    let info = reader.info();
+    if !(1..=MAX_CHANNELS).contains(&info.channels) {
+        bail!("{} channels is out of range (1..={MAX_CHANNELS})", info.channels);
+    }
+    if !SAMPLE_RATES_HZ.contains(&info.sample_rate) {
+        bail!("sample rate {} Hz is out of range (8000..=384000 Hz)", info.sample_rate);
+    }
+    let designed = chain.design(f64::from(info.sample_rate)).context("chain")?;
+    let mut engine = Engine::new(&designed, info.channels, block_size);
+    let mut writer = AtomicWavWriter::create(output, info.channels, info.sample_rate)?;
+    let mut block: Vec<Vec<f32>> = vec![vec![0.0; block_size]; info.channels];
+    let mut frames: u64 = 0;
+    loop {
+        let n = reader.read(&mut block, block_size)?;
+        if n == 0 {
+            break;
+        }
+        let mut slices: Vec<&mut [f32]> = block.iter_mut().map(|c| &mut c[..n]).collect();
+        engine.process(&mut slices);
+        writer.write(&block, n)?;
+        frames += n as u64;
+    }
+    if let Some(expected) = info.frames {
+        if expected != frames {
+            bail!("the header promises {expected} frames but the stream held {frames}; nothing written");
+        }
+    }
+    writer.commit()?;
+    Ok(Rendered { frames, channels: info.channels, sample_rate: info.sample_rate })
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn load_chain(path: &Path) -> Result<Chain> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read chain {}", path.display()))?;
+    Chain::from_json(&text).with_context(|| format!("chain {}", path.display()))
+}
+
+/// One line: `error: context: cause: cause`.
+fn error_line(e: &anyhow::Error) -> String {
+    format!("error: {e:#}")
+}
+
+pub fn run(args: RenderArgs) -> ExitCode {
+    match run_inner(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{}", error_line(&e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_inner(args: RenderArgs) -> Result<ExitCode> {
+    if args.block_size == 0 {
+        bail!("--block-size must be at least 1");
+    }
+    match args.backend {
+        Backend::Auto | Backend::Cpu => {}
+        Backend::Wgpu => bail!("backend wgpu is not available: this build has no wgpu backend yet (use --backend cpu or auto)"),
+        Backend::Cuda => bail!("backend cuda is not available: this build has no CUDA backend yet (use --backend cpu or auto)"),
+    }
+    let chain = load_chain(&args.chain)?;
+    if let Some(output) = &args.output {
+        if args.inputs.len() != 1 {
+            bail!("--output takes exactly one input ({} given); use --out-dir for many", args.inputs.len());
+        }
+        let input = &args.inputs[0];
+        let r = render_file(&chain, input, output, args.block_size).with_context(|| input.display().to_string())?;
+        println!(
+            "wrote {} ({} frames, {} channels, {} Hz, backend cpu)",
+            output.display(),
+            r.frames,
+            r.channels,
+            r.sample_rate
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let out_dir = args.out_dir.as_deref().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    render_many(&chain, &args.inputs, out_dir, args.block_size)
+}
+
+/// The output path for `input` in `out_dir`: same file name, `.wav` extension.
+fn output_name(input: &Path, out_dir: &Path) -> Option<PathBuf> {
+    let name = Path::new(input.file_name()?).with_extension("wav");
+    Some(out_dir.join(name))
+}
+
+/// Renders many files over all cores; a bad file is reported and the rest go on.
+fn render_many(chain: &Chain, inputs: &[PathBuf], out_dir: &Path, block_size: usize) -> Result<ExitCode> {
+    // Two inputs must not race for one output name.
+    let mut jobs: Vec<(PathBuf, Result<PathBuf, String>)> = Vec::new();
+    let mut taken: HashMap<PathBuf, PathBuf> = HashMap::new();
+    for input in inputs {
+        let out = match output_name(input, out_dir) {
+            None => Err("has no file name".to_string()),
+            Some(out) => match taken.get(&out) {
+                Some(first) => Err(format!("its output {} is already the output of {}", out.display(), first.display())),
+                None => {
+                    taken.insert(out.clone(), input.clone());
+                    Ok(out)
+                }
+            },
+        };
+        jobs.push((input.clone(), out));
+    }
+    let bar = ProgressBar::new(jobs.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let next = AtomicUsize::new(0);
+    let failed = AtomicUsize::new(0);
+    let report = Mutex::new(());
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(jobs.len()).max(1);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((input, out)) = jobs.get(i) else { break };
+                bar.set_message(input.display().to_string());
+                let result = match out {
+                    Ok(out) => render_file(chain, input, out, block_size),
+                    Err(why) => Err(anyhow::anyhow!("{why}")),
+                };
+                if let Err(e) = result {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                    let _guard = report.lock();
+                    bar.suspend(|| eprintln!("error: {}: {e:#}", input.display()));
+                }
+                bar.inc(1);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let failed = failed.into_inner();
+    let total = jobs.len();
+    println!("rendered {} of {total} files into {} ({failed} failed)", total - failed, out_dir.display());
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
