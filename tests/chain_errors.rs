@@ -1,0 +1,209 @@
+//! Every invalid-input case of the chain-format contract's Rules: the error names the
+//! stage index, its type and the field, and says why.
+
+use ferrofx::chain::{Biquad, Butterworth, Chain, ChainError, Fir, Stage};
+
+const GOOD: &str = r#"{"type": "gain", "gain_db": -1}"#;
+
+fn file(stages: &[&str]) -> String {
+    format!(r#"{{"format": "ferrofx-chain", "version": 1, "stages": [{}]}}"#, stages.join(", "))
+}
+
+/// Parses (and designs at `fs`) a file whose stage 1 is `bad`; returns the error.
+fn error_for(bad: &str, fs: f64) -> ChainError {
+    let text = file(&[GOOD, bad, GOOD]);
+    match Chain::from_json(&text) {
+        Err(e) => e,
+        Ok(chain) => chain.design(fs).expect_err(&format!("expected an error for {bad}")),
+    }
+}
+
+/// Asserts a stage error at index 1 of `stage_type` naming `field`, with `words` in the text.
+#[track_caller]
+fn assert_stage_error(bad: &str, stage_type: &str, field: &str, words: &[&str]) {
+    let e = error_for(bad, 48_000.0);
+    let text = e.to_string();
+    match &e {
+        ChainError::Stage { index, stage_type: t, field: f, .. } => {
+            assert_eq!(*index, 1, "{text}");
+            assert_eq!(t, stage_type, "{text}");
+            assert_eq!(f, field, "{text}");
+        }
+        other => panic!("not a stage error: {other:?}"),
+    }
+    assert!(text.starts_with(&format!("stage 1 ({stage_type}): ")), "{text}");
+    assert!(text.contains(field), "message does not name {field}: {text}");
+    for w in words {
+        assert!(text.contains(w), "message lacks {w:?}: {text}");
+    }
+}
+
+#[test]
+fn the_contract_example_message() {
+    let e = error_for(
+        r#"{"type": "chebyshev1", "response": "lowpass", "order": 4, "cutoff_hz": 30000, "ripple_db": 1}"#,
+        48_000.0,
+    );
+    // Stage 1 here; the contract's example is stage 3 of its file, same wording.
+    assert_eq!(e.to_string(), "stage 1 (chebyshev1): cutoff_hz 30000 is above Nyquist (24000 Hz at fs=48000)");
+}
+
+#[test]
+fn unknown_names() {
+    assert_stage_error(r#"{"type": "butterworht", "response": "lowpass", "order": 2, "cutoff_hz": 100}"#, "butterworht", "type", &["not a stage type", "butterworth"]);
+    assert_stage_error(r#"{"type": "biquad", "kind": "peak", "freq_hz": 100, "q": 1, "gain_db": 1}"#, "biquad", "kind", &["unknown variant `peak`", "peaking"]);
+    assert_stage_error(r#"{"type": "butterworth", "response": "lowpas", "order": 2, "cutoff_hz": 100}"#, "butterworth", "response", &["unknown variant `lowpas`"]);
+    assert_stage_error(r#"{"type": "fir", "response": "lowpass", "taps": 11, "cutoff_hz": 100, "window": "hanning"}"#, "fir", "window", &["unknown variant `hanning`", "hann"]);
+}
+
+#[test]
+fn unknown_and_missing_fields() {
+    assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "order": 2, "cutoff": 100}"#, "butterworth", "cutoff", &["unknown field `cutoff`"]);
+    assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "order": 2, "cutoff_hz": 100, "ripple_db": 1}"#, "butterworth", "ripple_db", &["unknown field"]);
+    assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "cutoff_hz": 100}"#, "butterworth", "order", &["missing field `order`"]);
+    assert_stage_error(r#"{"type": "chebyshev1", "response": "lowpass", "order": 2, "cutoff_hz": 100}"#, "chebyshev1", "ripple_db", &["missing"]);
+    assert_stage_error(r#"{"type": "elliptic", "response": "lowpass", "order": 2, "cutoff_hz": 100, "ripple_db": 1}"#, "elliptic", "attenuation_db", &["missing"]);
+    assert_stage_error(r#"{"type": "biquad", "kind": "peaking", "freq_hz": 100, "q": 1}"#, "biquad", "gain_db", &["missing", "peaking"]);
+    assert_stage_error(r#"{"type": "biquad", "kind": "lowpass", "freq_hz": 100, "q": 1, "gain_db": 3}"#, "biquad", "gain_db", &["does not apply"]);
+    assert_stage_error(r#"{"type": "fir", "response": "lowpass", "taps": 11, "cutoff_hz": 100, "window": "kaiser"}"#, "fir", "beta", &["missing", "kaiser"]);
+    assert_stage_error(r#"{"type": "fir", "response": "lowpass", "taps": 11, "cutoff_hz": 100, "window": "hann", "beta": 3}"#, "fir", "beta", &["only to the kaiser"]);
+    assert_stage_error(r#"{"type": "gain"}"#, "gain", "gain_db", &["missing field `gain_db`"]);
+    assert_stage_error(r#"{"response": "lowpass"}"#, "?", "type", &["missing field `type`"]);
+    assert_stage_error(r#"{"type": "gain", "gain_db": 1, "enabled": "no"}"#, "gain", "enabled", &["true or false"]);
+}
+
+#[test]
+fn wrong_types() {
+    assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "order": 2.5, "cutoff_hz": 100}"#, "butterworth", "order", &["invalid type"]);
+    assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "order": -2, "cutoff_hz": 100}"#, "butterworth", "order", &["invalid value"]);
+    assert_stage_error(r#"{"type": "butterworth", "response": "bandpass", "order": 2, "cutoff_hz": [1, 2, 3]}"#, "butterworth", "cutoff_hz", &["[low, high]"]);
+    assert_stage_error(r#"{"type": "sos", "sections": [[1, 0, 0, 1, 0]]}"#, "sos", "sections", &["sections[0]", "length 5"]);
+    assert_stage_error(r#"{"type": "fir", "coefficients": [0.5, "x"]}"#, "fir", "coefficients", &["coefficients[1]"]);
+}
+
+#[test]
+fn orders_and_taps_out_of_range() {
+    assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "order": 0, "cutoff_hz": 100}"#, "butterworth", "order", &["order 0 is out of range (1..=24)"]);
+    assert_stage_error(r#"{"type": "bessel", "response": "lowpass", "order": 25, "cutoff_hz": 100}"#, "bessel", "order", &["25", "1..=24"]);
+    assert_stage_error(r#"{"type": "linkwitz_riley", "response": "lowpass", "order": 3, "cutoff_hz": 100}"#, "linkwitz_riley", "order", &["even"]);
+    assert_stage_error(r#"{"type": "linkwitz_riley", "response": "lowpass", "order": 26, "cutoff_hz": 100}"#, "linkwitz_riley", "order", &["2..=24"]);
+    assert_stage_error(r#"{"type": "linkwitz_riley", "response": "bandpass", "order": 4, "cutoff_hz": 100}"#, "linkwitz_riley", "response", &["lowpass or highpass"]);
+    assert_stage_error(r#"{"type": "fir", "response": "lowpass", "taps": 0, "cutoff_hz": 100, "window": "hann"}"#, "fir", "taps", &["1..=65536"]);
+    assert_stage_error(r#"{"type": "fir", "response": "lowpass", "taps": 65537, "cutoff_hz": 100, "window": "hann"}"#, "fir", "taps", &["65537"]);
+    assert_stage_error(r#"{"type": "fir", "response": "highpass", "taps": 100, "cutoff_hz": 100, "window": "hann"}"#, "fir", "taps", &["odd"]);
+    assert_stage_error(r#"{"type": "fir", "response": "bandstop", "taps": 64, "cutoff_hz": [100, 200], "window": "hann"}"#, "fir", "taps", &["odd"]);
+    assert_stage_error(r#"{"type": "fir", "coefficients": []}"#, "fir", "coefficients", &["0 taps"]);
+}
+
+#[test]
+fn given_fir_over_a_million_taps_is_refused() {
+    let e = Chain::from(Fir::coefficients(vec![0.0; (1 << 20) + 1])).design(48_000.0).unwrap_err();
+    assert!(e.to_string().contains("1048577 taps"), "{e}");
+    assert!(Chain::from(Fir::coefficients(vec![0.0; 1 << 20])).design(48_000.0).is_ok());
+}
+
+#[test]
+fn cutoffs_out_of_range() {
+    assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "order": 2, "cutoff_hz": 0}"#, "butterworth", "cutoff_hz", &["greater than 0"]);
+    assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "order": 2, "cutoff_hz": -5}"#, "butterworth", "cutoff_hz", &["-5"]);
+    assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "order": 2, "cutoff_hz": 24000}"#, "butterworth", "cutoff_hz", &["above Nyquist (24000 Hz at fs=48000)"]);
+    assert_stage_error(r#"{"type": "chebyshev2", "response": "bandpass", "order": 2, "cutoff_hz": [100, 30000], "attenuation_db": 40}"#, "chebyshev2", "cutoff_hz", &["30000", "Nyquist"]);
+    assert_stage_error(r#"{"type": "biquad", "kind": "notch", "freq_hz": 25000, "q": 1}"#, "biquad", "freq_hz", &["Nyquist"]);
+    assert_stage_error(r#"{"type": "fir", "response": "lowpass", "taps": 11, "cutoff_hz": 24000, "window": "hann"}"#, "fir", "cutoff_hz", &["Nyquist"]);
+    assert_stage_error(r#"{"type": "linkwitz_riley", "response": "highpass", "order": 4, "cutoff_hz": 0}"#, "linkwitz_riley", "cutoff_hz", &["greater than 0"]);
+}
+
+#[test]
+fn bands_must_be_ordered_and_shaped() {
+    assert_stage_error(r#"{"type": "butterworth", "response": "bandpass", "order": 2, "cutoff_hz": [2000, 1000]}"#, "butterworth", "cutoff_hz", &["low must be below high"]);
+    assert_stage_error(r#"{"type": "elliptic", "response": "bandstop", "order": 2, "cutoff_hz": [1000, 1000], "ripple_db": 1, "attenuation_db": 40}"#, "elliptic", "cutoff_hz", &["low must be below high"]);
+    assert_stage_error(r#"{"type": "butterworth", "response": "bandpass", "order": 2, "cutoff_hz": 1000}"#, "butterworth", "cutoff_hz", &["pair"]);
+    assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "order": 2, "cutoff_hz": [100, 200]}"#, "butterworth", "cutoff_hz", &["single number"]);
+}
+
+#[test]
+fn q_ripple_and_attenuation_must_be_positive() {
+    assert_stage_error(r#"{"type": "biquad", "kind": "peaking", "freq_hz": 100, "q": 0, "gain_db": 1}"#, "biquad", "q", &["q 0 must be greater than 0"]);
+    assert_stage_error(r#"{"type": "biquad", "kind": "lowpass", "freq_hz": 100, "q": -1}"#, "biquad", "q", &["-1"]);
+    assert_stage_error(r#"{"type": "chebyshev1", "response": "lowpass", "order": 2, "cutoff_hz": 100, "ripple_db": 0}"#, "chebyshev1", "ripple_db", &["greater than 0"]);
+    assert_stage_error(r#"{"type": "chebyshev2", "response": "lowpass", "order": 2, "cutoff_hz": 100, "attenuation_db": -3}"#, "chebyshev2", "attenuation_db", &["greater than 0"]);
+    assert_stage_error(r#"{"type": "elliptic", "response": "lowpass", "order": 2, "cutoff_hz": 100, "ripple_db": 3, "attenuation_db": 2}"#, "elliptic", "attenuation_db", &["must exceed ripple_db"]);
+    assert_stage_error(r#"{"type": "fir", "response": "lowpass", "taps": 11, "cutoff_hz": 100, "window": "kaiser", "beta": -1}"#, "fir", "beta", &["negative"]);
+}
+
+#[test]
+fn sos_sections_must_be_stable_with_nonzero_a0() {
+    assert_stage_error(r#"{"type": "sos", "sections": [[1, 0, 0, 1, -0.5, 0], [1, 0, 0, 0, 0.5, 0]]}"#, "sos", "sections", &["sections[1]", "a0 = 0"]);
+    assert_stage_error(r#"{"type": "sos", "sections": [[1, 0, 0, 1, -2.5, 1.2]]}"#, "sos", "sections", &["sections[0]", "unstable", "|p| ="]);
+    // A pole exactly on the unit circle (an integrator) is not stable either.
+    assert_stage_error(r#"{"type": "sos", "sections": [[1, 0, 0, 1, -1, 0]]}"#, "sos", "sections", &["unstable", "1.000000"]);
+    assert_stage_error(r#"{"type": "sos", "sections": []}"#, "sos", "sections", &["at least one"]);
+    // a0 need not be 1.
+    assert!(Chain::from_json(&file(&[r#"{"type": "sos", "sections": [[2, 0, 0, 2, -1, 0]]}"#])).unwrap().design(48_000.0).is_ok());
+}
+
+#[test]
+fn non_finite_numbers() {
+    // JSON has no NaN; a number too large for a float is reported with line and column.
+    let text = "{\n  \"format\": \"ferrofx-chain\",\n  \"version\": 1,\n  \"stages\": [{\"type\": \"gain\", \"gain_db\": 1e999}]\n}";
+    match Chain::from_json(text).unwrap_err() {
+        ChainError::Syntax { line, column, message } => {
+            assert_eq!(line, 4, "{message}");
+            assert!(column > 30, "column {column}");
+            assert!(message.contains("number out of range"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Through the Rust API NaN and infinities can be written; validation names them.
+    let chain = Biquad::peaking(1000.0, 1.0, 0.0) | Butterworth::lowpass(f64::NAN, 2);
+    let e = chain.design(48_000.0).unwrap_err().to_string();
+    assert_eq!(e, "stage 1 (butterworth): cutoff_hz NaN is not a finite number");
+    let e = Chain::from(Stage::gain(f64::INFINITY)).design(48_000.0).unwrap_err().to_string();
+    assert!(e.contains("stage 0 (gain): gain_db inf is not a finite number"), "{e}");
+    let e = Chain::from(Stage::sos(vec![[1.0, f64::NAN, 0.0, 1.0, 0.0, 0.0]])).design(48_000.0).unwrap_err().to_string();
+    assert!(e.contains("sections[0][1] is not a finite number"), "{e}");
+    let e = Chain::from(Fir::coefficients(vec![0.5, f64::INFINITY])).design(48_000.0).unwrap_err().to_string();
+    assert!(e.contains("coefficients[1] is not a finite number"), "{e}");
+}
+
+#[test]
+fn invalid_json_is_reported_with_line_and_column() {
+    let text = "{\n  \"format\": \"ferrofx-chain\",\n  \"version\": 1,\n  \"stages\": [ {\"type\": \"gain\" \"gain_db\": 1} ]\n}";
+    let e = Chain::from_json(text).unwrap_err();
+    assert!(matches!(e, ChainError::Syntax { line: 4, .. }), "{e:?}");
+    assert!(e.to_string().starts_with("not valid JSON at line 4, column "), "{e}");
+    assert!(matches!(Chain::from_json(""), Err(ChainError::Syntax { line: 1, .. })));
+}
+
+#[test]
+fn not_this_format_or_a_newer_version() {
+    let cases = [
+        (r#"[1, 2]"#, "the file"),
+        (r#"{"format": "camilladsp", "version": 1, "stages": []}"#, "format"),
+        (r#"{"version": 1, "stages": []}"#, "format"),
+        (r#"{"format": "ferrofx-chain", "stages": []}"#, "version"),
+        (r#"{"format": "ferrofx-chain", "version": 0, "stages": []}"#, "version"),
+        (r#"{"format": "ferrofx-chain", "version": "1", "stages": []}"#, "version"),
+        (r#"{"format": "ferrofx-chain", "version": 1}"#, "stages"),
+        (r#"{"format": "ferrofx-chain", "version": 1, "stages": {}}"#, "stages"),
+        (r#"{"format": "ferrofx-chain", "version": 1, "stages": [], "extra": 1}"#, "extra"),
+    ];
+    for (text, field) in cases {
+        let e = Chain::from_json(text).unwrap_err();
+        assert_eq!(e.field(), Some(field), "{text}: {e}");
+        assert!(e.to_string().starts_with("not a ferrofx-chain file: "), "{e}");
+        assert!(e.to_string().contains(field), "{e}");
+    }
+    let e = Chain::from_json(r#"{"format": "ferrofx-chain", "version": 2, "stages": [{"type": "future"}]}"#).unwrap_err();
+    assert_eq!(e, ChainError::NewerVersion { found: 2 });
+    assert!(e.to_string().contains("version 2 is newer"), "{e}");
+}
+
+#[test]
+fn disabled_stages_are_still_validated_and_bad_sample_rates_refused() {
+    let e = error_for(r#"{"type": "butterworth", "response": "lowpass", "order": 99, "cutoff_hz": 100, "enabled": false}"#, 48_000.0);
+    assert_eq!(e.stage_index(), Some(1));
+    let chain = Chain::from(Stage::gain(0.0));
+    assert!(matches!(chain.design(0.0), Err(ChainError::SampleRate { .. })));
+    assert!(matches!(chain.design(f64::NAN), Err(ChainError::SampleRate { .. })));
+}
