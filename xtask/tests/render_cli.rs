@@ -1,0 +1,323 @@
+//! `xtask render` end to end: the binary this package builds, run on real files.
+
+use ferrofx::{Chain, Engine};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn xtask() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn reference_dir() -> PathBuf {
+    std::env::var("FERROFX_REFERENCE_DIR").map(PathBuf::from).unwrap_or_else(|_| repo_root().join("../shared/reference"))
+}
+
+fn noise(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 1.8 - 0.9
+        })
+        .collect()
+}
+
+fn write_wav_f32(path: &Path, planar: &[Vec<f32>], fs: u32) {
+    let spec = hound::WavSpec { channels: planar.len() as u16, sample_rate: fs, bits_per_sample: 32, sample_format: hound::SampleFormat::Float };
+    let mut w = hound::WavWriter::create(path, spec).unwrap();
+    for i in 0..planar[0].len() {
+        for ch in planar {
+            w.write_sample(ch[i]).unwrap();
+        }
+    }
+    w.finalize().unwrap();
+}
+
+fn read_wav(path: &Path) -> (hound::WavSpec, Vec<Vec<f32>>) {
+    let mut r = hound::WavReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let spec = r.spec();
+    assert_eq!((spec.sample_format, spec.bits_per_sample), (hound::SampleFormat::Float, 32), "output must be float32 WAV");
+    let flat: Vec<f32> = r.samples::<f32>().map(|s| s.unwrap()).collect();
+    let c = spec.channels as usize;
+    let planar = (0..c).map(|ch| flat.iter().skip(ch).step_by(c).copied().collect()).collect();
+    (spec, planar)
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run xtask");
+    eprintln!("stdout: {}\nstderr: {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn engine_output(chain: &Chain, fs: f64, input: &[Vec<f32>], block: usize) -> Vec<Vec<f32>> {
+    let designed = chain.design(fs).unwrap();
+    let mut engine = Engine::new(&designed, input.len(), block);
+    let mut out = input.to_vec();
+    let n = out[0].len();
+    for start in (0..n).step_by(block) {
+        let end = (start + block).min(n);
+        let mut s: Vec<&mut [f32]> = out.iter_mut().map(|c| &mut c[start..end]).collect();
+        engine.process(&mut s);
+    }
+    out
+}
+
+fn max_rel_diff(a: &[Vec<f32>], b: &[Vec<f32>]) -> f64 {
+    let peak = b.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs() as f64));
+    let err = a.iter().flatten().zip(b.iter().flatten()).fold(0.0f64, |m, (x, y)| m.max((*x as f64 - *y as f64).abs()));
+    err / peak
+}
+
+fn dir_entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn stereo_and_8_channel_renders_equal_the_engine_in_process() {
+    let chain_path = repo_root().join("examples/chains/everything.json");
+    let chain = Chain::from_json(&std::fs::read_to_string(&chain_path).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (channels, fs, frames) in [(2usize, 48_000u32, 30_011usize), (8, 44_100, 20_000)] {
+        let input: Vec<Vec<f32>> = (0..channels).map(|c| noise(frames, c as u64 * 31 + 1)).collect();
+        let in_path = dir.path().join(format!("in{channels}.wav"));
+        let out_path = dir.path().join(format!("out{channels}.wav"));
+        write_wav_f32(&in_path, &input, fs);
+        let o = run(xtask().args(["render", "--chain"]).arg(&chain_path).args(["--block-size", "1000", "--output"]).arg(&out_path).arg(&in_path));
+        assert!(o.status.success());
+        let (spec, rendered) = read_wav(&out_path);
+        assert_eq!((spec.channels as usize, spec.sample_rate), (channels, fs));
+        assert_eq!(rendered[0].len(), frames, "same length as the input");
+        // The same block size gives the same samples; another block size the same within rounding.
+        assert_eq!(rendered, engine_output(&chain, fs as f64, &input, 1000));
+        let d = max_rel_diff(&rendered, &engine_output(&chain, fs as f64, &input, 4096));
+        assert!(d < 1e-6, "{channels} ch: block-size dependence {d:e}");
+    }
+}
+
+#[test]
+fn renders_match_the_shared_scipy_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    for id in ["048_butter_lowpass_o2_10hz_fs96000", "171_ellip_highpass_o4_10hz_fs96000", "228_fir_bandpass_1025t_hamming_300-3400hz_fs96000"] {
+        let case: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(reference_dir().join(format!("cases/{id}.json"))).unwrap()).unwrap();
+        let read = |name: &str| -> Vec<Vec<f32>> {
+            let bytes = std::fs::read(reference_dir().join(name)).unwrap();
+            let flat: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+            let n = flat.len() / 2;
+            vec![flat[..n].to_vec(), flat[n..].to_vec()]
+        };
+        let input = read(case["input"]["file"].as_str().unwrap());
+        let expected = read(case["expected"]["file"].as_str().unwrap());
+        let stage = if case["spec"]["kind"] == "fir" {
+            serde_json::json!({"type": "fir", "coefficients": case["taps"]})
+        } else {
+            serde_json::json!({"type": "sos", "sections": case["sos"]})
+        };
+        let chain_path = dir.path().join(format!("{id}.json"));
+        std::fs::write(&chain_path, serde_json::json!({"format": "ferrofx-chain", "version": 1, "stages": [stage]}).to_string()).unwrap();
+        let in_path = dir.path().join(format!("{id}.in.wav"));
+        let out_path = dir.path().join(format!("{id}.out.wav"));
+        write_wav_f32(&in_path, &input, case["spec"]["fs"].as_u64().unwrap() as u32);
+        let o = run(xtask().args(["render", "--block-size", "64", "--chain"]).arg(&chain_path).arg("--output").arg(&out_path).arg(&in_path));
+        assert!(o.status.success());
+        let (_, rendered) = read_wav(&out_path);
+        let e = (0..2).map(|c| max_rel_diff(&rendered[c..c + 1], &expected[c..c + 1])).fold(0.0, f64::max);
+        println!("{id}: rendered vs SciPy {e:.2e}");
+        assert!(e <= 1e-4, "{id}: {e:e}");
+    }
+}
+
+#[test]
+fn integer_and_64_bit_float_inputs_decode_to_the_right_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain_path = dir.path().join("unity.json");
+    std::fs::write(&chain_path, r#"{"format": "ferrofx-chain", "version": 1, "stages": [{"type": "gain", "gain_db": 0}]}"#).unwrap();
+    let values: Vec<i32> = vec![0, 1, -1, 12345, -32768, 32767, 100, -100];
+    for bits in [16u16, 24] {
+        let path = dir.path().join(format!("int{bits}.wav"));
+        let spec = hound::WavSpec { channels: 2, sample_rate: 22_050, bits_per_sample: bits, sample_format: hound::SampleFormat::Int };
+        let mut w = hound::WavWriter::create(&path, spec).unwrap();
+        let scale = if bits == 24 { 256 } else { 1 };
+        for v in &values {
+            w.write_sample(*v * scale).unwrap();
+        }
+        w.finalize().unwrap();
+        let out = dir.path().join(format!("int{bits}.out.wav"));
+        assert!(run(xtask().args(["render", "--chain"]).arg(&chain_path).arg("--output").arg(&out).arg(&path)).status.success());
+        let (_, got) = read_wav(&out);
+        let want: Vec<f32> = values.iter().map(|&v| v as f32 / 32768.0).collect();
+        let got_interleaved: Vec<f32> = (0..4).flat_map(|i| [got[0][i], got[1][i]]).collect();
+        assert_eq!(got_interleaved, want, "{bits}-bit");
+    }
+    // 64-bit float WAV (hound cannot read it; symphonia does). Header written by hand.
+    let samples: Vec<f64> = vec![0.5, -0.25, 0.125, 1.0 / 3.0];
+    let mut bytes = Vec::new();
+    let data_len = (samples.len() * 8) as u32;
+    bytes.extend_from_slice(b"RIFF");
+    bytes.extend_from_slice(&(36 + data_len).to_le_bytes());
+    bytes.extend_from_slice(b"WAVEfmt ");
+    bytes.extend_from_slice(&16u32.to_le_bytes());
+    bytes.extend_from_slice(&3u16.to_le_bytes()); // IEEE float
+    bytes.extend_from_slice(&1u16.to_le_bytes()); // mono
+    bytes.extend_from_slice(&48_000u32.to_le_bytes());
+    bytes.extend_from_slice(&(48_000u32 * 8).to_le_bytes());
+    bytes.extend_from_slice(&8u16.to_le_bytes());
+    bytes.extend_from_slice(&64u16.to_le_bytes());
+    bytes.extend_from_slice(b"data");
+    bytes.extend_from_slice(&data_len.to_le_bytes());
+    for s in &samples {
+        bytes.extend_from_slice(&s.to_le_bytes());
+    }
+    let path = dir.path().join("f64.wav");
+    std::fs::write(&path, bytes).unwrap();
+    let out = dir.path().join("f64.out.wav");
+    assert!(run(xtask().args(["render", "--chain"]).arg(&chain_path).arg("--output").arg(&out).arg(&path)).status.success());
+    let (_, got) = read_wav(&out);
+    assert_eq!(got[0], samples.iter().map(|&s| s as f32).collect::<Vec<_>>());
+}
+
+#[test]
+fn flac_input_renders_like_the_same_wav() {
+    if Command::new("flac").arg("--version").output().is_err() {
+        println!("SKIPPED: the `flac` encoder is not installed (apt-get install flac); FLAC decoding not exercised");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let wav = dir.path().join("x.wav");
+    let spec = hound::WavSpec { channels: 2, sample_rate: 44_100, bits_per_sample: 16, sample_format: hound::SampleFormat::Int };
+    let mut w = hound::WavWriter::create(&wav, spec).unwrap();
+    let n = noise(2 * 9000, 5);
+    for v in &n {
+        w.write_sample((v * 20000.0) as i16).unwrap();
+    }
+    w.finalize().unwrap();
+    let flac = dir.path().join("x.flac");
+    assert!(Command::new("flac").args(["-s", "-f", "-o"]).arg(&flac).arg(&wav).status().unwrap().success());
+    let chain = repo_root().join("examples/chains/demo.json");
+    let out_dir = dir.path().join("out");
+    let o = run(xtask().args(["render", "--chain"]).arg(&chain).arg("--out-dir").arg(&out_dir).arg(&flac));
+    assert!(o.status.success());
+    let from_wav = dir.path().join("from_wav.wav");
+    assert!(run(xtask().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&from_wav).arg(&wav)).status.success());
+    // x.flac renders to out/x.wav.
+    assert_eq!(read_wav(&out_dir.join("x.wav")).1, read_wav(&from_wav).1);
+}
+
+#[test]
+fn a_bad_chain_exits_2_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.wav");
+    write_wav_f32(&input, &[noise(1000, 1)], 48_000);
+    let chain = dir.path().join("bad.json");
+    std::fs::write(&chain, r#"{"format": "ferrofx-chain", "version": 1, "stages": [{"type": "butterworth", "response": "lowpass", "order": 4, "cutoff_hz": 30000}]}"#).unwrap();
+    let out = dir.path().join("out.wav");
+    let o = run(xtask().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("stage 0 (butterworth): cutoff_hz 30000 is above Nyquist (24000 Hz at fs=48000)"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "one clear line: {e}");
+    assert!(!out.exists());
+    assert_eq!(dir_entries(dir.path()), ["bad.json", "in.wav"], "no temporary files left");
+    // A chain that is not even JSON: same exit status, line and column in the message.
+    std::fs::write(&chain, "{\n  \"format\": \"ferrofx-chain\",\n  oops\n}").unwrap();
+    let o = run(xtask().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("line 3"), "{}", stderr(&o));
+    assert!(!out.exists());
+}
+
+#[test]
+fn an_existing_output_stays_intact_when_rendering_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.wav");
+    write_wav_f32(&input, &[noise(5000, 2), noise(5000, 3)], 44_100);
+    let out = dir.path().join("precious.wav");
+    std::fs::write(&out, b"the previous render").unwrap();
+    let good_chain = repo_root().join("examples/chains/demo.json");
+    let bad_chain = dir.path().join("nyquist.json");
+    std::fs::write(&bad_chain, r#"{"format": "ferrofx-chain", "version": 1, "stages": [{"type": "biquad", "kind": "notch", "freq_hz": 23000, "q": 1}]}"#).unwrap();
+    let garbage = dir.path().join("garbage.wav");
+    std::fs::write(&garbage, b"RIFF....this is not audio").unwrap();
+    // A WAV whose data ends mid-stream: hound reports it while streaming, after the
+    // temporary file already holds samples.
+    let truncated = dir.path().join("truncated.wav");
+    let full = std::fs::read(&input).unwrap();
+    std::fs::write(&truncated, &full[..full.len() / 2 + 3]).unwrap();
+    for (chain, inp, why) in [
+        (&bad_chain, &input, "freq_hz 23000 is above Nyquist"),
+        (&good_chain, &garbage, "garbage.wav"),
+        (&good_chain, &truncated, "truncated.wav"),
+        (&good_chain, &dir.path().join("missing.wav"), "missing.wav"),
+    ] {
+        let o = run(xtask().args(["render", "--chain"]).arg(chain).arg("--output").arg(&out).arg(inp));
+        assert_eq!(o.status.code(), Some(2), "{why}");
+        assert!(stderr(&o).contains(why), "{}", stderr(&o));
+        assert_eq!(std::fs::read(&out).unwrap(), b"the previous render", "{why}: output was touched");
+    }
+    let mut names = dir_entries(dir.path());
+    names.retain(|n| n.starts_with('.'));
+    assert!(names.is_empty(), "temporary files left: {names:?}");
+    // And a successful render replaces it.
+    assert!(run(xtask().args(["render", "--chain"]).arg(&good_chain).arg("--output").arg(&out).arg(&input)).status.success());
+    assert_eq!(read_wav(&out).1[0].len(), 5000);
+}
+
+#[test]
+fn many_files_with_out_dir_report_bad_ones_and_render_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.wav");
+    let b = dir.path().join("b.wav");
+    let bad = dir.path().join("bad.wav");
+    write_wav_f32(&a, &[noise(3000, 1)], 48_000);
+    write_wav_f32(&b, &[noise(4000, 2), noise(4000, 3)], 96_000);
+    std::fs::write(&bad, b"not audio at all").unwrap();
+    let out_dir = dir.path().join("rendered");
+    let chain = repo_root().join("examples/chains/demo.json");
+    let o = run(xtask().args(["render", "--chain"]).arg(&chain).arg("--out-dir").arg(&out_dir).args([&a, &bad, &b]));
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("bad.wav"), "{e}");
+    assert!(!e.contains("a.wav") && !e.contains("b.wav"), "only the bad file is reported: {e}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("rendered 2 of 3 files"));
+    assert_eq!(dir_entries(&out_dir), ["a.wav", "b.wav"]);
+    assert_eq!(read_wav(&out_dir.join("b.wav")).1[1].len(), 4000);
+    // The output name refuses to replace an input.
+    let o = run(xtask().args(["render", "--chain"]).arg(&chain).arg("--out-dir").arg(dir.path()).arg(&a));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("would replace its own input"), "{}", stderr(&o));
+}
+
+#[test]
+fn unavailable_backends_and_bad_options_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.wav");
+    write_wav_f32(&input, &[noise(100, 1)], 48_000);
+    let chain = repo_root().join("examples/chains/demo.json");
+    let out = dir.path().join("out.wav");
+    for backend in ["wgpu", "cuda"] {
+        let o = run(xtask().args(["render", "--backend", backend, "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains(&format!("backend {backend} is not available")), "{}", stderr(&o));
+        assert!(!out.exists());
+    }
+    let o = run(xtask().args(["render", "--block-size", "0", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(xtask().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&out).args([&input, &input]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!out.exists());
+    // auto and cpu both work.
+    for backend in ["auto", "cpu"] {
+        assert!(run(xtask().args(["render", "--backend", backend, "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input)).status.success());
+    }
+}
