@@ -1,7 +1,9 @@
-//! Project tasks: `cargo xtask render` (offline rendering through a chain file).
+//! Project tasks: `cargo xtask render` (offline rendering through a chain file) and
+//! `cargo xtask design` (the coefficients a chain designs to).
 //! Contract: `../shared/spec/command-line.md`.
 
 mod audio;
+mod design;
 mod render;
 
 use clap::{Parser, Subcommand};
@@ -18,10 +20,13 @@ struct Cli {
 enum Command {
     /// Render audio files through a chain file (float32 WAV out, same length and rate).
     Render(render::RenderArgs),
+    /// Print the coefficients a chain designs to at a sample rate (JSON).
+    Design(design::DesignArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Render(args) => render::run(args),
+        Command::Design(args) => design::run(args),
     }
 }
