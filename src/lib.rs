@@ -18,3 +18,8 @@ pub mod sos;
 
 pub use chain::{Chain, ChainError, DesignedChain, DesignedStage, Stage, StageKind};
 pub use engine::{Engine, EngineOptions};
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

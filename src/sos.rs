@@ -6,17 +6,16 @@
 //! state**; audio enters and leaves as `f32`, and a sample stays in `f64` through the
 //! whole cascade (no rounding between sections).
 //!
-//! Measured on the 77 shared SciPy reference cases (`cargo run --release --example
-//! structure_survey`, numbers in `docs/structures.md`): plain `f32` TDF-II exceeds the
-//! 1e-4 tolerance on most `lowfreq` cases (worst relative error above 1e-1: with poles
-//! crowding `z = 1` the `f32` coefficients themselves move the poles, and the state
-//! loses the small differences the filter lives on); `f32` direct form I is no better
-//! on those cases. `f64` TDF-II stays below 1e-6 everywhere, the float32 output rounding
-//! being the largest remaining error, so it meets the aim of 1e-5 with margin and does
-//! not depend on the section ordering. A low-sensitivity `f32` form (e.g. coupled or
-//! delta-operator structures) would need per-section re-parameterisation and still
-//! loses to `f64` state on accuracy; `f64` costs at most a factor two in SIMD width,
-//! which the speed work (its own issue) addresses with lanes across channels.
+//! Measured on the 67 IIR and biquad cases of the shared SciPy reference set
+//! (`cargo run --release --example structure_survey`; table in `docs/structures.md`):
+//! plain `f32` TDF-II misses the 1e-4 tolerance on 25 cases (worst 8.4e-2, nearly all
+//! `lowfreq`: with poles crowding `z = 1` the `f32` coefficients move the poles and the
+//! `f32` state loses the small differences the filter lives on); `f32` direct form I is
+//! no better (25, worst 8.6e-2); `f64` coefficients with an `f32` state still miss 7
+//! (worst 2.3e-3). `f64` TDF-II misses none: worst 9.2e-8, the float32 rounding of input
+//! and output, independent of section order and block size. The price is SIMD width
+//! (4 `f64` lanes per AVX2 register instead of 8 `f32`), which the layout below is
+//! designed to win back across channels.
 //!
 //! # Data layout
 //!

@@ -133,6 +133,9 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
             bail!("--output takes exactly one input ({} given); use --out-dir for many", args.inputs.len());
         }
         let input = &args.inputs[0];
+        if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        }
         let r = render_file(&chain, input, output, args.block_size).with_context(|| input.display().to_string())?;
         println!(
             "wrote {} ({} frames, {} channels, {} Hz, backend cpu)",

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what FerroFX needs on a fresh Debian 12 machine (run as root): system
+# packages (apt-get) and the Python test tools (numpy, SciPy, pytest) in a virtual
+# environment outside the clone. The Rust toolchain (rustup, cargo >= 1.87) must
+# already be there: this machine class ships it and nothing else may be downloaded.
+set -euo pipefail
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "error: cargo not found; install Rust 1.87 or newer (rustup) first" >&2
+    exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    # pkg-config/gcc: -sys crates; flac: the FLAC decoding test encodes its input;
+    # python3-venv: the test tools' virtual environment.
+    apt-get install -y -qq --no-install-recommends pkg-config gcc flac python3 python3-venv python3-pip >/dev/null
+else
+    echo "note: not root or no apt-get; skipping system packages" >&2
+fi
+
+VENV="${FERROFX_VENV:-$HOME/.cache/ferrofx/venv}"
+if [ ! -x "$VENV/bin/python" ]; then
+    python3 -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy scipy pytest
+echo "dependencies ready (Python tools in $VENV)"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every FerroFX test: the Rust unit and integration tests (the 77 shared SciPy
+# reference cases print a summary), the SciPy cross-check in Python, and the README's
+# main job (`cargo xtask render` in release) as a smoke test.
+# Expects scripts/install-deps.sh to have run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+VENV="${FERROFX_VENV:-$HOME/.cache/ferrofx/venv}"
+export FERROFX_REFERENCE_DIR="${FERROFX_REFERENCE_DIR:-$PWD/../shared/reference}"
+if [ ! -f "$FERROFX_REFERENCE_DIR/index.json" ]; then
+    echo "error: shared reference vectors not found at $FERROFX_REFERENCE_DIR (set FERROFX_REFERENCE_DIR)" >&2
+    exit 1
+fi
+
+echo "== cargo test (workspace)"
+cargo test --workspace -- --skip every_reference_case_meets_the_tolerances
+echo "== SciPy reference cases"
+cargo test --test reference -- --nocapture
+
+echo "== README main job (release): cargo xtask render"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cargo xtask render --chain examples/chains/demo.json --output "$tmp/demo.wav" examples/audio/demo.wav
+
+echo "== SciPy cross-check (Python)"
+FERROFX_XTASK="$CARGO_TARGET_DIR/debug/xtask" "$VENV/bin/python" -m pytest -q tests/python
