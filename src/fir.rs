@@ -313,6 +313,9 @@ impl Partitioned {
             // partition keeps its old spectrum rather than panicking.
             let _ = self.forward.process_with_scratch(&mut self.time, out, &mut self.scratch_fwd);
         }
+        // The tail of the block in progress depends only on past input: redo it with the
+        // new kernel so the switch is exact from the next sample on.
+        self.compute_tails();
     }
 
     fn reset(&mut self) {
@@ -358,9 +361,29 @@ impl Partitioned {
             self.time.copy_from_slice(&ch.x);
             let _ = self.forward.process_with_scratch(&mut self.time, &mut self.spec, &mut self.scratch_fwd);
             ch.fdl[slot * bins..(slot + 1) * bins].copy_from_slice(&self.spec);
+            ch.x.copy_within(b.., 0);
+        }
+        // Channels beyond `used` were not fed this block; keep them consistent with
+        // silence so they do not replay stale input when they come back.
+        for ch in self.channels[used..].iter_mut() {
+            ch.x.fill(0.0);
+            ch.fdl[slot * bins..(slot + 1) * bins].fill(Complex32::new(0.0, 0.0));
+        }
+        self.fill = 0;
+        self.slot = (slot + 1) % self.parts;
+        self.compute_tails();
+    }
+
+    /// Every channel's tail output for the current block, from the delay line (whose
+    /// newest spectrum is the block before) and the current kernel.
+    fn compute_tails(&mut self) {
+        let b = self.b;
+        let bins = b + 1;
+        let newest = (self.slot + self.parts - 1) % self.parts;
+        for ch in self.channels.iter_mut() {
             self.acc.fill(Complex32::new(0.0, 0.0));
             for p in 0..self.parts {
-                let src = (slot + self.parts - p) % self.parts;
+                let src = (newest + self.parts - p) % self.parts;
                 let x = &ch.fdl[src * bins..(src + 1) * bins];
                 let h = &self.kernel[p * bins..(p + 1) * bins];
                 for ((a, xv), hv) in self.acc.iter_mut().zip(x).zip(h) {
@@ -372,16 +395,6 @@ impl Partitioned {
             self.acc[b].im = 0.0;
             let _ = self.inverse.process_with_scratch(&mut self.acc, &mut self.time, &mut self.scratch_inv);
             ch.tail_out.copy_from_slice(&self.time[b..]);
-            ch.x.copy_within(b.., 0);
         }
-        // Channels beyond `used` were not fed this block; keep them consistent with
-        // silence so they do not replay stale input when they come back.
-        for ch in self.channels[used..].iter_mut() {
-            ch.x.fill(0.0);
-            ch.tail_out.fill(0.0);
-            ch.fdl[slot * bins..(slot + 1) * bins].fill(Complex32::new(0.0, 0.0));
-        }
-        self.fill = 0;
-        self.slot = (slot + 1) % self.parts;
     }
 }

@@ -1,0 +1,113 @@
+//! FIR paths against a plain float64 convolution: every partition size and host block
+//! pattern, a million-tap kernel, and the cost-model choice.
+
+use ferrofx::fir::{choose_mode, FirFilter, FirMode};
+
+fn lcg(seed: u64) -> impl FnMut() -> f64 {
+    let mut s = seed.wrapping_mul(2862933555777941757).wrapping_add(3037000493);
+    move || {
+        s = s.wrapping_mul(2862933555777941757).wrapping_add(3037000493);
+        (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+}
+
+fn convolve(h: &[f64], x: &[f32]) -> Vec<f64> {
+    (0..x.len())
+        .map(|n| (0..h.len().min(n + 1)).map(|k| h[k] * x[n - k] as f64).sum())
+        .collect()
+}
+
+/// Runs `x` through `filter` in the given repeating pattern of block sizes.
+fn run(filter: &mut FirFilter, x: &[f32], pattern: &[usize]) -> Vec<f32> {
+    let mut y = x.to_vec();
+    let (mut start, mut i) = (0, 0);
+    while start < y.len() {
+        let end = (start + pattern[i % pattern.len()]).min(y.len());
+        filter.process(&mut [&mut y[start..end]], end - start);
+        start = end;
+        i += 1;
+    }
+    y
+}
+
+#[test]
+fn every_path_equals_plain_convolution_for_any_block_pattern() {
+    let mut rnd = lcg(1);
+    for &taps in &[1usize, 2, 7, 64, 65, 300, 1025, 5000] {
+        let h: Vec<f64> = (0..taps).map(|i| rnd() * (-(i as f64) / 500.0).exp()).collect();
+        let x: Vec<f32> = (0..7000).map(|_| rnd() as f32).collect();
+        let want = convolve(&h, &x);
+        let peak = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let mut modes = vec![FirMode::Auto, FirMode::Direct];
+        for p in [8usize, 16, 64, 256, 1024] {
+            modes.push(FirMode::Partitioned { partition: p });
+        }
+        for mode in modes {
+            for pattern in [&[1usize][..], &[7], &[64], &[4096], &[1, 500, 3, 64, 1000, 2]] {
+                let mut f = FirFilter::new(&h, 1, mode, 512);
+                let y = run(&mut f, &x, pattern);
+                let err = y.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((*a as f64 - b).abs())) / peak;
+                assert!(err < 2e-6, "taps {taps} {mode:?} (running {:?}) blocks {pattern:?}: error {err:e}", f.mode());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_million_taps_stream_with_zero_latency() {
+    // Sparse input so the exact output is cheap: y[n] = sum_i a_i h[n - t_i].
+    let taps = 1 << 20;
+    let mut rnd = lcg(7);
+    let h: Vec<f64> = (0..taps).map(|i| rnd() * (-(i as f64) / 300_000.0).exp()).collect();
+    let spikes = [(0usize, 1.0f32), (1234, -0.5), (77_777, 0.25), (500_001, 0.75)];
+    let n = taps + 600_000;
+    let mut x = vec![0.0f32; n];
+    for &(t, a) in &spikes {
+        x[t] = a;
+    }
+    let mut f = FirFilter::new(&h, 1, FirMode::Auto, 4096);
+    assert!(matches!(f.mode(), FirMode::Partitioned { .. }), "{:?}", f.mode());
+    let y = run(&mut f, &x, &[4096, 1000, 17]);
+    let mut worst = 0.0f64;
+    for (m, &got) in y.iter().enumerate() {
+        let want: f64 = spikes.iter().filter(|&&(t, _)| m >= t && m - t < taps).map(|&(t, a)| a as f64 * h[m - t]).sum();
+        worst = worst.max((got as f64 - want).abs());
+    }
+    assert!(worst < 1e-5, "worst absolute error {worst:e} (peak ~1)");
+}
+
+#[test]
+fn the_cost_model_picks_direct_for_short_and_fft_for_long_kernels() {
+    assert_eq!(choose_mode(1), FirMode::Direct);
+    assert_eq!(choose_mode(31), FirMode::Direct);
+    for taps in [2048usize, 65_536, 1 << 20] {
+        match choose_mode(taps) {
+            FirMode::Partitioned { partition } => {
+                assert!(partition.is_power_of_two() && partition < taps, "{taps}: {partition}");
+                // The head runs directly per sample: it must be far shorter than the kernel.
+                assert!(partition * 8 <= taps, "{taps}: partition {partition}");
+            }
+            other => panic!("{taps} taps: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn set_taps_changes_the_kernel_without_losing_history() {
+    let mut rnd = lcg(3);
+    let h1: Vec<f64> = (0..700).map(|_| rnd()).collect();
+    let h2: Vec<f64> = (0..700).map(|_| rnd()).collect();
+    let x: Vec<f32> = (0..3000).map(|_| rnd() as f32).collect();
+    for mode in [FirMode::Direct, FirMode::Partitioned { partition: 64 }] {
+        let mut f = FirFilter::new(&h1, 1, mode, 256);
+        let mut y = x.clone();
+        f.process(&mut [&mut y[..1000]], 1000);
+        f.set_taps(&h2).unwrap();
+        f.process(&mut [&mut y[1000..]], 2000);
+        // After the switch, output is the new kernel over the whole input history.
+        let want = convolve(&h2, &x);
+        let err = y[1000..].iter().zip(&want[1000..]).fold(0.0f64, |m, (a, b)| m.max((*a as f64 - b).abs()));
+        assert!(err < 1e-4, "{mode:?}: {err:e}");
+        assert!(f.set_taps(&h2[..699]).is_err());
+    }
+}
