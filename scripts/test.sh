@@ -17,7 +17,7 @@ fi
 echo "== cargo test (workspace)"
 cargo test --workspace -- --skip every_reference_case_meets_the_tolerances
 echo "== SciPy reference cases"
-cargo test --test reference -- --nocapture
+cargo test --workspace --test reference -- --nocapture
 
 echo "== README main job (release): cargo xtask render"
 tmp="$(mktemp -d)"
