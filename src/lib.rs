@@ -19,6 +19,11 @@ pub mod sos;
 pub use chain::{Chain, ChainError, DesignedChain, DesignedStage, Stage, StageKind};
 pub use engine::{Engine, EngineOptions};
 
+/// The SIMD instruction set the kernels use on this machine (detected at run time).
+pub fn simd_level() -> &'static str {
+    sos::simd_level()
+}
+
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -17,11 +17,15 @@
 //! (4 `f64` lanes per AVX2 register instead of 8 `f32`), which the layout below is
 //! designed to win back across channels.
 //!
-//! # Data layout
+//! # Data layout and SIMD
 //!
-//! Channels are processed in groups of [`LANES`]; the state of a group is stored as
-//! `[section][s1/s2][lane]`, so one section update is a handful of `f64x4` operations
-//! on contiguous memory and compiles to SIMD across channels without intrinsics.
+//! Channels are processed in groups of `L` SIMD lanes (8 with AVX-512, 4 with AVX2 or
+//! the portable build), `L` channels per `f64` vector: one section update is five fused
+//! multiply-adds on whole vectors. Audio moves through an interleaved `f64` scratch of
+//! [`SUB_BLOCK`] frames (16 KiB, in L1); the cascade runs over it in chunks of up to 8
+//! sections whose state lives in registers for the whole sub-block, so the sample loop
+//! touches no state memory. The instruction set is detected at run time (portable
+//! binaries: SSE2 baseline, AVX2+FMA and AVX-512 kernels selected when the CPU has them).
 //!
 //! # Realtime rules
 //!
@@ -39,8 +43,10 @@
 
 use crate::design::Sos;
 
-/// Channels per SIMD group.
-pub const LANES: usize = 4;
+/// Frames per pass through the scratch.
+pub const SUB_BLOCK: usize = 256;
+/// The widest SIMD group (AVX-512: 8 `f64` lanes).
+pub const MAX_LANES: usize = 8;
 
 /// State magnitudes below this are set to zero at the end of each block (about -600 dB:
 /// far below anything a float32 output can carry relative to a signal).
@@ -78,24 +84,99 @@ pub struct SectionCountMismatch {
     pub found: usize,
 }
 
+/// The kernel flavours, chosen once at construction by run-time CPU detection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    /// Plain Rust, any target (SSE2 on x86-64, NEON on aarch64 via the compiler).
+    Portable,
+    /// x86-64 with AVX2 and FMA: 4 lanes.
+    Avx2,
+    /// x86-64 with AVX-512F/VL and FMA: 8 lanes.
+    Avx512,
+}
+
+impl Isa {
+    /// The best kernel this CPU runs.
+    pub fn detect() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512vl")
+                && std::is_x86_feature_detected!("fma")
+            {
+                return Isa::Avx512;
+            }
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Portable
+    }
+
+    /// Whether this CPU can run kernel `self`.
+    pub fn is_supported(self) -> bool {
+        match self {
+            Isa::Portable => true,
+            Isa::Avx2 => matches!(Isa::detect(), Isa::Avx2 | Isa::Avx512),
+            Isa::Avx512 => Isa::detect() == Isa::Avx512,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Portable => "portable",
+            Isa::Avx2 => "avx2+fma",
+            Isa::Avx512 => "avx512+fma",
+        }
+    }
+
+    /// Channels per SIMD group.
+    pub fn lanes(self) -> usize {
+        match self {
+            Isa::Avx512 => 8,
+            Isa::Avx2 | Isa::Portable => 4,
+        }
+    }
+}
+
+/// The instruction set the cascade kernel runs with on this machine.
+pub fn simd_level() -> &'static str {
+    Isa::detect().name()
+}
+
 /// A cascade of second-order sections over a fixed number of channels.
 #[derive(Clone, Debug)]
 pub struct SosCascade {
     coefs: Vec<SosCoefs>,
-    /// `groups * sections * 2` lane vectors: `[group][section][s1, s2]`.
-    state: Vec<[f64; LANES]>,
+    /// `[channel][section]` -> `[s1, s2]`.
+    state: Vec<[f64; 2]>,
     channels: usize,
+    /// `SUB_BLOCK * MAX_LANES` interleaved `f64` frames.
+    scratch: Vec<f64>,
+    isa: Isa,
 }
 
 impl SosCascade {
-    /// Builds the cascade and allocates its state (zero).
+    /// Builds the cascade and allocates its state (zero) with the best kernel for this CPU.
     pub fn new(sections: &[Sos], channels: usize) -> SosCascade {
-        let groups = channels.div_ceil(LANES);
+        SosCascade::with_isa(sections, channels, Isa::detect())
+    }
+
+    /// Builds the cascade with a given kernel (falls back to the portable one if this CPU
+    /// lacks the instructions). For tests and benchmarks.
+    pub fn with_isa(sections: &[Sos], channels: usize, isa: Isa) -> SosCascade {
         SosCascade {
             coefs: sections.iter().map(SosCoefs::from).collect(),
-            state: vec![[0.0; LANES]; groups * sections.len() * 2],
+            state: vec![[0.0; 2]; channels * sections.len()],
             channels,
+            scratch: vec![0.0; SUB_BLOCK * MAX_LANES],
+            isa: if isa.is_supported() { isa } else { Isa::Portable },
         }
+    }
+
+    /// The kernel in use.
+    pub fn isa(&self) -> Isa {
+        self.isa
     }
 
     pub fn sections(&self) -> usize {
@@ -124,63 +205,280 @@ impl SosCascade {
 
     /// Clears the state of every channel.
     pub fn reset(&mut self) {
-        self.state.fill([0.0; LANES]);
+        self.state.fill([0.0; 2]);
     }
 
     /// Filters `frames` samples of each channel in place. Channels beyond the cascade's
     /// channel count are left untouched; so are samples beyond a shorter buffer's end
     /// (the call processes `min(frames, shortest buffer)` samples).
     pub fn process(&mut self, buffers: &mut [&mut [f32]], frames: usize) {
-        let sections = self.coefs.len();
-        if sections == 0 {
+        if self.coefs.is_empty() {
             return;
         }
         let used = buffers.len().min(self.channels);
         let frames = buffers[..used].iter().map(|b| b.len()).min().unwrap_or(0).min(frames);
-        for (group, bufs) in buffers[..used].chunks_mut(LANES).enumerate() {
-            let state = &mut self.state[group * sections * 2..(group + 1) * sections * 2];
-            process_group(&self.coefs, state, bufs, frames);
-            sanitize_state(state);
+        let buffers = &mut buffers[..used];
+        let (coefs, state, scratch) = (&self.coefs[..], &mut self.state[..], &mut self.scratch[..]);
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `with_isa` only keeps `Avx512` when the CPU reports AVX-512F/VL and FMA.
+            Isa::Avx512 => unsafe { kernels::process_avx512(coefs, state, scratch, buffers, frames) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `with_isa` only keeps `Avx2` when the CPU reports AVX2 and FMA.
+            Isa::Avx2 => unsafe { kernels::process_avx2(coefs, state, scratch, buffers, frames) },
+            _ => kernels::process_portable(coefs, state, scratch, buffers, frames),
+        }
+        let sections = self.coefs.len();
+        for ch in self.state.chunks_exact_mut(sections).take(used) {
+            sanitize_state(ch);
         }
     }
 }
 
-/// Runs one group of up to `LANES` channels through the cascade.
-#[inline(always)]
-fn process_group(coefs: &[SosCoefs], state: &mut [[f64; LANES]], bufs: &mut [&mut [f32]], frames: usize) {
-    let lanes = bufs.len();
-    for t in 0..frames {
-        let mut x = [0.0f64; LANES];
-        for (xl, buf) in x.iter_mut().zip(bufs.iter()) {
-            *xl = f64::from(buf[t]);
-        }
-        for (c, s) in coefs.iter().zip(state.chunks_exact_mut(2)) {
-            let (s1, s2) = s.split_at_mut(1);
-            let (s1, s2) = (&mut s1[0], &mut s2[0]);
-            let mut y = [0.0f64; LANES];
-            for l in 0..LANES {
-                y[l] = c.b0 * x[l] + s1[l];
-                s1[l] = c.b1 * x[l] - c.a1 * y[l] + s2[l];
-                s2[l] = c.b2 * x[l] - c.a2 * y[l];
-            }
-            x = y;
-        }
-        for (buf, &xl) in bufs.iter_mut().zip(x.iter()).take(lanes) {
-            buf[t] = xl as f32;
-        }
+/// Resets a channel whose state became non-finite and flushes tiny state values to zero.
+fn sanitize_state(state: &mut [[f64; 2]]) {
+    if state.iter().flatten().any(|v| !v.is_finite()) {
+        state.fill([0.0; 2]);
     }
-}
-
-/// Resets lanes whose state is non-finite and flushes tiny state values to zero.
-fn sanitize_state(state: &mut [[f64; LANES]]) {
-    for l in 0..LANES {
-        if state.iter().any(|v| !v[l].is_finite()) {
-            state.iter_mut().for_each(|v| v[l] = 0.0);
-        }
-    }
-    for v in state.iter_mut().flat_map(|v| v.iter_mut()) {
+    for v in state.iter_mut().flatten() {
         if v.abs() < FLUSH_BELOW {
             *v = 0.0;
         }
+    }
+}
+
+mod kernels {
+    //! The cascade kernel, generic over lanes `L`, sections per register-resident chunk
+    //! `M` and the multiply-add flavour, instantiated per instruction set.
+    use super::{SosCoefs, SUB_BLOCK};
+
+    /// `a * b + c`, fused or not.
+    pub trait MulAdd {
+        fn mul_add(a: f64, b: f64, c: f64) -> f64;
+    }
+
+    /// One rounding (`vfmadd` where the target has FMA).
+    pub struct Fused;
+    impl MulAdd for Fused {
+        #[inline(always)]
+        fn mul_add(a: f64, b: f64, c: f64) -> f64 {
+            a.mul_add(b, c)
+        }
+    }
+
+    /// Two roundings: on targets without FMA, `f64::mul_add` would be a slow library call.
+    pub struct Separate;
+    impl MulAdd for Separate {
+        #[inline(always)]
+        fn mul_add(a: f64, b: f64, c: f64) -> f64 {
+            a * b + c
+        }
+    }
+
+    /// One section on one frame of `L` lanes (transposed direct form II).
+    #[inline(always)]
+    fn step<const L: usize, A: MulAdd>(c: &SosCoefs, s1: &mut [f64; L], s2: &mut [f64; L], v: &[f64; L]) -> [f64; L] {
+        let mut y = [0.0f64; L];
+        for l in 0..L {
+            // Terms without `y` first, so each state update is one multiply-add after
+            // `y`: the recurrence y -> s1 -> y is two FMA latencies long.
+            let p1 = A::mul_add(c.b1, v[l], s2[l]);
+            let p2 = c.b2 * v[l];
+            y[l] = A::mul_add(c.b0, v[l], s1[l]);
+            s1[l] = A::mul_add(-c.a1, y[l], p1);
+            s2[l] = A::mul_add(-c.a2, y[l], p2);
+        }
+        y
+    }
+
+    /// Runs `N` sections over the sub-block `data` with their state in registers.
+    ///
+    /// Sample-outer, section-inner: a frame stays in registers through all `N`
+    /// sections. (A time-skewed wavefront, section `k` on frame `t - k`, was measured
+    /// slower here: the frames then round-trip through memory between sections.)
+    #[inline(always)]
+    fn run_chunk<const L: usize, const N: usize, A: MulAdd>(
+        coefs: &[SosCoefs],
+        state: &mut [[f64; 2]],
+        first_channel: usize,
+        lanes: usize,
+        first_section: usize,
+        sections: usize,
+        data: &mut [[f64; L]],
+    ) {
+        let mut c = [SosCoefs::default(); N];
+        c.copy_from_slice(&coefs[..N]);
+        let mut s1 = [[0.0f64; L]; N];
+        let mut s2 = [[0.0f64; L]; N];
+        for l in 0..lanes {
+            let st = &state[(first_channel + l) * sections + first_section..][..N];
+            for k in 0..N {
+                s1[k][l] = st[k][0];
+                s2[k][l] = st[k][1];
+            }
+        }
+        for x in data.iter_mut() {
+            let mut v = *x;
+            for k in 0..N {
+                v = step::<L, A>(&c[k], &mut s1[k], &mut s2[k], &v);
+            }
+            *x = v;
+        }
+        for l in 0..lanes {
+            let st = &mut state[(first_channel + l) * sections + first_section..][..N];
+            for k in 0..N {
+                st[k] = [s1[k][l], s2[k][l]];
+            }
+        }
+    }
+
+    /// Planar `f32` channels (frames `t0..t0 + data.len()`) into interleaved `f64` frames,
+    /// in tiles of 8 frames so the transposition vectorises; missing lanes are zero.
+    #[inline(always)]
+    fn gather<const L: usize>(bufs: &[&mut [f32]], t0: usize, data: &mut [[f64; L]]) {
+        let n = data.len();
+        let lanes = bufs.len();
+        let mut tiles = data.chunks_exact_mut(8);
+        let mut t = t0;
+        for tile in &mut tiles {
+            let mut src = [[0.0f32; 8]; L];
+            for l in 0..lanes {
+                src[l].copy_from_slice(&bufs[l][t..t + 8]);
+            }
+            for (i, frame) in tile.iter_mut().enumerate() {
+                for l in 0..L {
+                    frame[l] = f64::from(src[l][i]);
+                }
+            }
+            t += 8;
+        }
+        for (i, frame) in tiles.into_remainder().iter_mut().enumerate() {
+            *frame = [0.0; L];
+            for l in 0..lanes {
+                frame[l] = f64::from(bufs[l][t0 + n / 8 * 8 + i]);
+            }
+        }
+    }
+
+    /// The inverse of [`gather`] for the channels present.
+    #[inline(always)]
+    fn scatter<const L: usize>(data: &[[f64; L]], bufs: &mut [&mut [f32]], t0: usize) {
+        let n = data.len();
+        let lanes = bufs.len();
+        let mut tiles = data.chunks_exact(8);
+        let mut t = t0;
+        for tile in &mut tiles {
+            let mut dst = [[0.0f32; 8]; L];
+            for (i, frame) in tile.iter().enumerate() {
+                for l in 0..L {
+                    dst[l][i] = frame[l] as f32;
+                }
+            }
+            for l in 0..lanes {
+                bufs[l][t..t + 8].copy_from_slice(&dst[l]);
+            }
+            t += 8;
+        }
+        for (i, frame) in tiles.remainder().iter().enumerate() {
+            for l in 0..lanes {
+                bufs[l][t0 + n / 8 * 8 + i] = frame[l] as f32;
+            }
+        }
+    }
+
+    /// One group of up to `L` channels starting at `first_channel`.
+    #[inline(always)]
+    fn process_group<const L: usize, const M: usize, A: MulAdd>(
+        coefs: &[SosCoefs],
+        state: &mut [[f64; 2]],
+        scratch: &mut [f64],
+        bufs: &mut [&mut [f32]],
+        first_channel: usize,
+        frames: usize,
+    ) {
+        let sections = coefs.len();
+        let lanes = bufs.len();
+        let (data_all, _) = scratch[..SUB_BLOCK * L].as_chunks_mut::<L>();
+        let mut t0 = 0;
+        while t0 < frames {
+            let n = (frames - t0).min(SUB_BLOCK);
+            let data = &mut data_all[..n];
+            gather(bufs, t0, data);
+            for (ci, chunk) in coefs.chunks(M).enumerate() {
+                let first_section = ci * M;
+                macro_rules! run {
+                    ($($n:literal)*) => {
+                        match chunk.len() {
+                            $($n => run_chunk::<L, $n, A>(chunk, state, first_channel, lanes, first_section, sections, data),)*
+                            _ => {}
+                        }
+                    };
+                }
+                run!(1 2 3 4 5 6 7 8);
+            }
+            scatter(data, bufs, t0);
+            t0 += n;
+        }
+    }
+
+    /// All channels in groups of up to `LMAX`. A group narrower than `LMAX` (one or two
+    /// channels, the last group of twelve) runs with the narrowest vector that holds it:
+    /// the cascade is latency-bound, so narrow vectors cost the same per frame and save
+    /// the conversion of empty lanes.
+    #[inline(always)]
+    pub fn process_all<const LMAX: usize, const M: usize, A: MulAdd>(
+        coefs: &[SosCoefs],
+        state: &mut [[f64; 2]],
+        scratch: &mut [f64],
+        buffers: &mut [&mut [f32]],
+        frames: usize,
+    ) {
+        for (g, bufs) in buffers.chunks_mut(LMAX).enumerate() {
+            let first = g * LMAX;
+            match bufs.len() {
+                1 => process_group::<1, M, A>(coefs, state, scratch, bufs, first, frames),
+                2 => process_group::<2, M, A>(coefs, state, scratch, bufs, first, frames),
+                3 | 4 => process_group::<4, M, A>(coefs, state, scratch, bufs, first, frames),
+                _ => process_group::<LMAX, M, A>(coefs, state, scratch, bufs, first, frames),
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,fma")]
+    pub fn process_avx512(
+        coefs: &[SosCoefs],
+        state: &mut [[f64; 2]],
+        scratch: &mut [f64],
+        buffers: &mut [&mut [f32]],
+        frames: usize,
+    ) {
+        process_all::<8, 8, Fused>(coefs, state, scratch, buffers, frames)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    pub fn process_avx2(
+        coefs: &[SosCoefs],
+        state: &mut [[f64; 2]],
+        scratch: &mut [f64],
+        buffers: &mut [&mut [f32]],
+        frames: usize,
+    ) {
+        process_all::<4, 4, Fused>(coefs, state, scratch, buffers, frames)
+    }
+
+    pub fn process_portable(
+        coefs: &[SosCoefs],
+        state: &mut [[f64; 2]],
+        scratch: &mut [f64],
+        buffers: &mut [&mut [f32]],
+        frames: usize,
+    ) {
+        // aarch64 always has FMA; x86-64's baseline (SSE2) does not.
+        #[cfg(target_arch = "aarch64")]
+        process_all::<4, 4, Fused>(coefs, state, scratch, buffers, frames);
+        #[cfg(not(target_arch = "aarch64"))]
+        process_all::<4, 4, Separate>(coefs, state, scratch, buffers, frames);
     }
 }

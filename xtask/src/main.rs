@@ -3,6 +3,7 @@
 //! Contract: `../shared/spec/command-line.md`.
 
 mod audio;
+mod bench;
 mod design;
 mod render;
 
@@ -22,11 +23,14 @@ enum Command {
     Render(render::RenderArgs),
     /// Print the coefficients a chain designs to at a sample rate (JSON).
     Design(design::DesignArgs),
+    /// Time the engine on the contract's workloads.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Render(args) => render::run(args),
         Command::Design(args) => design::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }

@@ -1,0 +1,345 @@
+//! `cargo xtask bench`: the workloads of `../shared/spec/command-line.md`, timed on the
+//! engine exactly as the renderer runs it (blocks of 4096 frames, in place).
+//!
+//! Each workload is run `runs` times after a warm-up; the median and the minimum wall
+//! time are reported, and `ns_per_sample = median / (frames x channels)`. Timings are
+//! single-threaded (one engine, one core), like the figures they are compared with.
+
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Fir};
+use ferrofx::Engine;
+use serde_json::json;
+use std::process::ExitCode;
+use std::time::Instant;
+
+const FS: f64 = 44_100.0;
+const RENDER_BLOCK: usize = 4096;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    ApiChain,
+    IirChain,
+    FirChain,
+    LongFir,
+    RealtimeBlock,
+}
+
+impl Workload {
+    const ALL: [Workload; 5] =
+        [Workload::ApiChain, Workload::IirChain, Workload::FirChain, Workload::LongFir, Workload::RealtimeBlock];
+    fn name(self) -> &'static str {
+        match self {
+            Workload::ApiChain => "api_chain",
+            Workload::IirChain => "iir_chain",
+            Workload::FirChain => "fir_chain",
+            Workload::LongFir => "long_fir",
+            Workload::RealtimeBlock => "realtime_block",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchBackend {
+    Cpu,
+    Wgpu,
+    Cuda,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Workloads to run (default: all).
+    #[arg(long = "workload", value_enum)]
+    workloads: Vec<Workload>,
+    /// Backends to run (default: cpu).
+    #[arg(long = "backend", value_enum)]
+    backends: Vec<BenchBackend>,
+    /// Shrink every duration so the whole run takes well under a minute (CI smoke runs).
+    #[arg(long)]
+    quick: bool,
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `api_chain`: TorchFX 0.8's defaults: 3 x Chebyshev I highpass (order 4, 0.1 dB) then
+/// 3 x Butterworth lowpass (order 5): 6 + 9 = 15 sections.
+pub fn api_chain() -> Chain {
+    Chebyshev1::highpass(20.0, 4, 0.1)
+        | Chebyshev1::highpass(60.0, 4, 0.1)
+        | Chebyshev1::highpass(65.0, 4, 0.1)
+        | Butterworth::lowpass(5000.0, 5)
+        | Butterworth::lowpass(4900.0, 5)
+        | Butterworth::lowpass(4850.0, 5)
+}
+
+/// `iir_chain`: four order-2 designs, 4 sections.
+pub fn iir_chain() -> Chain {
+    Butterworth::highpass(1000.0, 2)
+        | Butterworth::lowpass(5000.0, 2)
+        | Chebyshev1::highpass(1500.0, 2, 0.1)
+        | Chebyshev1::lowpass(1800.0, 2, 0.1)
+}
+
+/// `fir_chain`: five Hamming lowpass FIRs of 101..=105 taps.
+pub fn fir_chain() -> Chain {
+    Fir::lowpass(101, 1000.0)
+        | Fir::lowpass(102, 5000.0)
+        | Fir::lowpass(103, 1500.0)
+        | Fir::lowpass(104, 1800.0)
+        | Fir::lowpass(105, 1850.0)
+}
+
+/// `long_fir`: one given FIR of 262,144 taps, a 6 s reverb-like decaying noise.
+pub fn long_fir() -> Chain {
+    let taps = 262_144;
+    let mut rng = Rng(0x5EED);
+    let decay = -6.9 / taps as f64; // -60 dB over the length
+    Chain::from(Fir::coefficients((0..taps).map(|i| rng.uniform() * (decay * i as f64).exp() * 0.05).collect()))
+}
+
+/// `realtime_block`: 24 bands as the plugin would run them (one section each).
+pub fn realtime_chain() -> Chain {
+    let mut chain = Chain::from(Biquad::highpass(25.0, 0.7071));
+    chain.push(Biquad::low_shelf(90.0, 0.7071, 2.0));
+    for i in 0..20 {
+        let f = 60.0 * (15_000.0f64 / 60.0).powf(i as f64 / 19.0);
+        chain.push(Biquad::peaking(f, 1.2, if i % 2 == 0 { -3.0 } else { 2.5 }));
+    }
+    chain.push(Biquad::high_shelf(9000.0, 0.7071, -2.0));
+    chain.push(Biquad::lowpass(19_000.0, 0.7071));
+    chain
+}
+
+/// xorshift64*: deterministic white noise.
+struct Rng(u64);
+
+impl Rng {
+    fn uniform(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let v = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        (v >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+}
+
+fn noise(channels: usize, frames: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut rng = Rng(seed | 1);
+    (0..channels).map(|_| (0..frames).map(|_| rng.uniform() as f32).collect()).collect()
+}
+
+/// One measured configuration.
+pub struct Measurement {
+    pub workload: &'static str,
+    pub channels: usize,
+    pub frames: usize,
+    pub sections: usize,
+    pub taps: usize,
+    pub runs: usize,
+    pub median_s: f64,
+    pub min_s: f64,
+    /// For `realtime_block`: frames per block, p99.9 seconds per block.
+    pub block: Option<(usize, f64)>,
+}
+
+impl Measurement {
+    pub fn ns_per_sample(&self) -> f64 {
+        self.median_s * 1e9 / (self.frames as f64 * self.channels as f64)
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn shape(chain: &Chain) -> (usize, usize) {
+    let d = chain.design(FS).expect("bench chains are valid");
+    let taps = d
+        .stages
+        .iter()
+        .map(|s| if let ferrofx::DesignedStage::Fir(t) = s { t.len() } else { 0 })
+        .sum();
+    (d.sections(), taps)
+}
+
+/// Times whole-buffer processing of `chain` on `channels x seconds` of noise.
+fn time_stream(workload: &'static str, chain: &Chain, channels: usize, seconds: f64, runs: usize) -> Measurement {
+    let designed = chain.design(FS).expect("bench chains are valid");
+    let frames = (seconds * FS) as usize;
+    let input = noise(channels, frames, 42);
+    let mut buf = input.clone();
+    let mut times = Vec::with_capacity(runs);
+    for run in 0..=runs {
+        let mut engine = Engine::new(&designed, channels, RENDER_BLOCK);
+        for (b, i) in buf.iter_mut().zip(&input) {
+            b.copy_from_slice(i);
+        }
+        let t0 = Instant::now();
+        let mut start = 0;
+        while start < frames {
+            let end = (start + RENDER_BLOCK).min(frames);
+            let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[start..end]).collect();
+            engine.process(&mut slices);
+            start = end;
+        }
+        let dt = t0.elapsed().as_secs_f64();
+        if run > 0 {
+            times.push(dt); // run 0 warms caches and the allocator
+        }
+    }
+    std::hint::black_box(&buf);
+    let (sections, taps) = shape(chain);
+    let min_s = times.iter().cloned().fold(f64::INFINITY, f64::min);
+    Measurement { workload, channels, frames, sections, taps, runs, median_s: median(&mut times), min_s, block: None }
+}
+
+/// Times every block of a realtime-style stream: median and p99.9 per block.
+fn time_blocks(chain: &Chain, block: usize, seconds: f64) -> Measurement {
+    let designed = chain.design(48_000.0).expect("bench chains are valid");
+    let channels = 2;
+    let blocks = ((seconds * 48_000.0) as usize / block).max(1000);
+    let input = noise(channels, block * 64, 7);
+    let mut engine = Engine::new(&designed, channels, block);
+    let (mut l, mut r) = (vec![0.0f32; block], vec![0.0f32; block]);
+    let mut times = Vec::with_capacity(blocks);
+    for i in 0..blocks + 100 {
+        let k = (i % 64) * block;
+        l.copy_from_slice(&input[0][k..k + block]);
+        r.copy_from_slice(&input[1][k..k + block]);
+        let t0 = Instant::now();
+        engine.process(&mut [&mut l[..], &mut r[..]]);
+        let dt = t0.elapsed().as_secs_f64();
+        if i >= 100 {
+            times.push(dt);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let p999 = times[((times.len() as f64 * 0.999) as usize).min(times.len() - 1)];
+    let (sections, taps) = shape(chain);
+    Measurement {
+        workload: "realtime_block",
+        channels,
+        frames: block,
+        sections,
+        taps,
+        runs: times.len(),
+        median_s: times[times.len() / 2],
+        min_s: times[0],
+        block: Some((block, p999)),
+    }
+}
+
+/// Every measurement of one workload.
+pub fn run_workload(w: Workload, quick: bool) -> Vec<Measurement> {
+    let runs = if quick { 3 } else { 7 };
+    let secs = |full: f64| if quick { (full / 60.0).clamp(0.2, 1.0) } else { full };
+    match w {
+        Workload::ApiChain => vec![time_stream("api_chain", &api_chain(), 8, secs(120.0), runs)],
+        Workload::IirChain => {
+            let chain = iir_chain();
+            let mut out = Vec::new();
+            for ch in [1, 2, 8, 12] {
+                for s in [5.0, 60.0, 180.0] {
+                    out.push(time_stream("iir_chain", &chain, ch, secs(s), runs));
+                }
+            }
+            out
+        }
+        Workload::FirChain => {
+            let chain = fir_chain();
+            let mut out = Vec::new();
+            for ch in [1, 2, 8, 12] {
+                for s in [5.0, 60.0] {
+                    out.push(time_stream("fir_chain", &chain, ch, secs(s), runs));
+                }
+            }
+            out
+        }
+        Workload::LongFir => vec![time_stream("long_fir", &long_fir(), 2, secs(60.0), if quick { 1 } else { 3 })],
+        Workload::RealtimeBlock => {
+            let chain = realtime_chain();
+            [32, 64, 128, 256, 512, 1024].iter().map(|&b| time_blocks(&chain, b, if quick { 1.0 } else { 20.0 })).collect()
+        }
+    }
+}
+
+fn print(m: &Measurement, json_out: bool) {
+    if json_out {
+        let mut v = json!({
+            "workload": m.workload, "backend": "cpu", "channels": m.channels, "frames": m.frames,
+            "sections": m.sections, "taps": m.taps, "runs": m.runs, "median_s": m.median_s,
+            "min_s": m.min_s, "ns_per_sample": m.ns_per_sample(),
+        });
+        if let Some((block, p999)) = m.block {
+            let budget = block as f64 / 48_000.0;
+            v["block"] = json!(block);
+            v["p999_s"] = json!(p999);
+            v["median_budget_share"] = json!(m.median_s / budget);
+            v["p999_budget_share"] = json!(p999 / budget);
+        }
+        println!("{v}");
+        return;
+    }
+    let per_section = if m.sections > 0 { format!("{:8.3} ns/sample/ch/section", m.ns_per_sample() / m.sections as f64) } else { String::new() };
+    match m.block {
+        Some((block, p999)) => {
+            let budget = block as f64 / 48_000.0;
+            println!(
+                "{:<15} {:>2} ch  block {:>5}  median {:>8.2} us ({:.4}% of budget)  p99.9 {:>8.2} us ({:.4}%)",
+                m.workload,
+                m.channels,
+                block,
+                m.median_s * 1e6,
+                100.0 * m.median_s / budget,
+                p999 * 1e6,
+                100.0 * p999 / budget
+            );
+        }
+        None => println!(
+            "{:<15} {:>2} ch {:>9} frames  median {:>9.4} s  min {:>9.4} s  {:>8.3} ns/sample  {}  {:.0}x realtime",
+            m.workload,
+            m.channels,
+            m.frames,
+            m.median_s,
+            m.min_s,
+            m.ns_per_sample(),
+            per_section,
+            m.frames as f64 / FS / m.median_s
+        ),
+    }
+}
+
+pub fn run(args: BenchArgs) -> ExitCode {
+    match run_inner(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_inner(args: BenchArgs) -> Result<()> {
+    for b in &args.backends {
+        match b {
+            BenchBackend::Cpu => {}
+            BenchBackend::Wgpu => bail!("backend wgpu is not available: this build has no wgpu backend yet"),
+            BenchBackend::Cuda => bail!("backend cuda is not available: this build has no CUDA backend yet"),
+        }
+    }
+    let workloads = if args.workloads.is_empty() { Workload::ALL.to_vec() } else { args.workloads.clone() };
+    if !args.json {
+        println!("cpu backend, single thread, {} ({})", std::env::consts::ARCH, ferrofx::simd_level());
+    }
+    for w in workloads {
+        if !args.json {
+            eprintln!("running {} ...", w.name());
+        }
+        for m in run_workload(w, args.quick) {
+            print(&m, args.json);
+        }
+    }
+    Ok(())
+}
