@@ -84,60 +84,7 @@ pub struct SectionCountMismatch {
     pub found: usize,
 }
 
-/// The kernel flavours, chosen once at construction by run-time CPU detection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Isa {
-    /// Plain Rust, any target (SSE2 on x86-64, NEON on aarch64 via the compiler).
-    Portable,
-    /// x86-64 with AVX2 and FMA: 4 lanes.
-    Avx2,
-    /// x86-64 with AVX-512F/VL and FMA: 8 lanes.
-    Avx512,
-}
-
-impl Isa {
-    /// The best kernel this CPU runs.
-    pub fn detect() -> Isa {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx512f")
-                && std::is_x86_feature_detected!("avx512vl")
-                && std::is_x86_feature_detected!("fma")
-            {
-                return Isa::Avx512;
-            }
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                return Isa::Avx2;
-            }
-        }
-        Isa::Portable
-    }
-
-    /// Whether this CPU can run kernel `self`.
-    pub fn is_supported(self) -> bool {
-        match self {
-            Isa::Portable => true,
-            Isa::Avx2 => matches!(Isa::detect(), Isa::Avx2 | Isa::Avx512),
-            Isa::Avx512 => Isa::detect() == Isa::Avx512,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Isa::Portable => "portable",
-            Isa::Avx2 => "avx2+fma",
-            Isa::Avx512 => "avx512+fma",
-        }
-    }
-
-    /// Channels per SIMD group.
-    pub fn lanes(self) -> usize {
-        match self {
-            Isa::Avx512 => 8,
-            Isa::Avx2 | Isa::Portable => 4,
-        }
-    }
-}
+pub use crate::simd::Isa;
 
 /// The instruction set the cascade kernel runs with on this machine.
 pub fn simd_level() -> &'static str {
@@ -170,7 +117,7 @@ impl SosCascade {
             state: vec![[0.0; 2]; channels * sections.len()],
             channels,
             scratch: vec![0.0; SUB_BLOCK * MAX_LANES],
-            isa: if isa.is_supported() { isa } else { Isa::Portable },
+            isa: isa.or_portable(),
         }
     }
 
@@ -251,29 +198,7 @@ mod kernels {
     //! The cascade kernel, generic over lanes `L`, sections per register-resident chunk
     //! `M` and the multiply-add flavour, instantiated per instruction set.
     use super::{SosCoefs, SUB_BLOCK};
-
-    /// `a * b + c`, fused or not.
-    pub trait MulAdd {
-        fn mul_add(a: f64, b: f64, c: f64) -> f64;
-    }
-
-    /// One rounding (`vfmadd` where the target has FMA).
-    pub struct Fused;
-    impl MulAdd for Fused {
-        #[inline(always)]
-        fn mul_add(a: f64, b: f64, c: f64) -> f64 {
-            a.mul_add(b, c)
-        }
-    }
-
-    /// Two roundings: on targets without FMA, `f64::mul_add` would be a slow library call.
-    pub struct Separate;
-    impl MulAdd for Separate {
-        #[inline(always)]
-        fn mul_add(a: f64, b: f64, c: f64) -> f64 {
-            a * b + c
-        }
-    }
+    use crate::simd::{Fused, MulAdd, PortableMulAdd};
 
     /// One section on one frame of `L` lanes (transposed direct form II).
     #[inline(always)]
@@ -282,11 +207,11 @@ mod kernels {
         for l in 0..L {
             // Terms without `y` first, so each state update is one multiply-add after
             // `y`: the recurrence y -> s1 -> y is two FMA latencies long.
-            let p1 = A::mul_add(c.b1, v[l], s2[l]);
+            let p1 = A::f64(c.b1, v[l], s2[l]);
             let p2 = c.b2 * v[l];
-            y[l] = A::mul_add(c.b0, v[l], s1[l]);
-            s1[l] = A::mul_add(-c.a1, y[l], p1);
-            s2[l] = A::mul_add(-c.a2, y[l], p2);
+            y[l] = A::f64(c.b0, v[l], s1[l]);
+            s1[l] = A::f64(-c.a1, y[l], p1);
+            s2[l] = A::f64(-c.a2, y[l], p2);
         }
         y
     }
@@ -475,10 +400,6 @@ mod kernels {
         buffers: &mut [&mut [f32]],
         frames: usize,
     ) {
-        // aarch64 always has FMA; x86-64's baseline (SSE2) does not.
-        #[cfg(target_arch = "aarch64")]
-        process_all::<4, 4, Fused>(coefs, state, scratch, buffers, frames);
-        #[cfg(not(target_arch = "aarch64"))]
-        process_all::<4, 4, Separate>(coefs, state, scratch, buffers, frames);
+        process_all::<4, 4, PortableMulAdd>(coefs, state, scratch, buffers, frames)
     }
 }

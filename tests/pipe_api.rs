@@ -67,13 +67,25 @@ fn every_stage_type_round_trips_through_json() {
     assert_eq!(back.to_json(), json);
     assert!(json.contains(r#""enabled": false"#) && json.contains(r#""label": "top""#) && json.contains(r#""beta": 8.6"#));
     let designed = chain.design(48_000.0).unwrap();
-    // Cascade (all IIR and biquads; the disabled elliptic skipped), FIR, FIR, cascade (sos + gain).
+    // Cascade (all IIR and biquads; the disabled elliptic skipped), one FIR (the two FIR
+    // stages fused: 201 + 3 - 1 taps), cascade (sos + gain).
     let shape: Vec<&str> = designed
         .stages
         .iter()
         .map(|s| if matches!(s, DesignedStage::Sos(_)) { "sos" } else { "fir" })
         .collect();
-    assert_eq!(shape, ["sos", "fir", "fir", "sos"]);
+    assert_eq!(shape, ["sos", "fir", "sos"]);
+    assert!(matches!(&designed.stages[1], DesignedStage::Fir(t) if t.len() == 203));
+    // Fusion keeps the response: the fused kernel's H equals the product of the two.
+    let fir_a = Chain::from(Fir::design(Response::Bandstop, 201, Cutoff::Band(50.0, 70.0), Window::Kaiser { beta: 8.6 }))
+        .design(48_000.0)
+        .unwrap();
+    let fir_b = Chain::from(Fir::coefficients(vec![0.25, 0.5, 0.25])).design(48_000.0).unwrap();
+    for f in [10.0, 60.0, 1000.0, 20_000.0] {
+        let fused = designed.stages[1].response(f, 48_000.0);
+        let product = fir_a.response(f) * fir_b.response(f);
+        assert!((fused - product).norm() < 1e-12, "{f} Hz");
+    }
     // 3 + 3 + 4 + 3 (bessel 5) + 4 (LR8) + 1 + 1 sections; the gain folded into the sos stage.
     assert_eq!(designed.sections(), 3 + 3 + 4 + 3 + 4 + 1 + 1 + 1);
 }

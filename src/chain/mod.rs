@@ -6,7 +6,9 @@
 //! `deny_unknown_fields`, one stage at a time so errors name the stage), then
 //! [`Chain::design`] checks the *meaning* at a sample rate (cutoffs below Nyquist,
 //! stable sections, ...) and designs every stage, fusing each run of consecutive
-//! SOS-type stages (IIR designs, biquads, `sos`, `gain`) into one cascade.
+//! SOS-type stages (IIR designs, biquads, `sos`, `gain`) into one cascade, and each run
+//! of consecutive FIR stages into one kernel (their convolution, when it stays within
+//! the 1,048,576-tap limit).
 //!
 //! ```
 //! use ferrofx::chain::{Biquad, Butterworth, Chain, Fir};
@@ -170,7 +172,7 @@ pub struct DesignedChain {
 pub enum DesignedStage {
     /// A fused cascade (every consecutive SOS-type stage), gains folded in.
     Sos(Vec<Sos>),
-    /// A FIR's taps.
+    /// A FIR's taps (consecutive FIR stages fused into one kernel, see `Chain::design`).
     Fir(Vec<f64>),
 }
 

@@ -254,6 +254,9 @@ pub(super) fn design(chain: &Chain, fs: f64) -> Result<DesignedChain, ChainError
         match (designed, stages.last_mut()) {
             (Designed::Sos(new), Some(DesignedStage::Sos(run))) => run.extend(new),
             (Designed::Sos(new), _) => stages.push(DesignedStage::Sos(new)),
+            (Designed::Fir(taps), Some(DesignedStage::Fir(prev))) if fusable(prev.len(), taps.len()) => {
+                *prev = convolve(prev, &taps);
+            }
             (Designed::Fir(taps), _) => stages.push(DesignedStage::Fir(taps)),
         }
     }
@@ -264,6 +267,25 @@ pub(super) fn design(chain: &Chain, fs: f64) -> Result<DesignedChain, ChainError
         }
     }
     Ok(DesignedChain { fs, stages })
+}
+
+/// Consecutive FIRs run as one kernel (their convolution, computed in `f64`) when the
+/// result stays within the given-FIR limit and the convolution is cheap to compute here;
+/// one longer FIR costs less than two (FFT levels grow logarithmically) and the signal is
+/// not rounded to `f32` between them.
+fn fusable(a: usize, b: usize) -> bool {
+    a + b - 1 <= MAX_GIVEN_TAPS && a.saturating_mul(b) <= 50_000_000
+}
+
+/// Full linear convolution of two kernels.
+fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; a.len() + b.len() - 1];
+    for (i, &x) in a.iter().enumerate() {
+        for (o, &y) in out[i..].iter_mut().zip(b) {
+            *o += x * y;
+        }
+    }
+    out
 }
 
 /// Multiplies every pure-gain section of a cascade into the first non-gain section.
