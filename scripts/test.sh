@@ -24,5 +24,8 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cargo xtask render --chain examples/chains/demo.json --output "$tmp/demo.wav" examples/audio/demo.wav
 
+echo "== benchmark smoke run (no timing assertions): cargo xtask bench --quick"
+cargo xtask bench --quick
+
 echo "== SciPy cross-check (Python)"
 FERROFX_XTASK="$CARGO_TARGET_DIR/debug/xtask" "$VENV/bin/python" -m pytest -q tests/python

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
@@ -59,7 +59,7 @@ pub fn render_file(chain: &Chain, input: &Path, output: &Path, block_size: usize
     if same_file(input, output) {
         bail!("the output {} would replace its own input", output.display());
     }
-    let mut reader = AudioReader::open(input)?;
+    let reader = AudioReader::open(input)?;
     let info = reader.info();
     if !(1..=MAX_CHANNELS).contains(&info.channels) {
         bail!("{} channels is out of range (1..={MAX_CHANNELS})", info.channels);
@@ -69,26 +69,71 @@ pub fn render_file(chain: &Chain, input: &Path, output: &Path, block_size: usize
     }
     let designed = chain.design(f64::from(info.sample_rate)).context("chain")?;
     let mut engine = Engine::new(&designed, info.channels, block_size);
-    let mut writer = AtomicWavWriter::create(output, info.channels, info.sample_rate)?;
-    let mut block: Vec<Vec<f32>> = vec![vec![0.0; block_size]; info.channels];
-    let mut frames: u64 = 0;
-    loop {
-        let n = reader.read(&mut block, block_size)?;
-        if n == 0 {
-            break;
-        }
-        let mut slices: Vec<&mut [f32]> = block.iter_mut().map(|c| &mut c[..n]).collect();
-        engine.process(&mut slices);
-        writer.write(&block, n)?;
-        frames += n as u64;
-    }
-    if let Some(expected) = info.frames {
-        if expected != frames {
-            bail!("the header promises {expected} frames but the stream held {frames}; nothing written");
-        }
-    }
-    writer.commit()?;
+    let writer = AtomicWavWriter::create(output, info.channels, info.sample_rate)?;
+    let frames = pipeline(reader, &mut engine, writer, info.channels, block_size, info.frames)?;
     Ok(Rendered { frames, channels: info.channels, sample_rate: info.sample_rate })
+}
+
+/// Decoding, filtering and writing overlap: a reader thread and a writer thread around
+/// the engine on this one, handing blocks through bounded queues (buffers are recycled).
+/// Any error stops all three; the temporary output is then deleted, never committed.
+fn pipeline(
+    mut reader: AudioReader,
+    engine: &mut Engine,
+    mut writer: AtomicWavWriter,
+    channels: usize,
+    block_size: usize,
+    expected_frames: Option<u64>,
+) -> Result<u64> {
+    type Block = (Vec<Vec<f32>>, usize);
+    let (to_dsp, from_reader) = mpsc::sync_channel::<Result<Block>>(4);
+    let (to_writer, from_dsp) = mpsc::sync_channel::<Block>(4);
+    let (recycle, recycled) = mpsc::channel::<Vec<Vec<f32>>>();
+    std::thread::scope(|s| {
+        s.spawn(move || loop {
+            let mut buf = recycled.try_recv().unwrap_or_else(|_| vec![vec![0.0; block_size]; channels]);
+            let msg = match reader.read(&mut buf, block_size) {
+                Ok(0) => break,
+                Ok(n) => Ok((buf, n)),
+                Err(e) => Err(e),
+            };
+            let failed = msg.is_err();
+            if to_dsp.send(msg).is_err() || failed {
+                break;
+            }
+        });
+        let writing = s.spawn(move || -> Result<AtomicWavWriter> {
+            for (buf, n) in from_dsp {
+                writer.write(&buf, n)?;
+                let _ = recycle.send(buf);
+            }
+            Ok(writer)
+        });
+        let mut frames: u64 = 0;
+        let filtered = (|| -> Result<()> {
+            for msg in from_reader {
+                let (mut buf, n) = msg?;
+                let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[..n]).collect();
+                engine.process(&mut slices);
+                frames += n as u64;
+                if to_writer.send((buf, n)).is_err() {
+                    break; // the writer failed; its error is reported below
+                }
+            }
+            Ok(())
+        })();
+        drop(to_writer);
+        let written = writing.join().map_err(|_| anyhow::anyhow!("the writer thread panicked"))?;
+        filtered?;
+        let writer = written?;
+        if let Some(expected) = expected_frames {
+            if expected != frames {
+                bail!("the header promises {expected} frames but the stream held {frames}; nothing written");
+            }
+        }
+        writer.commit()?;
+        Ok(frames)
+    })
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""FerroFX against SciPy, an optional TorchFX and the hand-written C reference, on the
+workloads of `cargo xtask bench`, measured in one run on this machine.
+
+    python benchmarks/compare.py [--quick] [--runs N] [--out docs]
+
+Needs numpy and scipy; matplotlib for the plot; gcc for the C reference; TorchFX
+(`pip install torchfx`, ~4 GB of torch) is used when importable and skipped otherwise.
+Prints a markdown table of ns per sample per channel (per section for IIR, per FIR for
+fir_chain) and the ratios the CPU-speed issue sets goals on; writes OUT/perf.json and
+OUT/perf_iir.png (ns/sample/section against channels, per engine).
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import scipy.signal as ss
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FS = 44100
+
+
+def xtask(*args):
+    out = subprocess.run(["cargo", "xtask", *args], cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"cargo xtask {' '.join(args)} failed:\n{out.stderr}")
+    return out.stdout
+
+
+def chain_file(stages):
+    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump({"format": "ferrofx-chain", "version": 1, "stages": stages}, f)
+    f.close()
+    return f.name
+
+
+def design(stages):
+    d = json.loads(xtask("design", "--chain", chain_file(stages), "--fs", str(FS)))
+    return d["stages"]
+
+
+API = [{"type": "chebyshev1", "response": "highpass", "order": 4, "cutoff_hz": f, "ripple_db": 0.1} for f in (20, 60, 65)] + [
+    {"type": "butterworth", "response": "lowpass", "order": 5, "cutoff_hz": f} for f in (5000, 4900, 4850)
+]
+IIR = [
+    {"type": "butterworth", "response": "highpass", "order": 2, "cutoff_hz": 1000},
+    {"type": "butterworth", "response": "lowpass", "order": 2, "cutoff_hz": 5000},
+    {"type": "chebyshev1", "response": "highpass", "order": 2, "cutoff_hz": 1500, "ripple_db": 0.1},
+    {"type": "chebyshev1", "response": "lowpass", "order": 2, "cutoff_hz": 1800, "ripple_db": 0.1},
+]
+FIR_TAPS = [ss.firwin(n, f, window="hamming", fs=FS) for n, f in zip(range(101, 106), (1000, 5000, 1500, 1800, 1850))]
+
+
+def timed(fn, runs):
+    fn()  # warm-up
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
+def noise(ch, frames):
+    return np.random.default_rng(1).uniform(-1, 1, (ch, frames)).astype(np.float32)
+
+
+def c_reference(sos, ch, frames, runs):
+    exe = os.path.join(tempfile.gettempdir(), "ferrofx_sos_tdf2_ref")
+    if not os.path.exists(exe):
+        if not shutil.which("gcc"):
+            return None
+        subprocess.run(["gcc", "-O3", "-march=native", "-o", exe, os.path.join(ROOT, "benchmarks/sos_tdf2_ref.c"), "-lm"], check=True)
+    path = os.path.join(tempfile.gettempdir(), "ferrofx_ref.sos")
+    np.savetxt(path, np.asarray(sos))
+    out = subprocess.run([exe, path, str(ch), str(frames), str(runs)], capture_output=True, text=True, check=True)
+    median, _, err = out.stdout.split()
+    return float(median), float(err)
+
+
+def torchfx_available():
+    try:
+        import torch  # noqa: F401
+        import torchfx  # noqa: F401
+        return True
+    except Exception:
+        return False
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="short durations (seconds, not minutes)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs"))
+    args = ap.parse_args()
+    scale = 0.05 if args.quick else 1.0
+    print("building and running cargo xtask bench ...", file=sys.stderr)
+    bench_args = ["bench", "--json"] + (["--quick"] if args.quick else [])
+    ours = [json.loads(l) for l in xtask(*bench_args).splitlines() if l.startswith("{")]
+    api_sos = np.vstack([s["sos"] for s in design(API)])
+    iir_sos = np.vstack([s["sos"] for s in design(IIR)])
+    rows = []
+    have_torchfx = torchfx_available()
+    for m in ours:
+        w, ch, frames = m["workload"], m["channels"], m["frames"]
+        if w == "realtime_block":
+            rows.append({"workload": w, "channels": ch, "block": m["block"], "median_us": m["median_s"] * 1e6,
+                         "p999_us": m["p999_s"] * 1e6, "p999_budget_share": m["p999_budget_share"]})
+            continue
+        x = noise(ch, frames)
+        row = {"workload": w, "channels": ch, "seconds": round(frames / FS, 3), "ferrofx": m["ns_per_sample"]}
+        if w in ("api_chain", "iir_chain"):
+            sos = api_sos if w == "api_chain" else iir_sos
+            per = len(sos)
+            row["sections"] = per
+            row["ferrofx"] /= per
+            row["scipy"] = timed(lambda: ss.sosfilt(sos, x, axis=1), args.runs) * 1e9 / (frames * ch * per)
+            ref = c_reference(sos, ch, frames, max(args.runs, 3))
+            if ref:
+                row["c_f32_tdf2"] = ref[0] * 1e9 / (frames * ch * per)
+                row["c_f32_tdf2_error"] = ref[1]
+        elif w == "fir_chain":
+            row["ferrofx"] /= len(FIR_TAPS)
+            def oa():
+                y = x
+                for t in FIR_TAPS:
+                    y = ss.oaconvolve(y, t[None, :], axes=1)[:, :frames]
+                return y
+            row["scipy"] = timed(oa, args.runs) * 1e9 / (frames * ch * len(FIR_TAPS))
+        elif w == "long_fir":
+            row["realtime_x"] = 1e9 / (row["ferrofx"] * ch) / FS
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr)
+    os.makedirs(args.out, exist_ok=True)
+    meta = {"machine": platform.processor() or platform.machine(), "cpu": cpu_name(), "simd": simd_level(ours),
+            "date": time.strftime("%Y-%m-%d"), "quick": args.quick, "torchfx": have_torchfx}
+    with open(os.path.join(args.out, "perf.json"), "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    print_table(rows, meta)
+    plot(rows, os.path.join(args.out, "perf_iir.png"), meta)
+
+
+def cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def simd_level(_):
+    out = subprocess.run(["cargo", "xtask", "bench", "--quick", "--workload", "iir-chain"], cwd=ROOT, capture_output=True, text=True)
+    first = out.stdout.splitlines()[0] if out.stdout else ""
+    return first[first.find("(") + 1 : first.find(")")] if "(" in first else "?"
+
+
+def print_table(rows, meta):
+    print(f"\nMeasured {meta['date']} on {meta['cpu']} ({meta['simd']}), one run, single thread.\n")
+    print("| workload | ch | s | FerroFX | SciPy | C f32 TDF-II | x SciPy | x C |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if r["workload"] in ("api_chain", "iir_chain", "fir_chain"):
+            c = r.get("c_f32_tdf2")
+            print(f"| {r['workload']} | {r['channels']} | {r['seconds']} | {r['ferrofx']:.3f} | {r['scipy']:.3f} | "
+                  f"{c:.3f} | {r['scipy'] / r['ferrofx']:.1f} | {c / r['ferrofx']:.2f} |" if c else
+                  f"| {r['workload']} | {r['channels']} | {r['seconds']} | {r['ferrofx']:.3f} | {r['scipy']:.3f} | – | {r['scipy'] / r['ferrofx']:.1f} | – |")
+    for r in rows:
+        if r["workload"] == "long_fir":
+            print(f"\nlong_fir: {r['ferrofx']:.1f} ns/sample, {r['realtime_x']:.0f}x real time (2 ch, one core)")
+    print("\n| realtime_block | median us | p99.9 us | p99.9 share of budget |")
+    print("|---|---|---|---|")
+    for r in rows:
+        if r["workload"] == "realtime_block":
+            print(f"| {r['block']} | {r['median_us']:.2f} | {r['p999_us']:.2f} | {100 * r['p999_budget_share']:.3f} % |")
+
+
+def plot(rows, path, meta):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plot", file=sys.stderr)
+        return
+    iir = [r for r in rows if r["workload"] == "iir_chain"]
+    longest = max(r["seconds"] for r in iir)
+    iir = sorted([r for r in iir if r["seconds"] == longest], key=lambda r: r["channels"])
+    ch = [r["channels"] for r in iir]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for key, label in (("ferrofx", "FerroFX (f64 TDF-II)"), ("c_f32_tdf2", "C f32 TDF-II, -O3 -march=native"), ("scipy", "SciPy sosfilt")):
+        if all(key in r for r in iir):
+            ax.plot(ch, [r[key] for r in iir], marker="o", label=label)
+    ax.set_xlabel("channels")
+    ax.set_ylabel("ns per sample per channel per section")
+    ax.set_yscale("log")
+    ax.set_xticks(ch)
+    ax.set_title(f"iir_chain, 4 sections, {longest:g} s at 44.1 kHz\n{meta['cpu']} ({meta['simd']}), {meta['date']}", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
