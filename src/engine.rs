@@ -123,6 +123,7 @@ impl Engine {
 
     /// The complex response `H(f)` of the coefficients the engine actually runs
     /// (cascades in `f64`, FIR taps as rounded to `f32`), at `freq_hz` for sample rate `fs`.
+    /// For editors and tests, not the audio thread (it allocates for FIR stages).
     pub fn response(&self, freq_hz: f64, fs: f64) -> Complex64 {
         let omega = 2.0 * std::f64::consts::PI * freq_hz / fs;
         self.processors.iter().fold(Complex64::new(1.0, 0.0), |acc, p| {
