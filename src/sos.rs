@@ -218,11 +218,12 @@ mod kernels {
 
     /// Runs `N` sections over the sub-block `data` with their state in registers.
     ///
-    /// With AVX2/AVX-512 and a full vector of lanes, the chunk runs as a time-skewed
-    /// wavefront in explicit vectors ([`wave_chunk`]): the sections of one iteration are
-    /// independent, so the loop is throughput-bound instead of latency-bound (measured
-    /// 1.3-2x faster at 8 and 12 channels). Otherwise sample-outer, section-inner: a
-    /// frame stays in registers through all `N` sections.
+    /// With AVX2/AVX-512 and a full vector of channel lanes, or with AVX-512 and one or
+    /// two channels (sections in lanes), the chunk runs as a time-skewed wavefront in
+    /// explicit vectors ([`wave_chunk`]): the sections of one iteration are independent,
+    /// so the loop is throughput-bound instead of latency-bound (measured 1.3-2x faster
+    /// at 8 and 12 channels, 1.4-2.3x at one and two). Otherwise sample-outer,
+    /// section-inner: a frame stays in registers through all `N` sections.
     #[inline(always)]
     fn run_chunk<const L: usize, const N: usize, A: MulAdd>(
         wave: Wave,
@@ -262,6 +263,104 @@ mod kernels {
         }
     }
 
+    /// One or two channels with AVX-512: the sections go in the vector's lanes instead
+    /// (lane `k * C + ch` is section `k` of channel `ch`), again time-skewed: each
+    /// iteration shifts every section's output one section up (a lane permute) and
+    /// takes the new frame into the first lanes, so `N` sections cost one vector update
+    /// per frame. `C * N <= 8`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,fma")]
+    pub(super) fn section_lanes_avx512<const C: usize, const N: usize>(
+        c: &[SosCoefs; N],
+        s1: &mut [[f64; C]; N],
+        s2: &mut [[f64; C]; N],
+        data: &mut [[f64; C]],
+    ) {
+        use std::arch::x86_64::*;
+        let n = data.len();
+        if n < N || C * N > 8 {
+            for t in 0..n + N - 1 {
+                masked_iteration::<C, N, Fused>(c, s1, s2, data, t);
+            }
+            return;
+        }
+        for t in 0..N - 1 {
+            masked_iteration::<C, N, Fused>(c, s1, s2, data, t);
+        }
+        let mut coef = [[0.0f64; 8]; 5];
+        let (mut s1a, mut s2a, mut ya) = ([0.0f64; 8], [0.0f64; 8], [0.0f64; 8]);
+        for k in 0..N {
+            for ch in 0..C {
+                let l = k * C + ch;
+                let ck = &c[k];
+                coef[0][l] = ck.b0;
+                coef[1][l] = ck.b1;
+                coef[2][l] = ck.b2;
+                coef[3][l] = ck.a1;
+                coef[4][l] = ck.a2;
+                s1a[l] = s1[k][ch];
+                s2a[l] = s2[k][ch];
+                // The previous iteration's outputs: section j's lane holds frame
+                // N-2-j (through sections 0..=j in the prologue).
+                if k + 1 < N {
+                    ya[l] = data[N - 2 - k][ch];
+                }
+            }
+        }
+        let mut shift = [0i64; 8];
+        for (l, v) in shift.iter_mut().enumerate() {
+            *v = l.saturating_sub(C) as i64;
+        }
+        let in_mask: __mmask8 = ((1u32 << C) - 1) as __mmask8;
+        let out_mask: __mmask8 = ((((1u32 << C) - 1) << ((N - 1) * C)) & 0xff) as __mmask8;
+        // SAFETY: loads and stores use `[f64; 8]` arrays or, masked, exactly the `C`
+        // values of frame `t` (input) and of frame `t - (N - 1)` (output: the masked lanes
+        // `(N-1)*C..N*C` of a base pointer `(N-1)*C` elements before it, computed with
+        // wrapping arithmetic and never dereferenced outside the mask). The target
+        // features are enabled on this function, called only after detection.
+        unsafe {
+            let b0 = _mm512_loadu_pd(coef[0].as_ptr());
+            let b1 = _mm512_loadu_pd(coef[1].as_ptr());
+            let b2 = _mm512_loadu_pd(coef[2].as_ptr());
+            let a1 = _mm512_loadu_pd(coef[3].as_ptr());
+            let a2 = _mm512_loadu_pd(coef[4].as_ptr());
+            let idx = _mm512_loadu_epi64(shift.as_ptr());
+            let mut sv1 = _mm512_loadu_pd(s1a.as_ptr());
+            let mut sv2 = _mm512_loadu_pd(s2a.as_ptr());
+            let mut y = _mm512_loadu_pd(ya.as_ptr());
+            let base = data.as_mut_ptr().cast::<f64>();
+            for t in N - 1..n {
+                let x = _mm512_maskz_loadu_pd(in_mask, base.add(t * C));
+                let v = _mm512_mask_mov_pd(_mm512_permutexvar_pd(idx, y), in_mask, x);
+                let p1 = _mm512_fmadd_pd(b1, v, sv2);
+                let p2 = _mm512_mul_pd(b2, v);
+                y = _mm512_fmadd_pd(b0, v, sv1);
+                sv1 = _mm512_fnmadd_pd(a1, y, p1);
+                sv2 = _mm512_fnmadd_pd(a2, y, p2);
+                let out = base.wrapping_add((t + 1 - N) * C).wrapping_sub((N - 1) * C);
+                _mm512_mask_storeu_pd(out, out_mask, y);
+            }
+            _mm512_storeu_pd(ya.as_mut_ptr(), y);
+            _mm512_storeu_pd(s1a.as_mut_ptr(), sv1);
+            _mm512_storeu_pd(s2a.as_mut_ptr(), sv2);
+        }
+        for k in 0..N {
+            for ch in 0..C {
+                let l = k * C + ch;
+                s1[k][ch] = s1a[l];
+                s2[k][ch] = s2a[l];
+                // Frames still in flight go back in place for the draining iterations:
+                // section k's last output is frame n-1-k.
+                if k + 1 < N {
+                    data[n - 1 - k][ch] = ya[l];
+                }
+            }
+        }
+        for t in n..n + N - 1 {
+            masked_iteration::<C, N, Fused>(c, s1, s2, data, t);
+        }
+    }
+
     /// Which explicit-vector wavefront kernel the caller's instruction set allows.
     #[derive(Clone, Copy, PartialEq, Eq)]
     pub enum Wave {
@@ -281,7 +380,7 @@ mod kernels {
         data: &mut [[f64; L]],
     ) -> bool {
         macro_rules! run_wave {
-            ($lanes:literal, $kernel:ident) => {{
+            ($lanes:literal, $($kernel:tt)+) => {{
                 let mut a = [[0.0f64; $lanes]; N];
                 let mut b = [[0.0f64; $lanes]; N];
                 for k in 0..N {
@@ -291,7 +390,7 @@ mod kernels {
                 let (frames, _) = data.as_flattened_mut().as_chunks_mut::<$lanes>();
                 // SAFETY: `Wave::Avx512`/`Wave::Avx2` are only passed by the
                 // `#[target_feature]` entry points, reached after run-time detection.
-                unsafe { $kernel::<N>(c, &mut a, &mut b, frames) };
+                unsafe { $($kernel)+(c, &mut a, &mut b, frames) };
                 for k in 0..N {
                     s1[k].copy_from_slice(&a[k]);
                     s2[k].copy_from_slice(&b[k]);
@@ -301,9 +400,13 @@ mod kernels {
         }
         match (wave, L) {
             #[cfg(target_arch = "x86_64")]
-            (Wave::Avx512, 8) => run_wave!(8, wavefront_avx512),
+            (Wave::Avx512, 1) if N <= 8 => run_wave!(1, section_lanes_avx512::<1, N>),
             #[cfg(target_arch = "x86_64")]
-            (Wave::Avx512 | Wave::Avx2, 4) => run_wave!(4, wavefront_avx2),
+            (Wave::Avx512, 2) if N <= 4 => run_wave!(2, section_lanes_avx512::<2, N>),
+            #[cfg(target_arch = "x86_64")]
+            (Wave::Avx512, 8) => run_wave!(8, wavefront_avx512::<N>),
+            #[cfg(target_arch = "x86_64")]
+            (Wave::Avx512 | Wave::Avx2, 4) => run_wave!(4, wavefront_avx2::<N>),
             _ => false,
         }
     }
@@ -473,8 +576,10 @@ mod kernels {
             let n = (frames - t0).min(SUB_BLOCK);
             let data = &mut data_all[..n];
             gather(bufs, t0, data);
-            for (ci, chunk) in coefs.chunks(M).enumerate() {
-                let first_section = ci * M;
+            // Two channels in section lanes take four sections per vector.
+            let m = if L == 2 && wave == Wave::Avx512 { 4 } else { M };
+            for (ci, chunk) in coefs.chunks(m).enumerate() {
+                let first_section = ci * m;
                 macro_rules! run {
                     ($($n:literal)*) => {
                         match chunk.len() {
