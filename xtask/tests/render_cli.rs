@@ -321,3 +321,28 @@ fn unavailable_backends_and_bad_options_exit_2() {
         assert!(run(xtask().args(["render", "--backend", backend, "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input)).status.success());
     }
 }
+
+#[test]
+fn sixty_four_channels_render_and_sixty_five_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain_path = repo_root().join("examples/chains/demo.json");
+    let chain = Chain::from_json(&std::fs::read_to_string(&chain_path).unwrap()).unwrap();
+    let input: Vec<Vec<f32>> = (0..64).map(|c| noise(3000, c as u64 + 100)).collect();
+    let in_path = dir.path().join("in64.wav");
+    let out_path = dir.path().join("out64.wav");
+    write_wav_f32(&in_path, &input, 48_000);
+    let o = run(xtask().args(["render", "--block-size", "512", "--chain"]).arg(&chain_path).arg("--output").arg(&out_path).arg(&in_path));
+    assert!(o.status.success());
+    let (spec, rendered) = read_wav(&out_path);
+    assert_eq!(spec.channels, 64);
+    assert_eq!(rendered, engine_output(&chain, 48_000.0, &input, 512));
+
+    let too_many: Vec<Vec<f32>> = (0..65).map(|c| noise(100, c as u64)).collect();
+    let in65 = dir.path().join("in65.wav");
+    write_wav_f32(&in65, &too_many, 48_000);
+    let out65 = dir.path().join("out65.wav");
+    let o = run(xtask().args(["render", "--chain"]).arg(&chain_path).arg("--output").arg(&out65).arg(&in65));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("65 channels is out of range (1..=64)"), "{}", stderr(&o));
+    assert!(!out65.exists());
+}
