@@ -14,7 +14,7 @@ pub enum Isa {
     Portable,
     /// x86-64 with AVX2 and FMA.
     Avx2,
-    /// x86-64 with AVX-512F/VL and FMA.
+    /// x86-64 with AVX-512F/VL, AVX2 and FMA.
     Avx512,
 }
 
@@ -23,8 +23,10 @@ impl Isa {
     pub fn detect() -> Isa {
         #[cfg(target_arch = "x86_64")]
         {
+            // The AVX-512 kernels also call the AVX2 ones for 4-lane groups.
             if std::is_x86_feature_detected!("avx512f")
                 && std::is_x86_feature_detected!("avx512vl")
+                && std::is_x86_feature_detected!("avx2")
                 && std::is_x86_feature_detected!("fma")
             {
                 return Isa::Avx512;
