@@ -91,6 +91,14 @@ pub fn simd_level() -> &'static str {
     Isa::detect().name()
 }
 
+/// Returned when more sections are asked for than a cascade was built to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the cascade holds at most {capacity} sections, {requested} were asked for")]
+pub struct CapacityExceeded {
+    pub capacity: usize,
+    pub requested: usize,
+}
+
 /// A cascade of second-order sections over a fixed number of channels.
 #[derive(Clone, Debug)]
 pub struct SosCascade {
@@ -101,6 +109,8 @@ pub struct SosCascade {
     /// `SUB_BLOCK * MAX_LANES` interleaved `f64` frames.
     scratch: Vec<f64>,
     isa: Isa,
+    /// Most sections `coefs` and `state` have room for.
+    capacity: usize,
 }
 
 impl SosCascade {
@@ -112,13 +122,59 @@ impl SosCascade {
     /// Builds the cascade with a given kernel (falls back to the portable one if this CPU
     /// lacks the instructions). For tests and benchmarks.
     pub fn with_isa(sections: &[Sos], channels: usize, isa: Isa) -> SosCascade {
+        let mut c = SosCascade::with_capacity(sections.len(), channels, isa);
+        // Within capacity by construction.
+        let _ = c.set_sections(sections);
+        c
+    }
+
+    /// An empty cascade with room for `capacity` sections, so that
+    /// [`SosCascade::set_sections`] can later change the section count without
+    /// allocating (a plugin band switching from a 12 dB/oct to a 96 dB/oct cut).
+    pub fn with_capacity(capacity: usize, channels: usize, isa: Isa) -> SosCascade {
         SosCascade {
-            coefs: sections.iter().map(SosCoefs::from).collect(),
-            state: vec![[0.0; 2]; channels * sections.len()],
+            coefs: Vec::with_capacity(capacity),
+            state: vec![[0.0; 2]; channels * capacity],
             channels,
             scratch: vec![0.0; SUB_BLOCK * MAX_LANES],
             isa: isa.or_portable(),
+            capacity,
         }
+    }
+
+    /// Most sections this cascade can run without allocating.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Replaces the coefficients with any number of sections up to the capacity. Section
+    /// `k` keeps its state if it existed before; new sections start from zero. No
+    /// allocation. When sections change shape (a cut going from 4 to 6 sections), the
+    /// kept states belong to different poles: the output stays finite but may jump, so a
+    /// caller that must be click-free crossfades topology changes.
+    pub fn set_sections(&mut self, sections: &[Sos]) -> Result<(), CapacityExceeded> {
+        if sections.len() > self.capacity {
+            return Err(CapacityExceeded { capacity: self.capacity, requested: sections.len() });
+        }
+        let (old, new) = (self.coefs.len(), sections.len());
+        // Re-lay the state `[channel][section]` from stride `old` to stride `new` in place.
+        if new > old {
+            for c in (0..self.channels).rev() {
+                for k in (0..new).rev() {
+                    self.state[c * new + k] = if k < old { self.state[c * old + k] } else { [0.0; 2] };
+                }
+            }
+        } else if new < old {
+            for c in 0..self.channels {
+                for k in 0..new {
+                    self.state[c * new + k] = self.state[c * old + k];
+                }
+            }
+            self.state[self.channels * new..].fill([0.0; 2]);
+        }
+        self.coefs.clear();
+        self.coefs.extend(sections.iter().map(SosCoefs::from));
+        Ok(())
     }
 
     /// The kernel in use.
@@ -165,7 +221,8 @@ impl SosCascade {
         let used = buffers.len().min(self.channels);
         let frames = buffers[..used].iter().map(|b| b.len()).min().unwrap_or(0).min(frames);
         let buffers = &mut buffers[..used];
-        let (coefs, state, scratch) = (&self.coefs[..], &mut self.state[..], &mut self.scratch[..]);
+        let active = self.channels * self.coefs.len();
+        let (coefs, state, scratch) = (&self.coefs[..], &mut self.state[..active], &mut self.scratch[..]);
         match self.isa {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `with_isa` only keeps `Avx512` when the CPU reports AVX-512F/VL and FMA.

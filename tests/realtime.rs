@@ -206,3 +206,83 @@ fn subnormal_input_is_flushed_and_state_decays_to_exact_zero() {
     // Subnormal input counts as silence and the state has been flushed to exact zero.
     assert!(last.iter().all(|&v| v == 0.0), "output did not settle to zero: {:?}", &last[..4]);
 }
+
+#[test]
+fn audio_thread_redesign_and_section_count_changes_do_not_allocate() {
+    use ferrofx::design::{butterworth_into, rbj, BiquadKind, Response, Sos};
+    use ferrofx::sos::{Isa, SosCascade};
+    let fs = 48_000.0;
+    let mut cascade = SosCascade::with_capacity(9, 2, Isa::detect());
+    let mut sections = [Sos::IDENTITY; 9];
+    let (mut l, mut r) = (noise(1, 64), noise(2, 64));
+    let before = violation_count();
+    for step in 0..400usize {
+        let order = 1 + step % 16; // a cut sweeping 6..96 dB/oct
+        let cutoff = 40.0 * 1.01f64.powi(step as i32);
+        assert_no_alloc(|| {
+            let n = butterworth_into(Response::Highpass, order, cutoff, fs, &mut sections[..8]);
+            sections[n] = rbj::biquad(BiquadKind::Peaking, 1000.0 + step as f64, 1.2, -3.0, fs);
+            cascade.set_sections(&sections[..=n]).unwrap();
+            cascade.process(&mut [&mut l[..], &mut r[..]], 64);
+        });
+        // Finite, though not click-free: a section count change moves states between
+        // sections of different shape (the plugin crossfades such changes).
+        assert!(l.iter().chain(&r).all(|v| v.is_finite()), "step {step} order {order}");
+        // Fresh noise each block (the test is about allocation, not re-filtering).
+        l.copy_from_slice(&noise(step as u64 + 10, 64));
+        r.copy_from_slice(&noise(step as u64 + 11, 64));
+    }
+    assert_eq!(violation_count(), before, "re-design or a section-count change allocated");
+    assert!(cascade.set_sections(&[Sos::IDENTITY; 10]).is_err());
+}
+
+#[test]
+fn changing_the_section_count_keeps_the_state_of_the_sections_that_stay() {
+    use ferrofx::design::{rbj, BiquadKind, Sos};
+    use ferrofx::sos::{Isa, SosCascade};
+    let fs = 48_000.0;
+    let a = rbj::biquad(BiquadKind::Lowpass, 500.0, 0.7, 0.0, fs);
+    let b = rbj::biquad(BiquadKind::Peaking, 2000.0, 1.0, 6.0, fs);
+    let c = rbj::biquad(BiquadKind::Highpass, 50.0, 0.7, 0.0, fs);
+    let x = noise(3, 2048);
+    for channels in [1usize, 3] {
+        // Cascade that grows from [a] to [a, b, c] mid-stream ...
+        let mut grow = SosCascade::with_capacity(3, channels, Isa::detect());
+        grow.set_sections(&[a]).unwrap();
+        let mut y: Vec<Vec<f32>> = (0..channels).map(|_| x.clone()).collect();
+        {
+            let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..1000]).collect();
+            grow.process(&mut s, 1000);
+        }
+        grow.set_sections(&[a, b, c]).unwrap();
+        {
+            let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[1000..]).collect();
+            grow.process(&mut s, 1048);
+        }
+        // ... equals section `a` over the whole stream followed by [b, c] started at 1000.
+        let mut want = x.clone();
+        SosCascade::new(&[a], 1).process(&mut [&mut want[..]], 2048);
+        let mut tail = want[1000..].to_vec();
+        SosCascade::new(&[b, c], 1).process(&mut [&mut tail[..]], 1048);
+        want[1000..].copy_from_slice(&tail);
+        for ch in &y {
+            let err = ch.iter().zip(&want).map(|(p, q)| (p - q).abs()).fold(0.0f32, f32::max);
+            assert!(err < 1e-6, "{channels} ch: {err}");
+        }
+        // And shrinking back keeps `a`'s state: [a] after [a, b, c] continues `a` exactly.
+        grow.set_sections(&[a]).unwrap();
+        let mut more = x[..100].to_vec();
+        let mut sl: Vec<Vec<f32>> = (0..channels).map(|_| more.clone()).collect();
+        let mut s: Vec<&mut [f32]> = sl.iter_mut().map(|c| &mut c[..]).collect();
+        grow.process(&mut s, 100);
+        let mut cont = x.clone();
+        cont.extend_from_slice(&x[..100]);
+        SosCascade::new(&[a], 1).process(&mut [&mut cont[..]], 2148);
+        more.copy_from_slice(&cont[2048..]);
+        for ch in &sl {
+            let err = ch.iter().zip(&more).map(|(p, q)| (p - q).abs()).fold(0.0f32, f32::max);
+            assert!(err < 1e-6, "{channels} ch after shrinking: {err}");
+        }
+        let _ = Sos::IDENTITY;
+    }
+}

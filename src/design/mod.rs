@@ -228,3 +228,65 @@ pub fn linkwitz_riley_sos(response: Response, order: usize, cutoff_hz: f64, fs: 
     sections.extend_from_slice(&half);
     sections
 }
+
+/// Butterworth lowpass or highpass of `order` (1..=24) at `cutoff_hz`, written into `out`
+/// without allocating (for re-design on the audio thread); returns the number of sections
+/// written (`ceil(order / 2)`, or 0 if `out` is too short or the arguments are invalid).
+///
+/// Closed form of the same filter as [`iir_sos`] (prewarped bilinear transform of the
+/// analog prototype, one section per conjugate pole pair with damping
+/// `sin(pi (2m + 1) / 2N)`, a first-order section for odd orders); the pairing of
+/// sections differs, the response does not.
+pub fn butterworth_into(response: Response, order: usize, cutoff_hz: f64, fs: f64, out: &mut [Sos]) -> usize {
+    let n = order.div_ceil(2);
+    let highpass = match response {
+        Response::Lowpass => false,
+        Response::Highpass => true,
+        _ => return 0,
+    };
+    if order == 0 || out.len() < n || !(cutoff_hz > 0.0 && cutoff_hz < fs / 2.0) {
+        return 0;
+    }
+    let w = (PI * cutoff_hz / fs).tan();
+    let w2 = w * w;
+    for (m, section) in out.iter_mut().take(order / 2).enumerate() {
+        let zeta = (PI * (2 * m + 1) as f64 / (2 * order) as f64).sin();
+        let a = [1.0 + 2.0 * zeta * w + w2, 2.0 * (w2 - 1.0), 1.0 - 2.0 * zeta * w + w2];
+        let b = if highpass { [1.0, -2.0, 1.0] } else { [w2, 2.0 * w2, w2] };
+        *section = Sos { b, a }.normalized();
+    }
+    if order % 2 == 1 {
+        let a = [1.0 + w, w - 1.0, 0.0];
+        let b = if highpass { [1.0, -1.0, 0.0] } else { [w, w, 0.0] };
+        out[order / 2] = Sos { b, a }.normalized();
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn butterworth_into_equals_the_zpk_design() {
+        let mut buf = [Sos::IDENTITY; 12];
+        for &(fs, fc) in &[(48_000.0, 30.0), (44_100.0, 1000.0), (96_000.0, 20_000.0), (8_000.0, 3_900.0)] {
+            for order in 1..=24 {
+                for response in [Response::Lowpass, Response::Highpass] {
+                    let n = butterworth_into(response, order, fc, fs, &mut buf);
+                    assert_eq!(n, order.div_ceil(2));
+                    let reference = iir_sos(IirFamily::Butterworth, response, order, Cutoff::Single(fc), fs);
+                    for i in 0..200 {
+                        let f = 1.0 * (fs / 2.0f64).powf(i as f64 / 200.0);
+                        let (a, b) = (sos_response(&buf[..n], f, fs), sos_response(&reference, f, fs));
+                        let scale = b.norm().max(1e-3);
+                        assert!((a - b).norm() / scale < 1e-9, "order {order} {response:?} fc {fc} at {f} Hz: {a} vs {b}");
+                    }
+                }
+            }
+        }
+        assert_eq!(butterworth_into(Response::Lowpass, 25, 100.0, 48_000.0, &mut buf), 0, "too short a buffer");
+        assert_eq!(butterworth_into(Response::Lowpass, 2, 30_000.0, 48_000.0, &mut buf), 0);
+        assert_eq!(butterworth_into(Response::Bandpass, 2, 100.0, 48_000.0, &mut buf), 0);
+    }
+}
