@@ -159,7 +159,7 @@ def cpu_name():
 
 
 def simd_level(_):
-    out = subprocess.run(["cargo", "xtask", "bench", "--quick", "--workload", "iir-chain"], cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(["cargo", "xtask", "bench", "--quick", "--workload", "iir_chain"], cwd=ROOT, capture_output=True, text=True)
     first = out.stdout.splitlines()[0] if out.stdout else ""
     return first[first.find("(") + 1 : first.find(")")] if "(" in first else "?"
 

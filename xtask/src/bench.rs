@@ -18,10 +18,15 @@ const RENDER_BLOCK: usize = 4096;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
+    #[value(name = "api_chain")]
     ApiChain,
+    #[value(name = "iir_chain")]
     IirChain,
+    #[value(name = "fir_chain")]
     FirChain,
+    #[value(name = "long_fir")]
     LongFir,
+    #[value(name = "realtime_block")]
     RealtimeBlock,
 }
 

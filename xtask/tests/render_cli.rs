@@ -346,3 +346,42 @@ fn sixty_four_channels_render_and_sixty_five_are_refused() {
     assert!(stderr(&o).contains("65 channels is out of range (1..=64)"), "{}", stderr(&o));
     assert!(!out65.exists());
 }
+
+#[test]
+fn sample_rates_outside_8k_to_384k_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (fs, ok) in [(7_999u32, false), (8_000, true), (384_000, true), (384_001, false)] {
+        let input = dir.path().join(format!("in{fs}.wav"));
+        write_wav_f32(&input, &[noise(500, 1)], fs);
+        let out = dir.path().join(format!("out{fs}.wav"));
+        // A chain valid at every rate tried (1 kHz is below 4 kHz Nyquist at 8 kHz).
+        let unity = dir.path().join("unity.json");
+        std::fs::write(&unity, r#"{"format": "ferrofx-chain", "version": 1, "stages": [{"type": "biquad", "kind": "lowpass", "freq_hz": 1000, "q": 0.7}]}"#).unwrap();
+        let o = run(xtask().args(["render", "--chain"]).arg(&unity).arg("--output").arg(&out).arg(&input));
+        assert_eq!(o.status.success(), ok, "{fs} Hz");
+        if !ok {
+            assert_eq!(o.status.code(), Some(2));
+            assert!(stderr(&o).contains(&format!("sample rate {fs} Hz is out of range")), "{}", stderr(&o));
+            assert!(!out.exists());
+        }
+    }
+}
+
+#[test]
+fn bench_json_lines_carry_the_contract_fields() {
+    let o = run(xtask().args(["bench", "--quick", "--json", "--workload", "iir_chain", "--workload", "realtime_block"]));
+    assert!(o.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 12 + 6, "iir_chain grid (4 x 3) and 6 realtime block sizes");
+    for v in &lines {
+        for key in ["workload", "backend", "channels", "frames", "sections", "taps", "runs", "median_s", "min_s", "ns_per_sample"] {
+            assert!(v.get(key).is_some(), "{key} missing in {v}");
+        }
+        let expected = v["median_s"].as_f64().unwrap() * 1e9 / (v["frames"].as_f64().unwrap() * v["channels"].as_f64().unwrap());
+        assert!((v["ns_per_sample"].as_f64().unwrap() / expected - 1.0).abs() < 1e-9);
+        assert_eq!(v["backend"], "cpu");
+    }
+    assert!(lines.iter().filter(|v| v["workload"] == "iir_chain").all(|v| v["sections"] == 4));
+    let o = run(xtask().args(["bench", "--quick", "--backend", "wgpu"]));
+    assert_eq!(o.status.code(), Some(2));
+}
