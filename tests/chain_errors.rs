@@ -74,7 +74,10 @@ fn unknown_and_missing_fields() {
 
 #[test]
 fn wrong_types() {
-    assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "order": 2.5, "cutoff_hz": 100}"#, "butterworth", "order", &["invalid type"]);
+    assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "order": 2.5, "cutoff_hz": 100}"#, "butterworth", "order", &["invalid value", "2.5", "whole number"]);
+    // An integral float is a count (numeric tools write 4.0).
+    let four = Chain::from_json(&file(&[r#"{"type": "butterworth", "response": "lowpass", "order": 4.0, "cutoff_hz": 100}"#])).unwrap();
+    assert_eq!(four, Chain::from(Butterworth::lowpass(100.0, 4)));
     assert_stage_error(r#"{"type": "butterworth", "response": "lowpass", "order": -2, "cutoff_hz": 100}"#, "butterworth", "order", &["invalid value"]);
     assert_stage_error(r#"{"type": "butterworth", "response": "bandpass", "order": 2, "cutoff_hz": [1, 2, 3]}"#, "butterworth", "cutoff_hz", &["[low, high]"]);
     assert_stage_error(r#"{"type": "sos", "sections": [[1, 0, 0, 1, 0]]}"#, "sos", "sections", &["sections[0]", "length 5"]);

@@ -108,11 +108,42 @@ impl<'de> Deserialize<'de> for CutoffWire {
     }
 }
 
+/// A count (`order`, `taps`): an integer, also written as an integral float (`4.0`, as
+/// numeric tools often emit); `4.5` or a negative number is an error.
+#[derive(Clone, Copy)]
+struct Count(u64);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a whole number")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
+                Ok(Count(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
+                u64::try_from(v).map(Count).map_err(|_| de::Error::invalid_value(de::Unexpected::Signed(v), &self))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Count, E> {
+                if v.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&v) {
+                    Ok(Count(v as u64))
+                } else {
+                    Err(de::Error::invalid_value(de::Unexpected::Float(v), &self))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PlainIirWire {
     response: ResponseWire,
-    order: u64,
+    order: Count,
     cutoff_hz: CutoffWire,
 }
 
@@ -120,7 +151,7 @@ struct PlainIirWire {
 #[serde(deny_unknown_fields)]
 struct Chebyshev1Wire {
     response: ResponseWire,
-    order: u64,
+    order: Count,
     cutoff_hz: CutoffWire,
     ripple_db: f64,
 }
@@ -129,7 +160,7 @@ struct Chebyshev1Wire {
 #[serde(deny_unknown_fields)]
 struct Chebyshev2Wire {
     response: ResponseWire,
-    order: u64,
+    order: Count,
     cutoff_hz: CutoffWire,
     attenuation_db: f64,
 }
@@ -138,7 +169,7 @@ struct Chebyshev2Wire {
 #[serde(deny_unknown_fields)]
 struct EllipticWire {
     response: ResponseWire,
-    order: u64,
+    order: Count,
     cutoff_hz: CutoffWire,
     ripple_db: f64,
     attenuation_db: f64,
@@ -148,7 +179,7 @@ struct EllipticWire {
 #[serde(deny_unknown_fields)]
 struct LinkwitzRileyWire {
     response: ResponseWire,
-    order: u64,
+    order: Count,
     cutoff_hz: f64,
 }
 
@@ -166,7 +197,7 @@ struct BiquadWire {
 #[serde(deny_unknown_fields)]
 struct FirDesignWire {
     response: ResponseWire,
-    taps: u64,
+    taps: Count,
     cutoff_hz: CutoffWire,
     window: WindowWire,
     #[serde(default)]
@@ -222,7 +253,7 @@ fn fields<T: DeserializeOwned>(index: usize, stage_type: &str, map: Map<String, 
 }
 
 fn iir(family: IirFamily, w: PlainIirWire) -> StageKind {
-    StageKind::Iir { family, response: w.response.into(), order: w.order as usize, cutoff: w.cutoff_hz.0 }
+    StageKind::Iir { family, response: w.response.into(), order: w.order.0 as usize, cutoff: w.cutoff_hz.0 }
 }
 
 fn parse_stage(index: usize, value: Value) -> Result<Stage, ChainError> {
@@ -265,7 +296,7 @@ fn parse_stage(index: usize, value: Value) -> Result<Stage, ChainError> {
         }
         "linkwitz_riley" => {
             let w: LinkwitzRileyWire = fields(index, t, map)?;
-            StageKind::LinkwitzRiley { response: w.response.into(), order: w.order as usize, cutoff_hz: w.cutoff_hz }
+            StageKind::LinkwitzRiley { response: w.response.into(), order: w.order.0 as usize, cutoff_hz: w.cutoff_hz }
         }
         "biquad" => {
             let w: BiquadWire = fields(index, t, map)?;
@@ -290,7 +321,7 @@ fn parse_stage(index: usize, value: Value) -> Result<Stage, ChainError> {
                 (WindowWire::Hamming, None) => Window::Hamming,
                 (WindowWire::Blackman, None) => Window::Blackman,
             };
-            StageKind::FirDesign { response: w.response.into(), taps: w.taps as usize, cutoff: w.cutoff_hz.0, window }
+            StageKind::FirDesign { response: w.response.into(), taps: w.taps.0 as usize, cutoff: w.cutoff_hz.0, window }
         }
         "sos" => StageKind::Sos { sections: fields::<SosWire>(index, t, map)?.sections },
         "gain" => StageKind::Gain { gain_db: fields::<GainWire>(index, t, map)?.gain_db },
@@ -325,7 +356,7 @@ pub(super) fn parse(text: &str) -> Result<Chain, ChainError> {
         None => return Err(not_a_chain("format", "is missing")),
     }
     match top.remove("version") {
-        Some(Value::Number(n)) => match n.as_u64() {
+        Some(Value::Number(n)) => match n.as_u64().or_else(|| n.as_f64().filter(|v| v.fract() == 0.0 && *v >= 0.0).map(|v| v as u64)) {
             Some(v) if v == FORMAT_VERSION => {}
             Some(v) if v > FORMAT_VERSION => return Err(ChainError::NewerVersion { found: v }),
             _ => return Err(not_a_chain("version", format!("{n} is not a version of this format"))),
