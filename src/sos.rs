@@ -282,6 +282,7 @@ mod kernels {
     /// at 8 and 12 channels, 1.4-2.3x at one and two). Otherwise sample-outer,
     /// section-inner: a frame stays in registers through all `N` sections.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // the state addressing of one chunk; inlined
     fn run_chunk<const L: usize, const N: usize, A: MulAdd>(
         wave: Wave,
         coefs: &[SosCoefs],

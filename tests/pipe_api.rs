@@ -56,7 +56,7 @@ fn every_stage_type_round_trips_through_json() {
         | Bessel::lowpass(2000.0, 5)
         | LinkwitzRiley::highpass(2500.0, 8)
         | Biquad::bandpass_skirt(700.0, 0.3)
-        | Biquad::low_shelf(120.0, 0.7071, 3.0)
+        | Biquad::low_shelf(120.0, std::f64::consts::FRAC_1_SQRT_2, 3.0)
         | Fir::design(Response::Bandstop, 201, Cutoff::Band(50.0, 70.0), Window::Kaiser { beta: 8.6 })
         | Fir::coefficients(vec![0.25, 0.5, 0.25])
         | Stage::sos(vec![[1.0, 0.0, 0.0, 1.0, -0.5, 0.0]])

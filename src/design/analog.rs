@@ -39,7 +39,7 @@ pub fn cheb1ap(n: usize, ripple_db: f64) -> Zpk {
     let poles: Vec<Complex64> =
         symmetric_indices(n).map(|m| -(c(mu, PI * m / (2.0 * n as f64))).sinh()).collect();
     let mut gain = prod_neg(&poles).re;
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         gain /= (1.0 + eps * eps).sqrt();
     }
     Zpk { zeros: vec![], poles, gain }
@@ -107,7 +107,7 @@ pub fn ellipap(n: usize, ripple_db: f64, attenuation_db: f64) -> Zpk {
     poles.extend(conj_poles);
 
     let mut gain = (prod_neg(&poles) / prod_neg(&zeros)).re;
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         gain /= (1.0 + eps_sq).sqrt();
     }
     Zpk { zeros, poles, gain }

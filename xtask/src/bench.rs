@@ -105,14 +105,14 @@ pub fn long_fir() -> Chain {
 
 /// `realtime_block`: 24 bands as the plugin would run them (one section each).
 pub fn realtime_chain() -> Chain {
-    let mut chain = Chain::from(Biquad::highpass(25.0, 0.7071));
-    chain.push(Biquad::low_shelf(90.0, 0.7071, 2.0));
+    let mut chain = Chain::from(Biquad::highpass(25.0, std::f64::consts::FRAC_1_SQRT_2));
+    chain.push(Biquad::low_shelf(90.0, std::f64::consts::FRAC_1_SQRT_2, 2.0));
     for i in 0..20 {
         let f = 60.0 * (15_000.0f64 / 60.0).powf(i as f64 / 19.0);
         chain.push(Biquad::peaking(f, 1.2, if i % 2 == 0 { -3.0 } else { 2.5 }));
     }
-    chain.push(Biquad::high_shelf(9000.0, 0.7071, -2.0));
-    chain.push(Biquad::lowpass(19_000.0, 0.7071));
+    chain.push(Biquad::high_shelf(9000.0, std::f64::consts::FRAC_1_SQRT_2, -2.0));
+    chain.push(Biquad::lowpass(19_000.0, std::f64::consts::FRAC_1_SQRT_2));
     chain
 }
 
