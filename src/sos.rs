@@ -215,22 +215,31 @@ impl SosCascade {
     /// channel count are left untouched; so are samples beyond a shorter buffer's end
     /// (the call processes `min(frames, shortest buffer)` samples).
     pub fn process(&mut self, buffers: &mut [&mut [f32]], frames: usize) {
+        self.process_at(buffers, 0, frames);
+    }
+
+    /// [`SosCascade::process`] on `frames` samples starting at `offset` in every buffer
+    /// (lets a caller slice a host block into sub-blocks without building new slice lists).
+    pub fn process_at(&mut self, buffers: &mut [&mut [f32]], offset: usize, frames: usize) {
         if self.coefs.is_empty() {
             return;
         }
         let used = buffers.len().min(self.channels);
-        let frames = buffers[..used].iter().map(|b| b.len()).min().unwrap_or(0).min(frames);
+        let end = buffers[..used].iter().map(|b| b.len()).min().unwrap_or(0).min(offset.saturating_add(frames));
+        if end <= offset {
+            return;
+        }
         let buffers = &mut buffers[..used];
         let active = self.channels * self.coefs.len();
         let (coefs, state, scratch) = (&self.coefs[..], &mut self.state[..active], &mut self.scratch[..]);
         match self.isa {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `with_isa` only keeps `Avx512` when the CPU reports AVX-512F/VL and FMA.
-            Isa::Avx512 => unsafe { kernels::process_avx512(coefs, state, scratch, buffers, frames) },
+            Isa::Avx512 => unsafe { kernels::process_avx512(coefs, state, scratch, buffers, offset, end) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `with_isa` only keeps `Avx2` when the CPU reports AVX2 and FMA.
-            Isa::Avx2 => unsafe { kernels::process_avx2(coefs, state, scratch, buffers, frames) },
-            _ => kernels::process_portable(coefs, state, scratch, buffers, frames),
+            Isa::Avx2 => unsafe { kernels::process_avx2(coefs, state, scratch, buffers, offset, end) },
+            _ => kernels::process_portable(coefs, state, scratch, buffers, offset, end),
         }
         let sections = self.coefs.len();
         for ch in self.state.chunks_exact_mut(sections).take(used) {
@@ -624,14 +633,15 @@ mod kernels {
         scratch: &mut [f64],
         bufs: &mut [&mut [f32]],
         first_channel: usize,
-        frames: usize,
+        start: usize,
+        end: usize,
     ) {
         let sections = coefs.len();
         let lanes = bufs.len();
         let (data_all, _) = scratch[..SUB_BLOCK * L].as_chunks_mut::<L>();
-        let mut t0 = 0;
-        while t0 < frames {
-            let n = (frames - t0).min(SUB_BLOCK);
+        let mut t0 = start;
+        while t0 < end {
+            let n = (end - t0).min(SUB_BLOCK);
             let data = &mut data_all[..n];
             gather(bufs, t0, data);
             // Two channels in section lanes take four sections per vector.
@@ -664,15 +674,16 @@ mod kernels {
         state: &mut [[f64; 2]],
         scratch: &mut [f64],
         buffers: &mut [&mut [f32]],
-        frames: usize,
+        start: usize,
+        end: usize,
     ) {
         for (g, bufs) in buffers.chunks_mut(LMAX).enumerate() {
             let first = g * LMAX;
             match bufs.len() {
-                1 => process_group::<1, M, A>(wave, coefs, state, scratch, bufs, first, frames),
-                2 => process_group::<2, M, A>(wave, coefs, state, scratch, bufs, first, frames),
-                3 | 4 => process_group::<4, M, A>(wave, coefs, state, scratch, bufs, first, frames),
-                _ => process_group::<LMAX, M, A>(wave, coefs, state, scratch, bufs, first, frames),
+                1 => process_group::<1, M, A>(wave, coefs, state, scratch, bufs, first, start, end),
+                2 => process_group::<2, M, A>(wave, coefs, state, scratch, bufs, first, start, end),
+                3 | 4 => process_group::<4, M, A>(wave, coefs, state, scratch, bufs, first, start, end),
+                _ => process_group::<LMAX, M, A>(wave, coefs, state, scratch, bufs, first, start, end),
             }
         }
     }
@@ -684,9 +695,10 @@ mod kernels {
         state: &mut [[f64; 2]],
         scratch: &mut [f64],
         buffers: &mut [&mut [f32]],
-        frames: usize,
+        start: usize,
+        end: usize,
     ) {
-        process_all::<8, 8, Fused>(Wave::Avx512, coefs, state, scratch, buffers, frames)
+        process_all::<8, 8, Fused>(Wave::Avx512, coefs, state, scratch, buffers, start, end)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -696,9 +708,10 @@ mod kernels {
         state: &mut [[f64; 2]],
         scratch: &mut [f64],
         buffers: &mut [&mut [f32]],
-        frames: usize,
+        start: usize,
+        end: usize,
     ) {
-        process_all::<4, 4, Fused>(Wave::Avx2, coefs, state, scratch, buffers, frames)
+        process_all::<4, 4, Fused>(Wave::Avx2, coefs, state, scratch, buffers, start, end)
     }
 
     pub fn process_portable(
@@ -706,8 +719,9 @@ mod kernels {
         state: &mut [[f64; 2]],
         scratch: &mut [f64],
         buffers: &mut [&mut [f32]],
-        frames: usize,
+        start: usize,
+        end: usize,
     ) {
-        process_all::<4, 4, PortableMulAdd>(Wave::None, coefs, state, scratch, buffers, frames)
+        process_all::<4, 4, PortableMulAdd>(Wave::None, coefs, state, scratch, buffers, start, end)
     }
 }

@@ -1,0 +1,358 @@
+//! The 24-band equaliser behind the plugin's parameters, as pure DSP (no plugin
+//! framework): band settings -> second-order sections, designed without allocation so it
+//! can run on the audio thread, and an [`Equaliser`] that smooths parameter moves and
+//! re-designs at a sub-block rate.
+//!
+//! Groundwork for the plugin issue: the CLAP/VST3 wrapper, editor and host tests are not
+//! built yet; this module is what they will drive.
+
+use ferrofx::design::{butterworth_into, rbj, BiquadKind, Response, Sos};
+use ferrofx::simd::Isa;
+use ferrofx::sos::SosCascade;
+
+/// Number of bands.
+pub const BANDS: usize = 24;
+/// Most sections one band designs to (a 96 dB/oct cut: Butterworth order 16).
+pub const MAX_SECTIONS_PER_BAND: usize = 8;
+/// Samples between re-designs from the smoothed parameters.
+pub const REDESIGN_INTERVAL: usize = 32;
+
+/// Parameter ranges, shared with the editor.
+pub mod ranges {
+    /// Band frequency in Hz (log scale).
+    pub fn freq_hz() -> (f64, f64) {
+        (20.0, 20_000.0)
+    }
+    /// Band gain in dB.
+    pub fn gain_db() -> (f64, f64) {
+        (-24.0, 24.0)
+    }
+    /// Band Q.
+    pub fn q() -> (f64, f64) {
+        (0.1, 18.0)
+    }
+    /// Cut slopes in dB/oct (multiples of 6).
+    pub fn slope_db_per_oct() -> (u32, u32) {
+        (6, 96)
+    }
+}
+
+/// What a band does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Peak,
+    LowShelf,
+    HighShelf,
+    LowCut,
+    HighCut,
+    Notch,
+    BandPass,
+    AllPass,
+    /// Low shelf by `-gain/2` and high shelf by `+gain/2` at the same frequency.
+    TiltShelf,
+}
+
+/// Cut slope: Butterworth of `db / 6` poles, or Linkwitz-Riley of the same slope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slope {
+    pub db_per_oct: u32,
+    pub linkwitz_riley: bool,
+}
+
+/// One band's settings (plain values).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Band {
+    pub enabled: bool,
+    pub shape: Shape,
+    pub freq_hz: f64,
+    pub gain_db: f64,
+    pub q: f64,
+    pub slope: Slope,
+}
+
+impl Default for Band {
+    fn default() -> Band {
+        Band {
+            enabled: false,
+            shape: Shape::Peak,
+            freq_hz: 1000.0,
+            gain_db: 0.0,
+            q: std::f64::consts::FRAC_1_SQRT_2,
+            slope: Slope { db_per_oct: 24, linkwitz_riley: false },
+        }
+    }
+}
+
+impl Band {
+    /// The settings clamped into the parameter ranges and below Nyquist at `fs`.
+    pub fn clamped(&self, fs: f64) -> Band {
+        let (f_lo, f_hi) = ranges::freq_hz();
+        let (g_lo, g_hi) = ranges::gain_db();
+        let (q_lo, q_hi) = ranges::q();
+        let (s_lo, s_hi) = ranges::slope_db_per_oct();
+        let finite = |v: f64, default: f64| if v.is_finite() { v } else { default };
+        let mut db = (self.slope.db_per_oct.clamp(s_lo, s_hi) / 6) * 6;
+        if self.slope.linkwitz_riley && db % 12 != 0 {
+            db += 6; // Linkwitz-Riley slopes come in steps of 12 dB/oct
+        }
+        Band {
+            freq_hz: finite(self.freq_hz, 1000.0).clamp(f_lo, f_hi.min(0.45 * fs)),
+            gain_db: finite(self.gain_db, 0.0).clamp(g_lo, g_hi),
+            q: finite(self.q, 0.7).clamp(q_lo, q_hi),
+            slope: Slope { db_per_oct: db.min(s_hi), linkwitz_riley: self.slope.linkwitz_riley },
+            ..*self
+        }
+    }
+
+    /// Sections this band designs to (0 when disabled); fixed by shape and slope.
+    pub fn section_count(&self) -> usize {
+        if !self.enabled {
+            return 0;
+        }
+        match self.shape {
+            Shape::LowCut | Shape::HighCut => {
+                let order = (self.slope.db_per_oct / 6) as usize;
+                if self.slope.linkwitz_riley {
+                    2 * (order / 2).div_ceil(2)
+                } else {
+                    order.div_ceil(2)
+                }
+            }
+            Shape::TiltShelf => 2,
+            _ => 1,
+        }
+    }
+
+    /// Designs the band into `out` without allocating; returns the section count.
+    /// Call with settings from [`Band::clamped`].
+    pub fn design_into(&self, fs: f64, out: &mut [Sos; MAX_SECTIONS_PER_BAND]) -> usize {
+        if !self.enabled {
+            return 0;
+        }
+        let (f, q, g) = (self.freq_hz, self.q, self.gain_db);
+        let one = |out: &mut [Sos; MAX_SECTIONS_PER_BAND], kind| {
+            out[0] = rbj::biquad(kind, f, q, g, fs);
+            1
+        };
+        match self.shape {
+            Shape::Peak => one(out, BiquadKind::Peaking),
+            Shape::LowShelf => one(out, BiquadKind::LowShelf),
+            Shape::HighShelf => one(out, BiquadKind::HighShelf),
+            Shape::Notch => one(out, BiquadKind::Notch),
+            Shape::BandPass => one(out, BiquadKind::Bandpass),
+            Shape::AllPass => one(out, BiquadKind::Allpass),
+            Shape::TiltShelf => {
+                out[0] = rbj::biquad(BiquadKind::LowShelf, f, q, -g / 2.0, fs);
+                out[1] = rbj::biquad(BiquadKind::HighShelf, f, q, g / 2.0, fs);
+                2
+            }
+            Shape::LowCut | Shape::HighCut => {
+                let response = if self.shape == Shape::LowCut { Response::Highpass } else { Response::Lowpass };
+                let order = (self.slope.db_per_oct / 6) as usize;
+                if self.slope.linkwitz_riley {
+                    let half = (order / 2).max(1);
+                    let n = butterworth_into(response, half, f, fs, &mut out[..MAX_SECTIONS_PER_BAND / 2]);
+                    let (first, second) = out.split_at_mut(n);
+                    second[..n].copy_from_slice(first);
+                    2 * n
+                } else {
+                    butterworth_into(response, order.max(1), f, fs, &mut out[..])
+                }
+            }
+        }
+    }
+}
+
+/// One-pole smoothing toward a target, per sample (`coef` per sample at the rate set).
+#[derive(Clone, Copy, Debug)]
+struct Smoothed {
+    value: f64,
+    target: f64,
+}
+
+impl Smoothed {
+    fn new(v: f64) -> Smoothed {
+        Smoothed { value: v, target: v }
+    }
+    /// Advance `samples` samples with per-sample coefficient `a` (exact for a one-pole).
+    fn advance(&mut self, a_pow: f64) {
+        self.value = self.target + (self.value - self.target) * a_pow;
+        if (self.value - self.target).abs() <= 1e-9 * self.target.abs().max(1e-9) {
+            self.value = self.target;
+        }
+    }
+}
+
+/// Per-band smoothing of the continuous parameters (frequency smoothed in log2 Hz).
+#[derive(Clone, Copy, Debug)]
+struct BandSmoothing {
+    log2_freq: Smoothed,
+    gain_db: Smoothed,
+    log2_q: Smoothed,
+}
+
+/// The equaliser: 24 bands fused into one cascade, parameters smoothed and coefficients
+/// re-designed every [`REDESIGN_INTERVAL`] samples on the audio thread without
+/// allocation. Discrete changes (enable, shape, slope) crossfade between the running
+/// cascade and a second one built with the new layout, over [`Equaliser::FADE_MS`].
+pub struct Equaliser {
+    fs: f64,
+    channels: usize,
+    max_block: usize,
+    targets: [Band; BANDS],
+    /// The layout (enabled, shape, slope) each cascade was built for.
+    layout: [Band; BANDS],
+    smoothing: [BandSmoothing; BANDS],
+    /// Per-sample smoothing coefficient raised to `REDESIGN_INTERVAL`.
+    smoothing_step: f64,
+    sections: Vec<Sos>,
+    cascade: SosCascade,
+    /// The cascade being faded out after a layout change, with its gain ramp position.
+    old: SosCascade,
+    fade_left: usize,
+    fade_len: usize,
+    scratch: Vec<Vec<f32>>,
+    since_redesign: usize,
+}
+
+impl Equaliser {
+    /// Crossfade time for layout changes.
+    pub const FADE_MS: f64 = 20.0;
+    /// Time constant of the parameter smoothing.
+    pub const SMOOTHING_MS: f64 = 15.0;
+
+    /// Allocates everything for `channels` channels and blocks up to `max_block` frames.
+    pub fn new(fs: f64, channels: usize, max_block: usize) -> Equaliser {
+        let capacity = BANDS * MAX_SECTIONS_PER_BAND;
+        let isa = Isa::detect();
+        let tau = Self::SMOOTHING_MS * 1e-3 * fs;
+        let band = Band::default();
+        let smoothing = BandSmoothing {
+            log2_freq: Smoothed::new(band.freq_hz.log2()),
+            gain_db: Smoothed::new(band.gain_db),
+            log2_q: Smoothed::new(band.q.log2()),
+        };
+        Equaliser {
+            fs,
+            channels,
+            max_block: max_block.max(1),
+            targets: [band; BANDS],
+            layout: [band; BANDS],
+            smoothing: [smoothing; BANDS],
+            smoothing_step: (-(REDESIGN_INTERVAL as f64) / tau).exp(),
+            sections: Vec::with_capacity(capacity),
+            cascade: SosCascade::with_capacity(capacity, channels, isa),
+            old: SosCascade::with_capacity(capacity, channels, isa),
+            fade_left: 0,
+            fade_len: ((Self::FADE_MS * 1e-3 * fs) as usize).max(1),
+            scratch: vec![vec![0.0; max_block.max(1)]; channels],
+            since_redesign: 0,
+        }
+    }
+
+    /// Sets band `index`'s target settings (takes effect smoothly).
+    pub fn set_band(&mut self, index: usize, band: Band) {
+        if let Some(t) = self.targets.get_mut(index) {
+            *t = band.clamped(self.fs);
+        }
+    }
+
+    /// Current targets.
+    pub fn bands(&self) -> &[Band; BANDS] {
+        &self.targets
+    }
+
+    fn same_layout(a: &Band, b: &Band) -> bool {
+        a.enabled == b.enabled && (!a.enabled || (a.shape == b.shape && a.section_count() == b.section_count() && a.slope == b.slope))
+    }
+
+    /// Re-designs every band from the smoothed values into the running cascade.
+    fn redesign(&mut self) {
+        self.sections.clear();
+        let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
+        for (i, layout) in self.layout.iter().enumerate() {
+            let s = &self.smoothing[i];
+            let band = Band {
+                freq_hz: s.log2_freq.value.exp2(),
+                gain_db: s.gain_db.value,
+                q: s.log2_q.value.exp2(),
+                ..*layout
+            }
+            .clamped(self.fs);
+            let n = band.design_into(self.fs, &mut buf);
+            // Within capacity: at most MAX_SECTIONS_PER_BAND per band.
+            self.sections.extend_from_slice(&buf[..n]);
+        }
+        let _ = self.cascade.set_sections(&self.sections);
+    }
+
+    /// Advances smoothing by one re-design interval and applies layout changes.
+    fn step_parameters(&mut self) {
+        let layout_changed = self.targets.iter().zip(&self.layout).any(|(t, l)| !Self::same_layout(t, l));
+        if layout_changed && self.fade_left == 0 {
+            // The running cascade becomes the one fading out; the new layout starts fresh.
+            std::mem::swap(&mut self.cascade, &mut self.old);
+            self.cascade.reset();
+            for (l, t) in self.layout.iter_mut().zip(&self.targets) {
+                *l = *t;
+            }
+            self.fade_left = self.fade_len;
+        }
+        for (s, t) in self.smoothing.iter_mut().zip(&self.targets) {
+            s.log2_freq.target = t.freq_hz.log2();
+            s.gain_db.target = t.gain_db;
+            s.log2_q.target = t.q.log2();
+            s.log2_freq.advance(self.smoothing_step);
+            s.gain_db.advance(self.smoothing_step);
+            s.log2_q.advance(self.smoothing_step);
+        }
+        self.redesign();
+    }
+
+    /// Filters planar channel buffers in place. No allocation, lock or panic.
+    pub fn process(&mut self, buffers: &mut [&mut [f32]]) {
+        let used = buffers.len().min(self.channels);
+        let buffers = &mut buffers[..used];
+        let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
+        let mut done = 0;
+        while done < frames {
+            if self.since_redesign == 0 {
+                self.step_parameters();
+            }
+            let n = (frames - done).min(REDESIGN_INTERVAL - self.since_redesign).min(self.max_block);
+            if self.fade_left > 0 {
+                // The old layout runs on a copy; the output crossfades from it linearly.
+                for (s, b) in self.scratch.iter_mut().zip(buffers.iter()) {
+                    s[..n].copy_from_slice(&b[done..done + n]);
+                }
+                self.cascade.process_at(buffers, done, n);
+                self.process_old(n);
+                for i in 0..n {
+                    let w = self.fade_left.saturating_sub(i) as f32 / self.fade_len as f32;
+                    for (b, s) in buffers.iter_mut().zip(&self.scratch) {
+                        let x = &mut b[done + i];
+                        *x = *x * (1.0 - w) + s[i] * w;
+                    }
+                }
+                self.fade_left = self.fade_left.saturating_sub(n);
+            } else {
+                self.cascade.process_at(buffers, done, n);
+            }
+            done += n;
+            self.since_redesign = (self.since_redesign + n) % REDESIGN_INTERVAL;
+        }
+    }
+
+    /// Runs the fading-out cascade over the first `n` frames of the scratch copies.
+    fn process_old(&mut self, n: usize) {
+        // `scratch` is a Vec of per-channel Vecs: borrow them as slices without
+        // allocating by processing through a fixed-size array of slice references.
+        const MAX: usize = 64;
+        let mut refs: [&mut [f32]; MAX] = std::array::from_fn(|_| &mut [][..]);
+        let count = self.scratch.len().min(MAX);
+        for (r, s) in refs.iter_mut().zip(self.scratch.iter_mut()) {
+            *r = &mut s[..n];
+        }
+        self.old.process_at(&mut refs[..count], 0, n);
+    }
+}

@@ -1,0 +1,138 @@
+//! The plugin's band equaliser (DSP only; the CLAP/VST3 wrapper is not built yet).
+
+use assert_no_alloc::{assert_no_alloc, violation_count, AllocDisabler};
+use ferrofx::chain::{Biquad, Butterworth, Chain, LinkwitzRiley};
+use ferrofx::Engine;
+use ferrofx_plugin::bands::{Band, Equaliser, Shape, Slope, BANDS};
+
+#[global_allocator]
+static ALLOCATOR: AllocDisabler = AllocDisabler;
+
+fn noise(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn band(shape: Shape, freq_hz: f64, gain_db: f64, q: f64, db: u32, lr: bool) -> Band {
+    Band { enabled: true, shape, freq_hz, gain_db, q, slope: Slope { db_per_oct: db, linkwitz_riley: lr } }
+}
+
+#[test]
+fn settled_bands_equal_the_core_chain() {
+    let fs = 48_000.0;
+    let bands = [
+        band(Shape::LowCut, 40.0, 0.0, 0.7, 24, false),
+        band(Shape::Peak, 1000.0, -6.0, 1.4, 12, false),
+        band(Shape::HighShelf, 8000.0, 3.0, 0.7, 12, false),
+        band(Shape::HighCut, 15_000.0, 0.0, 0.7, 48, true),
+        band(Shape::TiltShelf, 700.0, 4.0, 0.6, 12, false),
+        band(Shape::Notch, 60.0, 0.0, 8.0, 12, false),
+    ];
+    let chain: Chain = Butterworth::highpass(40.0, 4)
+        | Biquad::peaking(1000.0, 1.4, -6.0)
+        | Biquad::high_shelf(8000.0, 0.7, 3.0)
+        | LinkwitzRiley::lowpass(15_000.0, 8)
+        | Biquad::low_shelf(700.0, 0.6, -2.0)
+        | Biquad::high_shelf(700.0, 0.6, 2.0)
+        | Biquad::notch(60.0, 8.0);
+    let mut eq = Equaliser::new(fs, 2, 512);
+    for (i, b) in bands.iter().enumerate() {
+        eq.set_band(i, *b);
+    }
+    let frames = 96_256;
+    let x: Vec<Vec<f32>> = (0..2).map(|c| noise(frames, c + 1)).collect();
+    let mut y = x.clone();
+    for start in (0..frames).step_by(512) {
+        let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[start..start + 512]).collect();
+        eq.process(&mut s);
+    }
+    let mut want = x.clone();
+    let mut engine = Engine::new(&chain.design(fs).unwrap(), 2, frames);
+    let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
+    engine.process(&mut s);
+    // After the 20 ms crossfade and the smoothing have settled (and the start-up
+    // transients decayed), the last second equals the static chain.
+    for c in 0..2 {
+        let tail = frames / 2;
+        let peak = want[c][tail..].iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let err = y[c][tail..].iter().zip(&want[c][tail..]).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(err / peak < 1e-4, "channel {c}: {:e}", err / peak);
+    }
+}
+
+#[test]
+fn processing_and_parameter_changes_do_not_allocate() {
+    let fs = 44_100.0;
+    let mut eq = Equaliser::new(fs, 2, 64);
+    let (mut l, mut r) = (noise(64, 1), noise(64, 2));
+    let shapes = [Shape::Peak, Shape::LowCut, Shape::HighShelf, Shape::TiltShelf, Shape::HighCut, Shape::Notch];
+    let before = violation_count();
+    for step in 0..2000usize {
+        let i = step % BANDS;
+        let b = band(shapes[step % shapes.len()], 30.0 * 1.003f64.powi(step as i32), (step % 49) as f64 - 24.0, 0.3 + (step % 7) as f64, 6 * (1 + (step % 16) as u32), step % 3 == 0);
+        let b = Band { enabled: step % 5 != 0, ..b };
+        assert_no_alloc(|| {
+            eq.set_band(i, b);
+            eq.process(&mut [&mut l[..], &mut r[..]]);
+        });
+        assert!(l.iter().chain(&r).all(|v| v.is_finite()), "step {step}");
+        l.copy_from_slice(&noise(64, step as u64 + 3));
+        r.copy_from_slice(&noise(64, step as u64 + 4));
+    }
+    assert_eq!(violation_count(), before, "the equaliser allocated on the audio path");
+}
+
+#[test]
+fn automation_torture_stays_finite_bounded_and_step_limited() {
+    // Every parameter of four bands swept and randomly jumped each block for 10 s of
+    // noise, at 1- and 64-sample blocks.
+    let fs = 48_000.0;
+    let shapes = [Shape::Peak, Shape::LowShelf, Shape::HighShelf, Shape::LowCut, Shape::HighCut, Shape::Notch, Shape::BandPass, Shape::AllPass, Shape::TiltShelf];
+    for block in [1usize, 64] {
+        let mut eq = Equaliser::new(fs, 1, 64);
+        let frames = 480_000;
+        let x = noise(frames, 9);
+        let mut y = x.clone();
+        let mut rng = 0x1234_5678_u64;
+        let mut next = |m: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % m
+        };
+        for (k, chunk) in y.chunks_mut(block).enumerate() {
+            if k % (64 / block).max(1) == 0 {
+                let i = next(4) as usize;
+                let jump = next(8) == 0;
+                let t = k as f64 / (frames / block) as f64;
+                let b = Band {
+                    enabled: next(50) != 0,
+                    shape: if jump { shapes[next(9) as usize] } else { shapes[i * 2] },
+                    freq_hz: if jump { 20.0 * 1000f64.powf(next(1000) as f64 / 1000.0) } else { 20.0 * 1000f64.powf(t) },
+                    gain_db: if jump { next(49) as f64 - 24.0 } else { 12.0 * (t * 40.0).sin() },
+                    q: if jump { 0.1 + next(180) as f64 / 10.0 } else { 0.7 + 5.0 * t },
+                    slope: Slope { db_per_oct: 6 * (1 + next(16) as u32), linkwitz_riley: next(2) == 0 },
+                };
+                eq.set_band(i, b);
+            }
+            eq.process(&mut [chunk]);
+        }
+        let peak = y.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let step = y.windows(2).map(|w| (w[1] - w[0]).abs()).fold(0.0f32, f32::max);
+        let input_step = x.windows(2).map(|w| (w[1] - w[0]).abs()).fold(0.0f32, f32::max);
+        // Four bands can boost at most 4 x 24 dB: bound the output and its steps by that
+        // gain (an unstable or exploding filter blows far past it).
+        let max_gain = 10f32.powf(4.0 * 24.0 / 20.0);
+        assert!(y.iter().all(|v| v.is_finite()), "block {block}: non-finite output");
+        assert!(peak < max_gain, "block {block}: peak {peak}");
+        assert!(step < max_gain * input_step, "block {block}: step {step} vs input step {input_step}");
+        let _ = BANDS;
+    }
+}
