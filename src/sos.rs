@@ -626,6 +626,7 @@ mod kernels {
 
     /// One group of up to `L` channels starting at `first_channel`.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // one channel group's view of the cascade; inlined
     fn process_group<const L: usize, const M: usize, A: MulAdd>(
         wave: Wave,
         coefs: &[SosCoefs],
