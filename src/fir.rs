@@ -69,24 +69,25 @@ fn levels(taps: usize, b: usize) -> Vec<(usize, usize, usize)> {
 /// Head size of the partitioned path chosen by [`choose_mode`].
 const DEFAULT_HEAD: usize = 128;
 
-/// Estimated nanoseconds per output sample of the direct path: fitted to
-/// `cargo run --release --example fir_probe` on the development machine (AVX-512):
-/// about 0.042 ns per tap (the taps broadcast over output vectors).
-fn direct_cost_ns(taps: usize) -> f64 {
-    0.042 * taps as f64
+/// Relative cost per output sample of the direct path: one unit per tap (the taps are
+/// broadcast over vectors of outputs).
+fn direct_cost(taps: usize) -> f64 {
+    taps as f64
 }
 
-/// Estimated nanoseconds per output sample of the partitioned path with a head of 128
-/// (the best or within 15 % of the best head size from 1,024 to 262,144 taps in the
-/// same measurement): about 22 ns at 1,024 taps plus 3.5 ns per doubling, since each
-/// level adds one FFT size.
-fn partitioned_cost_ns(taps: usize) -> f64 {
-    22.0 + 3.5 * (taps as f64 / 1024.0).log2().max(0.0)
+/// Relative cost per output sample of the partitioned path with a head of 128, in the
+/// same units: fitted to `cargo run --release --example fir_probe` on the development
+/// machine (AVX-512), where it equals the direct path near 350 taps, runs 1.4x faster
+/// at 511 and 2.6x at 1,024, and grows by roughly one FFT level's cost per doubling of
+/// the length (the head of 128 was within 15 % of the best head size from 511 to
+/// 262,144 taps in the same measurements).
+fn partitioned_cost(taps: usize) -> f64 {
+    340.0 + 60.0 * (taps.max(512) as f64 / 512.0).log2()
 }
 
 /// Picks the cheaper path for a kernel of `taps` taps by the cost estimate.
 pub fn choose_mode(taps: usize) -> FirMode {
-    if taps > DEFAULT_HEAD && partitioned_cost_ns(taps) < direct_cost_ns(taps) {
+    if taps > DEFAULT_HEAD && partitioned_cost(taps) < direct_cost(taps) {
         FirMode::Partitioned { partition: DEFAULT_HEAD }
     } else {
         FirMode::Direct
@@ -223,35 +224,53 @@ fn convolve_generic<A: MulAdd>(buf: &[f32], rev: &[f32], out: &mut [f32]) {
     let taps = rev.len();
     let n = out.len().min(buf.len().saturating_sub(taps.saturating_sub(1)));
     let mut i = 0;
+    // Taps are summed in blocks of `BLOCK` into partial sums that are then added up
+    // (two-level summation): the rounding error grows like sqrt(BLOCK) + sqrt(taps/BLOCK)
+    // ulps instead of sqrt(taps), for one extra add per block.
+    const BLOCK: usize = 64;
     while i + T <= n {
         let window = &buf[i..i + T + taps - 1];
-        let mut acc = [[0.0f32; W]; 4];
-        for (k, &h) in rev.iter().enumerate() {
-            let x = &window[k..k + T];
-            for (v, a) in acc.iter_mut().enumerate() {
+        let mut total = [[0.0f32; W]; 4];
+        for (b, hs) in rev.chunks(BLOCK).enumerate() {
+            let mut acc = [[0.0f32; W]; 4];
+            for (kk, &h) in hs.iter().enumerate() {
+                let k = b * BLOCK + kk;
+                let x = &window[k..k + T];
+                for (v, a) in acc.iter_mut().enumerate() {
+                    for j in 0..W {
+                        a[j] = A::f32(h, x[v * W + j], a[j]);
+                    }
+                }
+            }
+            for (t, a) in total.iter_mut().zip(&acc) {
                 for j in 0..W {
-                    a[j] = A::f32(h, x[v * W + j], a[j]);
+                    t[j] += a[j];
                 }
             }
         }
-        for (v, a) in acc.iter().enumerate() {
+        for (v, a) in total.iter().enumerate() {
             out[i + v * W..i + (v + 1) * W].copy_from_slice(a);
         }
         i += T;
     }
     while i + W <= n {
         let window = &buf[i..i + W + taps - 1];
-        let mut acc = [[0.0f32; W]; 2];
-        for (k, &h) in rev.iter().enumerate() {
-            let x = &window[k..k + W];
-            let a = &mut acc[k & 1];
+        let mut total = [0.0f32; W];
+        for (b, hs) in rev.chunks(BLOCK).enumerate() {
+            let mut acc = [[0.0f32; W]; 2];
+            for (kk, &h) in hs.iter().enumerate() {
+                let k = b * BLOCK + kk;
+                let x = &window[k..k + W];
+                let a = &mut acc[k & 1];
+                for j in 0..W {
+                    a[j] = A::f32(h, x[j], a[j]);
+                }
+            }
             for j in 0..W {
-                a[j] = A::f32(h, x[j], a[j]);
+                total[j] += acc[0][j] + acc[1][j];
             }
         }
-        for j in 0..W {
-            out[i + j] = acc[0][j] + acc[1][j];
-        }
+        out[i..i + W].copy_from_slice(&total);
         i += W;
     }
     for (o, idx) in out[i..n].iter_mut().zip(i..) {
