@@ -38,6 +38,10 @@ pub struct RenderArgs {
     /// Output folder (many inputs; same file names, `.wav` extension).
     #[arg(long)]
     out_dir: Option<PathBuf>,
+    /// Engines a single file's channels are split over (default: the cores left by the
+    /// reader and writer threads). Results do not depend on it.
+    #[arg(long)]
+    threads: Option<usize>,
     /// Input audio files (WAV, FLAC).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
@@ -54,8 +58,10 @@ pub struct Rendered {
     pub sample_rate: u32,
 }
 
-/// Renders one file: decode block by block, filter, write atomically.
-pub fn render_file(chain: &Chain, input: &Path, output: &Path, block_size: usize) -> Result<Rendered> {
+/// Renders one file: decode block by block, filter, write atomically. The channels are
+/// split over up to `dsp_threads` engines running in parallel on each block (channels
+/// are independent, so the result is the same as one engine's).
+pub fn render_file(chain: &Chain, input: &Path, output: &Path, block_size: usize, dsp_threads: usize) -> Result<Rendered> {
     if same_file(input, output) {
         bail!("the output {} would replace its own input", output.display());
     }
@@ -68,9 +74,14 @@ pub fn render_file(chain: &Chain, input: &Path, output: &Path, block_size: usize
         bail!("sample rate {} Hz is out of range (8000..=384000 Hz)", info.sample_rate);
     }
     let designed = chain.design(f64::from(info.sample_rate)).context("chain")?;
-    let mut engine = Engine::new(&designed, info.channels, block_size);
+    let groups = dsp_threads.clamp(1, info.channels);
+    let per_group = info.channels.div_ceil(groups);
+    let mut engines: Vec<Engine> = (0..info.channels)
+        .step_by(per_group)
+        .map(|first| Engine::new(&designed, per_group.min(info.channels - first), block_size))
+        .collect();
     let writer = AtomicWavWriter::create(output, info.channels, info.sample_rate)?;
-    let frames = pipeline(reader, &mut engine, writer, info.channels, block_size, info.frames)?;
+    let frames = pipeline(reader, &mut engines, writer, info.channels, block_size, info.frames)?;
     Ok(Rendered { frames, channels: info.channels, sample_rate: info.sample_rate })
 }
 
@@ -79,7 +90,7 @@ pub fn render_file(chain: &Chain, input: &Path, output: &Path, block_size: usize
 /// Any error stops all three; the temporary output is then deleted, never committed.
 fn pipeline(
     mut reader: AudioReader,
-    engine: &mut Engine,
+    engines: &mut [Engine],
     mut writer: AtomicWavWriter,
     channels: usize,
     block_size: usize,
@@ -114,7 +125,7 @@ fn pipeline(
             for msg in from_reader {
                 let (mut buf, n) = msg?;
                 let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[..n]).collect();
-                engine.process(&mut slices);
+                process_split(engines, &mut slices);
                 frames += n as u64;
                 if to_writer.send((buf, n)).is_err() {
                     break; // the writer failed; its error is reported below
@@ -134,6 +145,32 @@ fn pipeline(
         writer.commit()?;
         Ok(frames)
     })
+}
+
+/// Each engine takes the next `engine.channels()` buffers; all but the first run on
+/// scoped threads.
+fn process_split(engines: &mut [Engine], slices: &mut [&mut [f32]]) {
+    if let [engine] = engines {
+        engine.process(slices);
+        return;
+    }
+    std::thread::scope(|s| {
+        let mut rest = slices;
+        let mut jobs = Vec::with_capacity(engines.len());
+        for engine in engines.iter_mut() {
+            let (mine, others) = rest.split_at_mut(engine.channels().min(rest.len()));
+            rest = others;
+            jobs.push((engine, mine));
+        }
+        let mut jobs = jobs.into_iter();
+        let first = jobs.next();
+        for (engine, mine) in jobs {
+            s.spawn(move || engine.process(mine));
+        }
+        if let Some((engine, mine)) = first {
+            engine.process(mine);
+        }
+    });
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -181,7 +218,11 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
         if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
         }
-        let r = render_file(&chain, input, output, args.block_size).with_context(|| input.display().to_string())?;
+        // One file: its channels may use the cores the reader and writer threads leave.
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let dsp_threads = args.threads.unwrap_or(cores.saturating_sub(2).max(1));
+        let r = render_file(&chain, input, output, args.block_size, dsp_threads)
+            .with_context(|| input.display().to_string())?;
         println!(
             "wrote {} ({} frames, {} channels, {} Hz, backend cpu)",
             output.display(),
@@ -236,7 +277,8 @@ fn render_many(chain: &Chain, inputs: &[PathBuf], out_dir: &Path, block_size: us
                 let Some((input, out)) = jobs.get(i) else { break };
                 bar.set_message(input.display().to_string());
                 let result = match out {
-                    Ok(out) => render_file(chain, input, out, block_size),
+                    // Files already run in parallel: one engine per file.
+                    Ok(out) => render_file(chain, input, out, block_size, 1),
                     Err(why) => Err(anyhow::anyhow!("{why}")),
                 };
                 if let Err(e) = result {

@@ -385,3 +385,22 @@ fn bench_json_lines_carry_the_contract_fields() {
     let o = run(xtask().args(["bench", "--quick", "--backend", "wgpu"]));
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn splitting_channels_over_threads_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain_path = repo_root().join("examples/chains/everything.json");
+    let input: Vec<Vec<f32>> = (0..7).map(|c| noise(9000, c as u64 + 40)).collect();
+    let in_path = dir.path().join("in7.wav");
+    write_wav_f32(&in_path, &input, 48_000);
+    let mut outputs = Vec::new();
+    for threads in ["1", "3", "7", "16"] {
+        let out = dir.path().join(format!("out{threads}.wav"));
+        let o = run(xtask().args(["render", "--threads", threads, "--chain"]).arg(&chain_path).arg("--output").arg(&out).arg(&in_path));
+        assert!(o.status.success());
+        outputs.push(read_wav(&out).1);
+    }
+    for o in &outputs[1..] {
+        assert_eq!(o, &outputs[0], "channel split must not change the samples");
+    }
+}
