@@ -14,6 +14,7 @@ pub mod chain;
 pub mod design;
 pub mod engine;
 pub mod fir;
+pub mod gpu;
 pub mod simd;
 pub mod sos;
 

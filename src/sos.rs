@@ -211,6 +211,23 @@ impl SosCascade {
         self.state.fill([0.0; 2]);
     }
 
+    /// The filter state, `[channel][section]` -> `[s1, s2]` (for handing a stream between
+    /// processors, e.g. to a GPU job and back).
+    pub fn state(&self) -> &[[f64; 2]] {
+        &self.state[..self.channels * self.coefs.len()]
+    }
+
+    /// Loads a state saved by [`SosCascade::state`] from a cascade of the same shape. No
+    /// allocation; a state of the wrong length is refused and nothing changes.
+    pub fn set_state(&mut self, state: &[[f64; 2]]) -> Result<(), SectionCountMismatch> {
+        let n = self.channels * self.coefs.len();
+        if state.len() != n {
+            return Err(SectionCountMismatch { expected: n, found: state.len() });
+        }
+        self.state[..n].copy_from_slice(state);
+        Ok(())
+    }
+
     /// Filters `frames` samples of each channel in place. Channels beyond the cascade's
     /// channel count are left untouched; so are samples beyond a shorter buffer's end
     /// (the call processes `min(frames, shortest buffer)` samples).

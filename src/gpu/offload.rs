@@ -1,0 +1,329 @@
+//! Pipelined offload of fixed-size blocks to a worker thread, with an exact CPU fallback.
+//!
+//! At block `k` the audio side collects job `k-1` and submits job `k`, so the offloaded
+//! path adds exactly one block of latency. **Each job carries the filter state it starts
+//! from and returns the state it ends with.** If job `k-1` has not come back when block
+//! `k` arrives, the audio side computes block `k-1` itself from the state it already
+//! holds, carries on with the state that produces, and throws the late result away when
+//! it turns up (jobs carry sequence numbers). The output is therefore always the CPU's
+//! output delayed by one block: no gap, no repeat, no drift. If the worker stops (it
+//! panicked, or its executor reported device loss), every later block takes the same
+//! CPU path and [`Offload::worker_lost`] says so.
+//!
+//! The audio side only moves preallocated jobs through two `rtrb` single-producer
+//! single-consumer rings (submit, done): no allocation, lock, syscall or blocking wait.
+//! The worker polls the submit ring with short sleeps.
+
+use crate::design::Sos;
+use crate::sos::{SectionCountMismatch, SosCascade};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Most channels a job carries.
+pub const MAX_CHANNELS: usize = 64;
+
+/// One block of work: input, output and the filter state in and out.
+pub struct Job {
+    pub seq: u64,
+    pub frames: usize,
+    pub channels: usize,
+    /// Planar input, `channels x frames` (capacity `channels x block`).
+    pub input: Vec<f32>,
+    /// Planar output, same layout.
+    pub output: Vec<f32>,
+    /// SOS state `[channel][section]`: the state before the block on submit, after it on
+    /// return.
+    pub state: Vec<[f64; 2]>,
+}
+
+/// Why an executor could not run a job.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecError {
+    #[error("the device was lost: {0}")]
+    DeviceLost(String),
+}
+
+/// Runs jobs on the worker thread (the wgpu and CUDA executors will implement this).
+pub trait Executor: Send + 'static {
+    fn execute(&mut self, job: &mut Job) -> Result<(), ExecError>;
+}
+
+/// Runs `process` over planar channel data held in one `Vec` (`channels x frames`).
+fn with_planar(data: &mut [f32], channels: usize, frames: usize, f: impl FnOnce(&mut [&mut [f32]])) {
+    let mut refs: [&mut [f32]; MAX_CHANNELS] = std::array::from_fn(|_| &mut [][..]);
+    let used = channels.min(MAX_CHANNELS);
+    for (r, chunk) in refs.iter_mut().zip(data.chunks_mut(frames.max(1))).take(used) {
+        *r = chunk;
+    }
+    f(&mut refs[..used]);
+}
+
+/// The reference executor: the same cascade on the CPU of the worker thread.
+pub struct CpuExecutor {
+    cascade: SosCascade,
+}
+
+impl CpuExecutor {
+    pub fn new(sections: &[Sos], channels: usize) -> CpuExecutor {
+        CpuExecutor { cascade: SosCascade::new(sections, channels) }
+    }
+}
+
+impl Executor for CpuExecutor {
+    fn execute(&mut self, job: &mut Job) -> Result<(), ExecError> {
+        let n = job.channels * job.frames;
+        job.output[..n].copy_from_slice(&job.input[..n]);
+        self.cascade.set_state(&job.state).map_err(|e| ExecError::DeviceLost(e.to_string()))?;
+        let cascade = &mut self.cascade;
+        with_planar(&mut job.output[..n], job.channels, job.frames, |bufs| cascade.process(bufs, job.frames));
+        job.state.copy_from_slice(cascade.state());
+        Ok(())
+    }
+}
+
+/// Test-only faults injected into the worker: a delay per job and a job at which the
+/// worker stops.
+#[derive(Clone, Default)]
+pub struct Faults {
+    /// Delay before job `seq` is executed.
+    pub delay: Option<Arc<dyn Fn(u64) -> Duration + Send + Sync>>,
+    /// The worker exits (as if the device were lost) instead of running this job.
+    pub die_at: Option<u64>,
+}
+
+/// Why an offload call was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum OffloadError {
+    #[error("offloaded processing runs blocks of exactly {expected} frames, got {found}")]
+    BlockSize { expected: usize, found: usize },
+    #[error("offloaded processing was set up for {expected} channels, got {found}")]
+    Channels { expected: usize, found: usize },
+}
+
+/// Counters for the editor and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffloadStats {
+    pub blocks: u64,
+    /// Blocks the worker returned in time.
+    pub offloaded: u64,
+    /// Blocks computed on the audio side because the job was late (or the worker gone).
+    pub fallbacks: u64,
+}
+
+/// The audio side of the pipelined offload of one SOS cascade.
+pub struct Offload {
+    block: usize,
+    channels: usize,
+    submit: rtrb::Producer<Box<Job>>,
+    done: rtrb::Consumer<Box<Job>>,
+    /// Free jobs. Boxed so a job moves through the rings as one pointer (the rings hold
+    /// `Box<Job>`), never copying its buffers.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<Job>>,
+    /// Sequence number of the job in flight.
+    in_flight: Option<u64>,
+    next_seq: u64,
+    /// State after the last block whose output is known (the authoritative state).
+    state: Vec<[f64; 2]>,
+    /// Input of the block in flight, for the fallback.
+    pending: Vec<f32>,
+    /// Output of the previous block, emitted on this call.
+    ready: Vec<f32>,
+    cpu: SosCascade,
+    alive: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    worker: Option<JoinHandle<()>>,
+    stats: OffloadStats,
+}
+
+impl Offload {
+    /// Starts the worker with `executor` for a cascade of `sections` on `channels`
+    /// channels, blocks of exactly `block` frames. Allocates everything.
+    pub fn new<E: Executor>(sections: &[Sos], channels: usize, block: usize, executor: E, faults: Faults) -> Offload {
+        let channels = channels.min(MAX_CHANNELS);
+        let block = block.max(1);
+        let state_len = channels * sections.len();
+        let make_job = || {
+            Box::new(Job {
+                seq: 0,
+                frames: block,
+                channels,
+                input: vec![0.0; channels * block],
+                output: vec![0.0; channels * block],
+                state: vec![[0.0; 2]; state_len],
+            })
+        };
+        let (submit, worker_in) = rtrb::RingBuffer::<Box<Job>>::new(4);
+        let (worker_out, done) = rtrb::RingBuffer::<Box<Job>>::new(4);
+        let alive = Arc::new(AtomicBool::new(true));
+        let stop = Arc::new(AtomicBool::new(false));
+        let worker = {
+            let (alive, stop) = (alive.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("ferrofx-offload".into())
+                .spawn(move || worker_loop(executor, worker_in, worker_out, faults, alive, stop))
+                .ok()
+        };
+        if worker.is_none() {
+            alive.store(false, Ordering::Release);
+        }
+        let mut spare = Vec::with_capacity(8);
+        for _ in 0..3 {
+            spare.push(make_job());
+        }
+        Offload {
+            block,
+            channels,
+            submit,
+            done,
+            spare,
+            in_flight: None,
+            next_seq: 0,
+            state: vec![[0.0; 2]; state_len],
+            pending: vec![0.0; channels * block],
+            ready: vec![0.0; channels * block],
+            cpu: SosCascade::new(sections, channels),
+            alive,
+            stop,
+            worker,
+            stats: OffloadStats::default(),
+        }
+    }
+
+    /// Latency the offloaded path adds: one block.
+    pub fn latency_samples(&self) -> usize {
+        self.block
+    }
+
+    /// True once the worker has stopped (panic, device loss): every block then runs on
+    /// the CPU, still with one block of latency.
+    pub fn worker_lost(&self) -> bool {
+        !self.alive.load(Ordering::Acquire)
+    }
+
+    pub fn stats(&self) -> OffloadStats {
+        self.stats
+    }
+
+    /// Processes one block in place: the output is the previous block filtered (one block
+    /// of latency). No allocation, lock or blocking wait.
+    pub fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), OffloadError> {
+        if buffers.len() != self.channels {
+            return Err(OffloadError::Channels { expected: self.channels, found: buffers.len() });
+        }
+        if let Some(b) = buffers.iter().find(|b| b.len() != self.block) {
+            return Err(OffloadError::BlockSize { expected: self.block, found: b.len() });
+        }
+        let (block, channels) = (self.block, self.channels);
+        // 1. Collect the job in flight, or compute its block here if it is late.
+        if let Some(seq) = self.in_flight.take() {
+            let mut got = false;
+            while let Ok(job) = self.done.pop() {
+                if job.seq == seq && !got {
+                    self.ready.copy_from_slice(&job.output[..channels * block]);
+                    self.state.copy_from_slice(&job.state);
+                    got = true;
+                }
+                // A late job from an earlier block is simply recycled.
+                self.spare.push(job);
+            }
+            if got {
+                self.stats.offloaded += 1;
+            } else {
+                self.fallback();
+            }
+        }
+        // 2. Submit this block (with the state it starts from) and keep its input.
+        for (c, b) in buffers.iter().enumerate() {
+            self.pending[c * block..(c + 1) * block].copy_from_slice(b);
+        }
+        self.submit_pending();
+        // 3. Emit the previous block's output.
+        for (c, b) in buffers.iter_mut().enumerate() {
+            b.copy_from_slice(&self.ready[c * block..(c + 1) * block]);
+        }
+        self.stats.blocks += 1;
+        Ok(())
+    }
+
+    /// Computes the pending block on this thread from the held state.
+    fn fallback(&mut self) {
+        self.stats.fallbacks += 1;
+        self.ready.copy_from_slice(&self.pending);
+        // Same shape by construction; on a mismatch the cascade keeps its own state.
+        let _: Result<(), SectionCountMismatch> = self.cpu.set_state(&self.state);
+        let (channels, block) = (self.channels, self.block);
+        let cpu = &mut self.cpu;
+        with_planar(&mut self.ready, channels, block, |bufs| cpu.process(bufs, block));
+        self.state.copy_from_slice(self.cpu.state());
+    }
+
+    fn submit_pending(&mut self) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if !self.worker_lost() {
+            if let Some(mut job) = self.spare.pop() {
+                job.seq = seq;
+                job.input.copy_from_slice(&self.pending);
+                job.state.copy_from_slice(&self.state);
+                match self.submit.push(job) {
+                    Ok(()) => {
+                        self.in_flight = Some(seq);
+                        return;
+                    }
+                    Err(rtrb::PushError::Full(job)) => self.spare.push(job),
+                }
+            }
+        }
+        // No worker or no free job: the block is computed on the CPU at the next call,
+        // exactly like a late job.
+        self.in_flight = Some(u64::MAX);
+    }
+}
+
+impl Drop for Offload {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+fn worker_loop<E: Executor>(
+    mut executor: E,
+    mut input: rtrb::Consumer<Box<Job>>,
+    mut output: rtrb::Producer<Box<Job>>,
+    faults: Faults,
+    alive: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+) {
+    // Marks the worker dead however this function ends (return or panic).
+    struct Guard(Arc<AtomicBool>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::Release);
+        }
+    }
+    let _guard = Guard(alive);
+    while !stop.load(Ordering::Acquire) {
+        let Ok(mut job) = input.pop() else {
+            std::thread::sleep(Duration::from_micros(50));
+            continue;
+        };
+        if faults.die_at == Some(job.seq) {
+            return;
+        }
+        if let Some(delay) = &faults.delay {
+            std::thread::sleep(delay(job.seq));
+        }
+        if executor.execute(&mut job).is_err() {
+            return;
+        }
+        if output.push(job).is_err() {
+            return;
+        }
+    }
+}
