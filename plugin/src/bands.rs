@@ -174,12 +174,15 @@ impl Smoothed {
     fn new(v: f64) -> Smoothed {
         Smoothed { value: v, target: v }
     }
-    /// Advance `samples` samples with per-sample coefficient `a` (exact for a one-pole).
-    fn advance(&mut self, a_pow: f64) {
+    /// Advances one re-design interval (`a_pow` is the per-sample coefficient raised to
+    /// the interval, exact for a one-pole); returns whether the value moved.
+    fn advance(&mut self, a_pow: f64) -> bool {
+        let before = self.value;
         self.value = self.target + (self.value - self.target) * a_pow;
         if (self.value - self.target).abs() <= 1e-9 * self.target.abs().max(1e-9) {
             self.value = self.target;
         }
+        self.value != before
     }
 }
 
@@ -213,6 +216,10 @@ pub struct Equaliser {
     fade_len: usize,
     scratch: Vec<Vec<f32>>,
     since_redesign: usize,
+    /// Coefficients must be recomputed at the next interval (set at start-up, when a
+    /// smoothed value moves or the layout changes).
+    dirty: bool,
+    redesigns: u64,
 }
 
 impl Equaliser {
@@ -247,6 +254,8 @@ impl Equaliser {
             fade_len: ((Self::FADE_MS * 1e-3 * fs) as usize).max(1),
             scratch: vec![vec![0.0; max_block.max(1)]; channels],
             since_redesign: 0,
+            dirty: true,
+            redesigns: 0,
         }
     }
 
@@ -297,16 +306,28 @@ impl Equaliser {
                 *l = *t;
             }
             self.fade_left = self.fade_len;
+            self.dirty = true;
         }
         for (s, t) in self.smoothing.iter_mut().zip(&self.targets) {
             s.log2_freq.target = t.freq_hz.log2();
             s.gain_db.target = t.gain_db;
             s.log2_q.target = t.q.log2();
-            s.log2_freq.advance(self.smoothing_step);
-            s.gain_db.advance(self.smoothing_step);
-            s.log2_q.advance(self.smoothing_step);
+            let moved = s.log2_freq.advance(self.smoothing_step)
+                | s.gain_db.advance(self.smoothing_step)
+                | s.log2_q.advance(self.smoothing_step);
+            self.dirty |= moved;
         }
-        self.redesign();
+        // Settled parameters keep their coefficients: no re-design of unchanged bands.
+        if self.dirty {
+            self.redesign();
+            self.redesigns += 1;
+            self.dirty = false;
+        }
+    }
+
+    /// How many times the coefficients were recomputed (they are not while settled).
+    pub fn redesigns(&self) -> u64 {
+        self.redesigns
     }
 
     /// Filters planar channel buffers in place. No allocation, lock or panic.

@@ -57,6 +57,16 @@ fn settled_bands_equal_the_core_chain() {
     let mut engine = Engine::new(&chain.design(fs).unwrap(), 2, frames);
     let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
     engine.process(&mut s);
+    // Settled: no more re-designs while nothing moves.
+    let settled = eq.redesigns();
+    let mut more: Vec<Vec<f32>> = (0..2).map(|c| noise(4096, c + 7)).collect();
+    let mut s2: Vec<&mut [f32]> = more.iter_mut().map(|c| &mut c[..512]).collect();
+    eq.process(&mut s2);
+    assert_eq!(eq.redesigns(), settled, "settled parameters were re-designed again");
+    eq.set_band(1, Band { gain_db: -5.0, ..bands[1] });
+    let mut s3: Vec<&mut [f32]> = more.iter_mut().map(|c| &mut c[512..1024]).collect();
+    eq.process(&mut s3);
+    assert!(eq.redesigns() > settled, "a parameter move must re-design");
     // After the 20 ms crossfade and the smoothing have settled (and the start-up
     // transients decayed), the last second equals the static chain.
     for c in 0..2 {
