@@ -200,9 +200,8 @@ impl SosCascade {
         if sections.len() != self.coefs.len() {
             return Err(SectionCountMismatch { expected: self.coefs.len(), found: sections.len() });
         }
-        for (c, s) in self.coefs.iter_mut().zip(sections) {
-            *c = SosCoefs::from(s);
-        }
+        // The same count is within capacity and keeps every section's state.
+        let _ = self.set_sections(sections);
         Ok(())
     }
 

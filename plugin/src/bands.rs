@@ -216,9 +216,11 @@ pub struct Equaliser {
     fade_len: usize,
     scratch: Vec<Vec<f32>>,
     since_redesign: usize,
-    /// Coefficients must be recomputed at the next interval (set at start-up, when a
-    /// smoothed value moves or the layout changes).
-    dirty: bool,
+    /// Bands whose coefficients must be recomputed at the next interval (all at start-up
+    /// and on a layout change; otherwise those whose smoothed values moved).
+    dirty: [bool; BANDS],
+    /// Each band's current sections and their count, concatenated into `sections`.
+    designed: [([Sos; MAX_SECTIONS_PER_BAND], usize); BANDS],
     redesigns: u64,
 }
 
@@ -254,7 +256,8 @@ impl Equaliser {
             fade_len: ((Self::FADE_MS * 1e-3 * fs) as usize).max(1),
             scratch: vec![vec![0.0; max_block.max(1)]; channels],
             since_redesign: 0,
-            dirty: true,
+            dirty: [true; BANDS],
+            designed: [([Sos::IDENTITY; MAX_SECTIONS_PER_BAND], 0); BANDS],
             redesigns: 0,
         }
     }
@@ -275,11 +278,13 @@ impl Equaliser {
         a.enabled == b.enabled && (!a.enabled || (a.shape == b.shape && a.section_count() == b.section_count() && a.slope == b.slope))
     }
 
-    /// Re-designs every band from the smoothed values into the running cascade.
+    /// Re-designs the dirty bands from their smoothed values and loads the running
+    /// cascade with every band's sections.
     fn redesign(&mut self) {
-        self.sections.clear();
-        let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
         for (i, layout) in self.layout.iter().enumerate() {
+            if !self.dirty[i] {
+                continue;
+            }
             let s = &self.smoothing[i];
             let band = Band {
                 freq_hz: s.log2_freq.value.exp2(),
@@ -288,9 +293,14 @@ impl Equaliser {
                 ..*layout
             }
             .clamped(self.fs);
-            let n = band.design_into(self.fs, &mut buf);
+            let (buf, n) = &mut self.designed[i];
+            *n = band.design_into(self.fs, buf);
+            self.dirty[i] = false;
+        }
+        self.sections.clear();
+        for (buf, n) in &self.designed {
             // Within capacity: at most MAX_SECTIONS_PER_BAND per band.
-            self.sections.extend_from_slice(&buf[..n]);
+            self.sections.extend_from_slice(&buf[..*n]);
         }
         let _ = self.cascade.set_sections(&self.sections);
     }
@@ -306,22 +316,21 @@ impl Equaliser {
                 *l = *t;
             }
             self.fade_left = self.fade_len;
-            self.dirty = true;
+            self.dirty = [true; BANDS];
         }
-        for (s, t) in self.smoothing.iter_mut().zip(&self.targets) {
+        for ((s, t), dirty) in self.smoothing.iter_mut().zip(&self.targets).zip(self.dirty.iter_mut()) {
             s.log2_freq.target = t.freq_hz.log2();
             s.gain_db.target = t.gain_db;
             s.log2_q.target = t.q.log2();
             let moved = s.log2_freq.advance(self.smoothing_step)
                 | s.gain_db.advance(self.smoothing_step)
                 | s.log2_q.advance(self.smoothing_step);
-            self.dirty |= moved;
+            *dirty |= moved;
         }
-        // Settled parameters keep their coefficients: no re-design of unchanged bands.
-        if self.dirty {
+        // Settled bands keep their coefficients: only moving bands are re-designed.
+        if self.dirty.iter().any(|&d| d) {
             self.redesign();
             self.redesigns += 1;
-            self.dirty = false;
         }
     }
 

@@ -288,27 +288,15 @@ fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
     out
 }
 
-/// Multiplies every pure-gain section of a cascade into the first non-gain section.
+/// Multiplies every pure-gain section of a cascade into its first other section.
 fn fold_gains(run: &mut Vec<Sos>) {
     let is_gain = |s: &Sos| s.b[1] == 0.0 && s.b[2] == 0.0 && s.a[1] == 0.0 && s.a[2] == 0.0;
-    let Some(target) = run.iter().position(|s| !is_gain(s)) else {
-        // Only gains: keep one section with their product.
-        let total: f64 = run.iter().map(|s| s.b[0] / s.a[0]).product();
-        run.truncate(1);
-        if let Some(first) = run.first_mut() {
-            *first = Sos::gain(total);
-        }
-        return;
-    };
     let total: f64 = run.iter().filter(|s| is_gain(s)).map(|s| s.b[0] / s.a[0]).product();
-    if total != 1.0 {
-        let t = &mut run[target];
-        for b in t.b.iter_mut() {
-            *b *= total;
-        }
-    }
     run.retain(|s| !is_gain(s));
-    if run.is_empty() {
-        run.push(Sos::gain(total));
+    match run.first_mut() {
+        // No gains in the run: `total` is the empty product 1 and this is exact.
+        Some(first) => first.b.iter_mut().for_each(|b| *b *= total),
+        // Only gains: one section with their product.
+        None => run.push(Sos::gain(total)),
     }
 }
