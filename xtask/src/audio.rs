@@ -215,9 +215,17 @@ impl AtomicWavWriter {
             _ => PathBuf::from("."),
         };
         let name = destination.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
+        let prefix = format!(".{name}.");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".tmp");
+        // Temporary files are private (0600) by default; the render is an ordinary
+        // output file, so create it like one (0666 less the umask).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let temp = builder
             .tempfile_in(&dir)
             .with_context(|| format!("cannot write in {}", dir.display()))?;
         let (file, temp) = temp.into_parts();

@@ -404,3 +404,20 @@ fn splitting_channels_over_threads_changes_nothing() {
         assert_eq!(o, &outputs[0], "channel split must not change the samples");
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn rendered_files_are_ordinary_files_not_private_temporaries() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.wav");
+    write_wav_f32(&input, &[noise(100, 1)], 48_000);
+    let out = dir.path().join("out.wav");
+    let chain = repo_root().join("examples/chains/demo.json");
+    assert!(run(xtask().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input)).status.success());
+    // Group/other read bits follow the umask like any new file; the temporary file's
+    // private 0600 must not leak through (umask is 022 or 002 on these machines).
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+    assert_ne!(mode, 0o600, "output mode {mode:o}");
+    assert!(mode & 0o044 != 0, "output not readable by group/others: {mode:o}");
+}
