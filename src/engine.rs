@@ -212,9 +212,10 @@ impl Engine {
     }
 }
 
-/// Replaces NaN, infinities and subnormals by zero.
+/// Replaces NaN, infinities and subnormals by zero (what [`Engine::process`] does to its
+/// input; public so a host wrapper can apply the same policy before other processing).
 #[inline]
-fn sanitize_input(buf: &mut [f32]) {
+pub fn sanitize_input(buf: &mut [f32]) {
     for v in buf.iter_mut() {
         // `abs() >= MIN_POSITIVE` is false for NaN, zero and subnormals.
         let keep = v.abs() >= f32::MIN_POSITIVE && v.abs() <= f32::MAX;

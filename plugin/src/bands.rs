@@ -2,9 +2,6 @@
 //! framework): band settings -> second-order sections, designed without allocation so it
 //! can run on the audio thread, and an [`Equaliser`] that smooths parameter moves and
 //! re-designs at a sub-block rate.
-//!
-//! Groundwork for the plugin issue: the CLAP/VST3 wrapper, editor and host tests are not
-//! built yet; this module is what they will drive.
 
 use ferrofx::design::{butterworth_into, rbj, BiquadKind, Response, Sos};
 use ferrofx::simd::Isa;
@@ -332,6 +329,45 @@ impl Equaliser {
             self.redesign();
             self.redesigns += 1;
         }
+    }
+
+    /// Jumps every smoothed value to its target and the layout to the targets' layout,
+    /// with no crossfade (for activation and state loads, when nothing is playing).
+    /// Allocation-free.
+    pub fn snap(&mut self) {
+        for (l, t) in self.layout.iter_mut().zip(&self.targets) {
+            *l = *t;
+        }
+        for (s, t) in self.smoothing.iter_mut().zip(&self.targets) {
+            s.log2_freq = Smoothed::new(t.freq_hz.log2());
+            s.gain_db = Smoothed::new(t.gain_db);
+            s.log2_q = Smoothed::new(t.q.log2());
+        }
+        self.fade_left = 0;
+        self.dirty = [true; BANDS];
+        self.redesign();
+        self.since_redesign = 0;
+    }
+
+    /// Clears the filter state (coefficients and smoothing are kept). Allocation-free.
+    pub fn reset(&mut self) {
+        self.cascade.reset();
+        self.old.reset();
+        self.fade_left = 0;
+    }
+
+    /// Whether a layout crossfade or parameter smoothing is still under way.
+    pub fn is_settled(&self) -> bool {
+        self.fade_left == 0
+            && self.targets.iter().zip(&self.layout).all(|(t, l)| Self::same_layout(t, l))
+            && self.smoothing.iter().zip(&self.targets).all(|(s, t)| {
+                s.log2_freq.value == t.freq_hz.log2() && s.gain_db.value == t.gain_db && s.log2_q.value == t.q.log2()
+            })
+    }
+
+    /// The running sections (for the editor's curve and tests).
+    pub fn sections(&self) -> &[Sos] {
+        &self.sections
     }
 
     /// How many times the coefficients were recomputed (they are not while settled).

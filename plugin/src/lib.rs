@@ -1,10 +1,357 @@
-//! FerroFX plugin crate (CLAP, VST3, standalone, egui editor).
+//! FerroFX as a CLAP/VST3 plugin and a standalone app: a 24-band equaliser fused into one
+//! SOS cascade, followed by chain-file stages (anything the chain format can say: elliptic
+//! designs, given FIRs up to a million taps), an output gain and a crossfaded bypass.
 //!
-//! Not built yet: the plugin is its own issue. What exists is the DSP the plugin's
-//! parameters will drive, free of any plugin framework: [`bands`], a 24-band equaliser
-//! with allocation-free re-design from smoothed parameters and crossfaded layout
-//! changes. The dependency direction (plugin -> core) is fixed from the start.
+//! Layout: `params.rs` (parameters and their ranges), `bands.rs` (the equaliser DSP),
+//! `chain_slot.rs` (chain stages built off the audio thread and handed over lock-free),
+//! `preset.rs` (chain-file import/export), `editor.rs` (egui), this file (the plugin and
+//! its `process`).
+//!
+//! Realtime rules for `process`: no allocation (checked by nice-plug's
+//! `assert_process_allocs` in debug builds), no lock, no logging, no panic. Everything
+//! that allocates happens in `activate` or on the thread that installs a chain.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use nice_plug::plugin::ParamValue;
+use nice_plug::prelude::*;
 
 pub mod bands;
+pub mod chain_slot;
+pub mod editor;
+pub mod params;
+pub mod preset;
 
 pub use ferrofx;
+
+use bands::{Equaliser, BANDS};
+use chain_slot::{AudioConfig, AudioSide};
+use params::FerroParams;
+
+/// Bypass crossfade time.
+pub const BYPASS_FADE_MS: f32 = 10.0;
+
+/// What the audio thread reports to the editor (atomics, written once per block).
+#[derive(Default)]
+pub struct Telemetry {
+    /// Sample rate in Hz (f32 bits).
+    pub sample_rate_bits: AtomicU32,
+    pub channels: AtomicU32,
+    pub max_block_frames: AtomicU32,
+    /// Latency reported to the host.
+    pub latency_samples: AtomicU32,
+    /// Last block size seen.
+    pub last_block_frames: AtomicU32,
+    /// Sections the equaliser runs.
+    pub eq_sections: AtomicU32,
+}
+
+/// The plugin.
+pub struct FerroFx {
+    params: Arc<FerroParams>,
+    telemetry: Arc<Telemetry>,
+    eq: Option<Equaliser>,
+    audio_side: AudioSide,
+    config: Option<AudioConfig>,
+    /// Dry copy for the bypass crossfade: one buffer per channel of `max_block_frames`.
+    dry: Vec<Vec<f32>>,
+    /// 1.0 = fully processed, 0.0 = fully bypassed.
+    wet_mix: f32,
+    wet_step: f32,
+    /// Filters were cleared after the bypass fade finished.
+    cleared_while_bypassed: bool,
+}
+
+impl Default for FerroFx {
+    fn default() -> FerroFx {
+        let params = Arc::new(FerroParams::default());
+        let audio_side = params.chain.take_audio_side().expect("a new parameter set has its audio side");
+        FerroFx {
+            params,
+            telemetry: Arc::new(Telemetry::default()),
+            eq: None,
+            audio_side,
+            config: None,
+            dry: Vec::new(),
+            wet_mix: 1.0,
+            wet_step: 1.0,
+            cleared_while_bypassed: false,
+        }
+    }
+}
+
+/// Version triple of a `x.y.z` string (missing parts are 0; junk is `None`).
+fn version_triple(v: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = v.trim().split('.').map(|p| p.parse::<u64>());
+    let major = parts.next()?.ok()?;
+    let minor = parts.next().unwrap_or(Ok(0)).ok()?;
+    let patch = parts.next().unwrap_or(Ok(0)).ok()?;
+    Some((major, minor, patch))
+}
+
+/// Whether a saved state must not be applied: written by a newer version, or with an
+/// unreadable version.
+pub fn state_is_unusable(state_version: &str) -> Option<String> {
+    let ours = version_triple(FerroFx::VERSION).expect("our own version parses");
+    match version_triple(state_version) {
+        None => Some(format!("unreadable state version {state_version:?}")),
+        Some(v) if v > ours => Some(format!("state from newer version {state_version} (this is {})", FerroFx::VERSION)),
+        Some(_) => None,
+    }
+}
+
+impl FerroFx {
+    fn reset_filters(&mut self) {
+        if let Some(eq) = self.eq.as_mut() {
+            eq.reset();
+        }
+        if let Some(engine) = self.audio_side.engine() {
+            engine.reset();
+        }
+    }
+
+    /// Filters one sub-block (≤ `max_block_frames`) in place.
+    fn process_block(&mut self, buffers: &mut [&mut [f32]], start: usize, frames: usize, bypass: bool) {
+        let channels = buffers.len().min(self.dry.len());
+        for b in buffers.iter_mut() {
+            ferrofx::engine::sanitize_input(&mut b[start..start + frames]);
+        }
+        let target = if bypass { 0.0 } else { 1.0 };
+        let fading = self.wet_mix != target;
+        if bypass && !fading {
+            // Fully bypassed: clear the filters once so un-bypassing starts clean.
+            if !self.cleared_while_bypassed {
+                self.reset_filters();
+                self.cleared_while_bypassed = true;
+            }
+            return;
+        }
+        self.cleared_while_bypassed = false;
+        if fading {
+            for (d, b) in self.dry.iter_mut().zip(buffers.iter()) {
+                d[..frames].copy_from_slice(&b[start..start + frames]);
+            }
+        }
+        // Sub-slices without allocating: at most 64 channels (the widest layout is 8).
+        const MAX: usize = 64;
+        let mut refs: [&mut [f32]; MAX] = std::array::from_fn(|_| &mut [][..]);
+        let used = buffers.len().min(MAX);
+        for (r, b) in refs.iter_mut().zip(buffers.iter_mut()) {
+            *r = &mut b[start..start + frames];
+        }
+        let refs = &mut refs[..used];
+        if let Some(eq) = self.eq.as_mut() {
+            eq.process(refs);
+        }
+        if let Some(engine) = self.audio_side.engine() {
+            engine.process(refs);
+        }
+        // Output gain (smoothed per sample), then the bypass crossfade.
+        let mut non_finite = false;
+        for i in 0..frames {
+            let gain = util::db_to_gain(self.params.output_gain_db.smoothed.next());
+            let wet = self.wet_mix;
+            for (c, r) in refs.iter_mut().enumerate() {
+                let y = r[i] * gain;
+                non_finite |= !y.is_finite();
+                r[i] = if fading && c < channels { wet * y + (1.0 - wet) * self.dry[c][i] } else { y };
+            }
+            if fading {
+                self.wet_mix = if target > self.wet_mix {
+                    (self.wet_mix + self.wet_step).min(1.0)
+                } else {
+                    (self.wet_mix - self.wet_step).max(0.0)
+                };
+            }
+        }
+        if non_finite {
+            // Cannot happen with finite input and stable filters; if it does, the block
+            // is silenced and the state cleared so the next block recovers.
+            for r in refs.iter_mut() {
+                r.fill(0.0);
+            }
+            self.reset_filters();
+        }
+    }
+}
+
+impl Plugin for FerroFx {
+    const NAME: &'static str = "FerroFX";
+    const VENDOR: &'static str = "FerroFX";
+    const URL: &'static str = "https://example.invalid/ferrofx";
+    const EMAIL: &'static str = "ferrofx@example.invalid";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    const AUDIO_IO_LAYOUTS: &'static [AudioIOLayout] = &[
+        AudioIOLayout {
+            main_input_channels: NonZeroU32::new(2),
+            main_output_channels: NonZeroU32::new(2),
+            names: PortNames::const_default(),
+            ..AudioIOLayout::const_default()
+        },
+        AudioIOLayout {
+            main_input_channels: NonZeroU32::new(1),
+            main_output_channels: NonZeroU32::new(1),
+            names: PortNames::const_default(),
+            ..AudioIOLayout::const_default()
+        },
+        AudioIOLayout {
+            main_input_channels: NonZeroU32::new(4),
+            main_output_channels: NonZeroU32::new(4),
+            names: PortNames::const_default(),
+            ..AudioIOLayout::const_default()
+        },
+        AudioIOLayout {
+            main_input_channels: NonZeroU32::new(6),
+            main_output_channels: NonZeroU32::new(6),
+            names: PortNames::const_default(),
+            ..AudioIOLayout::const_default()
+        },
+        AudioIOLayout {
+            main_input_channels: NonZeroU32::new(8),
+            main_output_channels: NonZeroU32::new(8),
+            names: PortNames::const_default(),
+            ..AudioIOLayout::const_default()
+        },
+    ];
+
+    type Editor = nice_plug_egui::EguiEditor<editor::EditorApp>;
+    type SysExMessage = ();
+    type BackgroundTask = ();
+
+    fn params(&self) -> Arc<dyn Params> {
+        self.params.clone()
+    }
+
+    fn editor(&mut self, _async_executor: AsyncExecutor<Self>) -> Option<Self::Editor> {
+        editor::create(self.params.clone(), self.telemetry.clone())
+    }
+
+    fn filter_state(state: &mut PluginState) {
+        if let Some(why) = state_is_unusable(&state.version) {
+            nice_warn!("saved state not loaded, defaults used instead: {why}");
+            // Replace the state by the defaults (parameters and the empty chain).
+            let defaults = FerroParams::default();
+            state.params = defaults
+                .param_map()
+                .into_iter()
+                .map(|(id, ptr, _)| {
+                    // SAFETY: `ptr` points into `defaults`, which is alive for this whole
+                    // closure and not mutated.
+                    let value = unsafe {
+                        match ptr {
+                            ParamPtr::FloatParam(p) => ParamValue::F32((*p).default_plain_value()),
+                            ParamPtr::IntParam(p) => ParamValue::I32((*p).default_plain_value()),
+                            ParamPtr::BoolParam(p) => ParamValue::Bool((*p).default_plain_value()),
+                            ParamPtr::EnumParam(p) => ParamValue::I32((*p).default_plain_value()),
+                        }
+                    };
+                    (id, value)
+                })
+                .collect();
+            state.fields = defaults.serialize_fields();
+        }
+    }
+
+    fn activate(
+        &mut self,
+        audio_io_layout: &AudioIOLayout,
+        buffer_config: &BufferConfig,
+        context: &mut impl ActivateContext<Self>,
+    ) -> bool {
+        let channels = audio_io_layout.main_output_channels.map(|c| c.get() as usize).unwrap_or(0);
+        let fs = buffer_config.sample_rate;
+        let max_block = buffer_config.max_buffer_size.max(1) as usize;
+        if !(1_000.0..=768_000.0).contains(&fs) {
+            nice_error!("sample rate {fs} Hz is outside 1 kHz..768 kHz");
+            return false;
+        }
+        let config = AudioConfig { sample_rate_hz: fs, channels, max_block_frames: max_block };
+        let mut eq = Equaliser::new(fs as f64, channels, max_block);
+        for (i, band) in self.params.bands().iter().enumerate() {
+            eq.set_band(i, *band);
+        }
+        eq.snap();
+        self.eq = Some(eq);
+        self.params.chain.unconfigure(&mut self.audio_side);
+        self.audio_side.current = Some(self.params.chain.configure(config));
+        self.config = Some(config);
+        self.dry = vec![vec![0.0; max_block]; channels];
+        self.wet_step = 1.0 / (BYPASS_FADE_MS * 1e-3 * fs).max(1.0);
+        self.wet_mix = if self.params.bypass.value() { 0.0 } else { 1.0 };
+        self.cleared_while_bypassed = false;
+        // The CPU path adds no latency. (The GPU worker is not in this build: the backend
+        // parameter exists and runs on the CPU.)
+        context.set_latency_samples(0);
+        let t = &self.telemetry;
+        t.sample_rate_bits.store(fs.to_bits(), Ordering::Relaxed);
+        t.channels.store(channels as u32, Ordering::Relaxed);
+        t.max_block_frames.store(max_block as u32, Ordering::Relaxed);
+        t.latency_samples.store(0, Ordering::Relaxed);
+        true
+    }
+
+    fn reset(&mut self) {
+        if let Some(eq) = self.eq.as_mut() {
+            for (i, band) in self.params.bands().iter().enumerate() {
+                eq.set_band(i, *band);
+            }
+            eq.snap();
+        }
+        self.reset_filters();
+        self.wet_mix = if self.params.bypass.value() { 0.0 } else { 1.0 };
+    }
+
+    fn deactivate(&mut self) {
+        self.params.chain.unconfigure(&mut self.audio_side);
+        self.config = None;
+    }
+
+    fn process(
+        &mut self,
+        buffer: &mut Buffer,
+        _aux: &mut AuxiliaryBuffers,
+        _context: &mut impl ProcessContext<Self>,
+    ) -> ProcessStatus {
+        let Some(config) = self.config else { return ProcessStatus::Normal };
+        self.audio_side.poll(config);
+        if let Some(eq) = self.eq.as_mut() {
+            for i in 0..BANDS {
+                eq.set_band(i, self.params.bands[i].band());
+            }
+        }
+        let bypass = self.params.bypass.value();
+        let frames = buffer.samples();
+        let buffers = buffer.as_slice();
+        let mut start = 0;
+        while start < frames {
+            let n = (frames - start).min(config.max_block_frames);
+            self.process_block(buffers, start, n, bypass);
+            start += n;
+        }
+        let t = &self.telemetry;
+        t.last_block_frames.store(frames as u32, Ordering::Relaxed);
+        if let Some(eq) = self.eq.as_ref() {
+            t.eq_sections.store(eq.sections().len() as u32, Ordering::Relaxed);
+        }
+        ProcessStatus::Normal
+    }
+}
+
+impl ClapPlugin for FerroFx {
+    const CLAP_ID: &'static str = "org.ferrofx.equaliser";
+    const CLAP_DESCRIPTION: Option<&'static str> = Some("24-band equaliser and filter chains on the FerroFX engine");
+    const CLAP_MANUAL_URL: Option<&'static str> = None;
+    const CLAP_SUPPORT_URL: Option<&'static str> = None;
+    const CLAP_FEATURES: &'static [ClapFeature] =
+        &[ClapFeature::AudioEffect, ClapFeature::Equalizer, ClapFeature::Filter, ClapFeature::Stereo, ClapFeature::Mono];
+}
+
+impl Vst3Plugin for FerroFx {
+    const VST3_CLASS_ID: [u8; 16] = *b"FerroFXEqualiser";
+    const VST3_SUBCATEGORIES: &'static [Vst3SubCategory] = &[Vst3SubCategory::Fx, Vst3SubCategory::Eq];
+}
+
+nice_export_clap!(FerroFx);
+nice_export_vst3!(FerroFx);

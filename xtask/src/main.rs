@@ -1,5 +1,7 @@
-//! Project tasks: `cargo xtask render` (offline rendering through a chain file) and
-//! `cargo xtask design` (the coefficients a chain designs to).
+//! Project tasks: `cargo xtask render` (offline rendering through a chain file),
+//! `cargo xtask design` (the coefficients a chain designs to), `cargo xtask bench`, and
+//! `cargo xtask bundle ferrofx [--release]` (the CLAP/VST3 bundles and the standalone
+//! binary, through nice-plug-xtask).
 //! Contract: `../shared/spec/command-line.md`.
 
 mod audio;
@@ -27,7 +29,31 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
+/// The name users bundle by (`cargo xtask bundle ferrofx`) and the package that holds
+/// the plugin (the core crate owns the name `ferrofx`).
+const BUNDLE_ALIAS: (&str, &str) = ("ferrofx", "ferrofx_plugin");
+
+/// `bundle`, `bundle-universal` and `known-packages` go to nice-plug-xtask, with the
+/// product name mapped to the plugin package.
+fn bundle(args: Vec<String>) -> ExitCode {
+    let args = args
+        .into_iter()
+        .map(|a| if a == BUNDLE_ALIAS.0 { BUNDLE_ALIAS.1.to_string() } else { a })
+        .collect::<Vec<_>>();
+    match nice_plug_xtask::main_with_args("cargo xtask", args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if matches!(args.first().map(String::as_str), Some("bundle" | "bundle-universal" | "known-packages")) {
+        return bundle(args);
+    }
     match Cli::parse().command {
         Command::Render(args) => render::run(args),
         Command::Design(args) => design::run(args),

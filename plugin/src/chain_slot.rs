@@ -1,0 +1,246 @@
+//! The chain-file stages the plugin runs after its bands, and how a new chain reaches the
+//! audio thread without allocating or locking there.
+//!
+//! The chain file (the shared contract) is persisted with the session. Whoever installs a
+//! chain (the host loading state, the editor importing a preset, `activate`) designs it
+//! and builds its [`Engine`] on its own thread, then hands it to the audio thread through
+//! an `rtrb` ring; the audio thread swaps it in at a block boundary and sends the old
+//! engine back through a second ring, to be dropped off the audio thread. The audio thread
+//! only takes a new engine when the return ring has room, so it never has to drop one.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ferrofx::{Chain, ChainError, Engine};
+use nice_plug::params::persist::PersistentField;
+use nice_plug::prelude::*;
+use rtrb::{Consumer, Producer, RingBuffer};
+
+/// How many built chains can wait for the audio thread.
+const HANDOVER_SLOTS: usize = 4;
+
+/// What the audio thread is configured for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AudioConfig {
+    pub sample_rate_hz: f32,
+    pub channels: usize,
+    pub max_block_frames: usize,
+}
+
+/// A chain built for one configuration (`engine` is `None` when the chain has no enabled
+/// stage or does not design at this sample rate).
+pub struct Built {
+    pub generation: u64,
+    pub config: AudioConfig,
+    pub engine: Option<Engine>,
+}
+
+/// The audio thread's ends of the rings and the engine it runs.
+pub struct AudioSide {
+    incoming: Consumer<Box<Built>>,
+    returning: Producer<Box<Built>>,
+    pub current: Option<Box<Built>>,
+}
+
+impl AudioSide {
+    /// Takes the newest engine built for `config`, if any, returning replaced ones.
+    /// Never allocates, frees or blocks.
+    pub fn poll(&mut self, config: AudioConfig) {
+        while self.returning.slots() > 0 {
+            let Ok(next) = self.incoming.pop() else { break };
+            if next.config == config {
+                if let Some(old) = self.current.replace(next) {
+                    // Cannot fail: a slot was free before this pop.
+                    let _ = self.returning.push(old);
+                }
+            } else {
+                let _ = self.returning.push(next);
+            }
+        }
+    }
+
+    /// The engine to run, if any.
+    pub fn engine(&mut self) -> Option<&mut Engine> {
+        self.current.as_mut().and_then(|b| b.engine.as_mut())
+    }
+
+    /// Drops everything waiting (for `activate`/`deactivate`, not the audio thread).
+    fn drain(&mut self) {
+        while self.incoming.pop().is_ok() {}
+    }
+}
+
+struct Stored {
+    json: String,
+    chain: Chain,
+}
+
+struct Inner {
+    stored: Mutex<Stored>,
+    config: Mutex<Option<AudioConfig>>,
+    generation: AtomicU64,
+    to_audio: Mutex<Producer<Box<Built>>>,
+    returned: Mutex<Consumer<Box<Built>>>,
+    audio_side: Mutex<Option<AudioSide>>,
+    status: Mutex<String>,
+}
+
+/// The persisted chain file plus the handover to the audio thread. Cloning shares it.
+#[derive(Clone)]
+pub struct ChainSlot {
+    inner: Arc<Inner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves data that is still consistent
+    // (every critical section writes whole values), so poisoning is ignored.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Default for ChainSlot {
+    fn default() -> ChainSlot {
+        let (to_audio, incoming) = RingBuffer::new(HANDOVER_SLOTS);
+        let (returning, returned) = RingBuffer::new(HANDOVER_SLOTS + 2);
+        let chain = Chain::new();
+        ChainSlot {
+            inner: Arc::new(Inner {
+                stored: Mutex::new(Stored { json: chain.to_json(), chain }),
+                config: Mutex::new(None),
+                generation: AtomicU64::new(0),
+                to_audio: Mutex::new(to_audio),
+                returned: Mutex::new(returned),
+                audio_side: Mutex::new(Some(AudioSide { incoming, returning, current: None })),
+                status: Mutex::new(String::from("no chain stages")),
+            }),
+        }
+    }
+}
+
+impl ChainSlot {
+    /// The audio thread's side; there is one, taken by the plugin that owns these
+    /// parameters.
+    pub fn take_audio_side(&self) -> Option<AudioSide> {
+        lock(&self.inner.audio_side).take()
+    }
+
+    /// The chain file text currently stored.
+    pub fn json(&self) -> String {
+        lock(&self.inner.stored).json.clone()
+    }
+
+    /// The chain currently stored.
+    pub fn chain(&self) -> Chain {
+        lock(&self.inner.stored).chain.clone()
+    }
+
+    /// A line for the editor: what runs, or why not.
+    pub fn status(&self) -> String {
+        lock(&self.inner.status).clone()
+    }
+
+    /// Replaces the stored chain with the chain file `text`. On error nothing changes.
+    pub fn install_json(&self, text: &str) -> Result<(), ChainError> {
+        let chain = Chain::from_json(text)?;
+        self.install(chain);
+        Ok(())
+    }
+
+    /// Replaces the stored chain and, when the audio side is configured, builds it and
+    /// hands it over.
+    pub fn install(&self, chain: Chain) {
+        let json = chain.to_json();
+        *lock(&self.inner.stored) = Stored { json, chain };
+        self.inner.generation.fetch_add(1, Ordering::SeqCst);
+        let config = *lock(&self.inner.config);
+        // Drop engines the audio thread has given back (here, off the audio thread).
+        self.collect_returned();
+        match config {
+            Some(config) => {
+                let built = self.build(config);
+                if lock(&self.inner.to_audio).push(built).is_err() {
+                    nice_warn!("chain handover ring full; the new chain will be used at the next activation");
+                }
+            }
+            None => {
+                // Validate at a common rate so the editor can say something useful.
+                let status = match self.chain().design(48_000.0) {
+                    Ok(_) => describe(&self.chain()),
+                    Err(e) => format!("chain not run: {e}"),
+                };
+                *lock(&self.inner.status) = status;
+            }
+        }
+    }
+
+    /// Sets the audio configuration (from `activate`) and builds the stored chain for it.
+    pub fn configure(&self, config: AudioConfig) -> Box<Built> {
+        *lock(&self.inner.config) = Some(config);
+        self.collect_returned();
+        self.build(config)
+    }
+
+    /// Forgets the audio configuration (from `deactivate`); drops waiting engines.
+    pub fn unconfigure(&self, side: &mut AudioSide) {
+        *lock(&self.inner.config) = None;
+        side.drain();
+        if let Some(b) = side.current.take() {
+            drop(b);
+        }
+        self.collect_returned();
+    }
+
+    /// Drops engines the audio thread has returned.
+    pub fn collect_returned(&self) {
+        let mut returned = lock(&self.inner.returned);
+        while returned.pop().is_ok() {}
+    }
+
+    fn build(&self, config: AudioConfig) -> Box<Built> {
+        let generation = self.inner.generation.load(Ordering::SeqCst);
+        let chain = self.chain();
+        let (engine, status) = if chain.stages.iter().all(|s| !s.enabled) {
+            (None, String::from("no chain stages"))
+        } else {
+            match chain.design(config.sample_rate_hz as f64) {
+                Ok(designed) => (
+                    Some(Engine::new(&designed, config.channels, config.max_block_frames)),
+                    describe(&chain),
+                ),
+                Err(e) => {
+                    nice_warn!("chain stages not run at {} Hz: {e}", config.sample_rate_hz);
+                    (None, format!("chain not run at {} Hz: {e}", config.sample_rate_hz))
+                }
+            }
+        };
+        *lock(&self.inner.status) = status;
+        Box::new(Built { generation, config, engine })
+    }
+}
+
+fn describe(chain: &Chain) -> String {
+    let enabled = chain.stages.iter().filter(|s| s.enabled).count();
+    let types: Vec<&str> = chain.stages.iter().filter(|s| s.enabled).map(|s| s.kind.type_name()).collect();
+    format!("{enabled} chain stage(s): {}", types.join(", "))
+}
+
+/// The session stores the chain file text. A corrupt chain, or one from a newer format
+/// version, loads as the empty chain and the reason is logged and shown in the editor.
+impl<'a> PersistentField<'a, String> for ChainSlot {
+    fn set(&self, new_value: String) {
+        match Chain::from_json(&new_value) {
+            Ok(chain) => self.install(chain),
+            Err(e) => {
+                nice_warn!("saved chain ignored, the default (empty) chain is loaded instead: {e}");
+                self.install(Chain::new());
+                *lock(&self.inner.status) = format!("saved chain ignored: {e}");
+            }
+        }
+    }
+
+    fn map<F, R>(&self, f: F) -> R
+    where
+        F: Fn(&String) -> R,
+    {
+        f(&lock(&self.inner.stored).json)
+    }
+}

@@ -1,0 +1,391 @@
+//! The egui editor: the response curve of everything the plugin runs (bands, chain
+//! stages, output gain), the 24 bands, the chain file import/export, and the processing
+//! status (backend, latency, sample rate, block size). It reads parameters and the
+//! audio thread's [`Telemetry`] atomics; it never talks to the audio thread otherwise.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use egui::{Color32, Pos2, Rect, Stroke, Vec2};
+use ferrofx::design::{sos_response, Sos};
+use ferrofx::{Chain, DesignedChain};
+use nice_plug::prelude::*;
+use nice_plug_egui::widgets::ParamSlider;
+use nice_plug_egui::{create_egui_editor, EguiEditor, EguiNiceSettings, NiceEguiApp, RepaintNotifier};
+
+use crate::bands::{Band, MAX_SECTIONS_PER_BAND};
+use crate::params::{BackendChoice, FerroParams, ShapeChoice};
+use crate::{preset, Telemetry};
+
+/// Frequencies the curve is drawn at.
+const CURVE_POINTS: usize = 256;
+/// Vertical range of the curve in dB.
+const CURVE_DB: f32 = 30.0;
+
+/// Editor state (GUI thread only).
+pub struct EditorApp {
+    params: Arc<FerroParams>,
+    telemetry: Arc<Telemetry>,
+    gui: Option<nice_plug::context::gui::GuiContext>,
+    preset_path: String,
+    message: String,
+    /// The chain stages designed at the current rate, cached by (chain text, fs).
+    chain_cache: Option<(String, f32, Option<DesignedChain>)>,
+}
+
+pub fn create(params: Arc<FerroParams>, telemetry: Arc<Telemetry>) -> Option<EguiEditor<EditorApp>> {
+    let state = params.editor_state.clone();
+    let app = EditorApp {
+        params,
+        telemetry,
+        gui: None,
+        preset_path: String::from("preset.json"),
+        message: String::new(),
+        chain_cache: None,
+    };
+    create_egui_editor(
+        state,
+        RepaintNotifier::new(),
+        EguiNiceSettings::new()
+            .with_tile("FerroFX")
+            .with_repaint_poll_interval(std::time::Duration::from_millis(100)),
+        app,
+    )
+}
+
+/// Log-frequency axis: x in 0..1 for 20 Hz..20 kHz.
+fn freq_at(x: f32) -> f64 {
+    20.0 * 1000f64.powf(x as f64)
+}
+
+fn x_of(freq_hz: f64) -> f32 {
+    ((freq_hz / 20.0).log10() / 3.0) as f32
+}
+
+impl EditorApp {
+    fn sample_rate(&self) -> f32 {
+        let fs = f32::from_bits(self.telemetry.sample_rate_bits.load(Ordering::Relaxed));
+        if fs > 0.0 {
+            fs
+        } else {
+            48_000.0
+        }
+    }
+
+    fn designed_chain(&mut self, fs: f32) -> Option<DesignedChain> {
+        let json = self.params.chain.json();
+        let fresh = matches!(&self.chain_cache, Some((j, f, _)) if *j == json && *f == fs);
+        if !fresh {
+            let designed = self.params.chain.chain().design(fs as f64).ok();
+            self.chain_cache = Some((json, fs, designed));
+        }
+        self.chain_cache.as_ref().and_then(|(_, _, d)| d.clone())
+    }
+
+    /// Magnitude in dB of the whole plugin at each curve point, and of each band.
+    fn curve(&mut self, fs: f32) -> Vec<f32> {
+        let bands = self.params.bands();
+        let designed: Vec<Vec<Sos>> = bands
+            .iter()
+            .map(|b| {
+                let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
+                let n = b.clamped(fs as f64).design_into(fs as f64, &mut buf);
+                buf[..n].to_vec()
+            })
+            .collect();
+        let chain = self.designed_chain(fs);
+        let out_db = self.params.output_gain_db.value();
+        (0..CURVE_POINTS)
+            .map(|i| {
+                let f = freq_at(i as f32 / (CURVE_POINTS - 1) as f32);
+                if f >= fs as f64 / 2.0 {
+                    return f32::NAN;
+                }
+                let mut h = designed.iter().map(|s| sos_response(s, f, fs as f64).norm()).product::<f64>();
+                if let Some(c) = &chain {
+                    h *= c.response(f).norm();
+                }
+                (20.0 * h.max(1e-12).log10()) as f32 + out_db
+            })
+            .collect()
+    }
+
+    fn draw_curve(&mut self, ui: &mut egui::Ui) {
+        let fs = self.sample_rate();
+        let (rect, _) = ui.allocate_exact_size(Vec2::new(ui.available_width(), 220.0), egui::Sense::hover());
+        let painter = ui.painter_at(rect);
+        painter.rect_filled(rect, 4.0, Color32::from_gray(18));
+        let to_screen = |x: f32, db: f32| {
+            Pos2::new(rect.left() + x * rect.width(), rect.center().y - db / CURVE_DB * rect.height() / 2.0)
+        };
+        let grid = Stroke::new(1.0, Color32::from_gray(45));
+        for f in [50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10000.0] {
+            let x = x_of(f);
+            painter.line_segment([to_screen(x, -CURVE_DB), to_screen(x, CURVE_DB)], grid);
+            let label = if f >= 1000.0 { format!("{}k", f / 1000.0) } else { format!("{f}") };
+            painter.text(
+                to_screen(x, -CURVE_DB) + Vec2::new(2.0, -12.0),
+                egui::Align2::LEFT_TOP,
+                label,
+                egui::FontId::proportional(10.0),
+                Color32::from_gray(120),
+            );
+        }
+        for db in [-24.0, -12.0, 0.0, 12.0, 24.0] {
+            let stroke = if db == 0.0 { Stroke::new(1.0, Color32::from_gray(80)) } else { grid };
+            painter.line_segment([to_screen(0.0, db), to_screen(1.0, db)], stroke);
+            painter.text(
+                to_screen(0.0, db) + Vec2::new(2.0, 0.0),
+                egui::Align2::LEFT_BOTTOM,
+                format!("{db:+} dB"),
+                egui::FontId::proportional(10.0),
+                Color32::from_gray(120),
+            );
+        }
+        let db = self.curve(fs);
+        let points: Vec<Pos2> = db
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_finite())
+            .map(|(i, v)| to_screen(i as f32 / (CURVE_POINTS - 1) as f32, v.clamp(-CURVE_DB, CURVE_DB)))
+            .collect();
+        painter.add(egui::Shape::line(points, Stroke::new(2.0, Color32::from_rgb(255, 170, 60))));
+        for (i, band) in self.params.bands().iter().enumerate() {
+            if !band.enabled {
+                continue;
+            }
+            let b = band.clamped(fs as f64);
+            let y = match b.shape {
+                crate::bands::Shape::Peak | crate::bands::Shape::LowShelf | crate::bands::Shape::HighShelf => b.gain_db as f32,
+                _ => 0.0,
+            };
+            let p = to_screen(x_of(b.freq_hz), y.clamp(-CURVE_DB, CURVE_DB));
+            painter.circle_filled(p, 7.0, Color32::from_rgb(60, 140, 220));
+            painter.text(p, egui::Align2::CENTER_CENTER, format!("{}", i + 1), egui::FontId::proportional(9.0), Color32::WHITE);
+        }
+        if rect.is_positive() {
+            painter.text(
+                rect.right_top() + Vec2::new(-6.0, 4.0),
+                egui::Align2::RIGHT_TOP,
+                format!("response at {:.1} kHz", fs / 1000.0),
+                egui::FontId::proportional(11.0),
+                Color32::from_gray(150),
+            );
+        }
+        let _ = Rect::NOTHING;
+    }
+
+    fn status_bar(&self, ui: &mut egui::Ui, setter: &ParamSetter) {
+        let t = &self.telemetry;
+        ui.horizontal(|ui| {
+            ui.strong("FerroFX");
+            ui.separator();
+            let bypass = self.params.bypass.value();
+            if ui.selectable_label(bypass, "Bypass").clicked() {
+                setter.begin_set_parameter(&self.params.bypass);
+                setter.set_parameter(&self.params.bypass, !bypass);
+                setter.end_set_parameter(&self.params.bypass);
+            }
+            ui.label("Output");
+            ui.add(ParamSlider::for_param(&self.params.output_gain_db, setter).with_width(120.0));
+            ui.separator();
+            ui.label("Backend");
+            let current = self.params.backend.value();
+            egui::ComboBox::from_id_salt("backend").selected_text(format!("{current:?}")).show_ui(ui, |ui| {
+                for choice in [BackendChoice::Auto, BackendChoice::Cpu, BackendChoice::Gpu] {
+                    if ui.selectable_label(current == choice, format!("{choice:?}")).clicked() {
+                        setter.begin_set_parameter(&self.params.backend);
+                        setter.set_parameter(&self.params.backend, choice);
+                        setter.end_set_parameter(&self.params.backend);
+                    }
+                }
+            });
+            ui.label("GPU min block");
+            ui.add(ParamSlider::for_param(&self.params.gpu_min_block, setter).with_width(90.0));
+        });
+        ui.horizontal(|ui| {
+            let choice = self.params.backend.value();
+            let running = match choice {
+                BackendChoice::Cpu => "running on CPU".to_string(),
+                _ => format!("running on CPU ({choice:?} chosen: the GPU worker is not in this build)"),
+            };
+            ui.label(running);
+            ui.separator();
+            ui.label(format!("latency {} samples", t.latency_samples.load(Ordering::Relaxed)));
+            ui.separator();
+            let fs = f32::from_bits(t.sample_rate_bits.load(Ordering::Relaxed));
+            ui.label(format!(
+                "{:.1} kHz, {} ch, block {} (max {}), {} EQ sections",
+                fs / 1000.0,
+                t.channels.load(Ordering::Relaxed),
+                t.last_block_frames.load(Ordering::Relaxed),
+                t.max_block_frames.load(Ordering::Relaxed),
+                t.eq_sections.load(Ordering::Relaxed),
+            ));
+        });
+    }
+
+    fn chain_row(&mut self, ui: &mut egui::Ui, setter: &ParamSetter) {
+        ui.horizontal(|ui| {
+            ui.label("Chain:");
+            ui.label(self.params.chain.status());
+        });
+        ui.horizontal(|ui| {
+            ui.label("Preset file");
+            ui.text_edit_singleline(&mut self.preset_path);
+            if ui.button("Import").clicked() {
+                self.message = match self.import(setter) {
+                    Ok(()) => format!("imported {}", self.preset_path),
+                    Err(e) => e,
+                };
+            }
+            if ui.button("Export").clicked() {
+                self.message = match self.export() {
+                    Ok(()) => format!("exported {}", self.preset_path),
+                    Err(e) => e,
+                };
+            }
+            if ui.button("Clear chain").clicked() {
+                self.params.chain.install(Chain::new());
+            }
+            ui.label(&self.message);
+        });
+    }
+
+    fn import(&mut self, setter: &ParamSetter) -> Result<(), String> {
+        let text = std::fs::read_to_string(&self.preset_path).map_err(|e| format!("{}: {e}", self.preset_path))?;
+        let chain = Chain::from_json(&text).map_err(|e| format!("{}: {e}", self.preset_path))?;
+        let imported = preset::import(&chain);
+        for (i, bp) in self.params.bands.iter().enumerate() {
+            let band = imported.bands.iter().find(|(n, _)| *n == i).map(|(_, b)| *b);
+            let band = band.unwrap_or(Band { enabled: false, ..bp.band() });
+            set_band(setter, bp, &band);
+        }
+        if let Some(g) = imported.output_gain_db {
+            setter.begin_set_parameter(&self.params.output_gain_db);
+            setter.set_parameter(&self.params.output_gain_db, g as f32);
+            setter.end_set_parameter(&self.params.output_gain_db);
+        }
+        self.params.chain.install(imported.stages);
+        Ok(())
+    }
+
+    fn export(&self) -> Result<(), String> {
+        let fs = self.sample_rate() as f64;
+        let chain = preset::export(&self.params.bands(), &self.params.chain.chain(), self.params.output_gain_db.value() as f64, fs);
+        std::fs::write(&self.preset_path, chain.to_json()).map_err(|e| format!("{}: {e}", self.preset_path))
+    }
+
+    fn bands_table(&self, ui: &mut egui::Ui, setter: &ParamSetter) {
+        egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| {
+            egui::Grid::new("bands").striped(true).spacing([8.0, 3.0]).show(ui, |ui| {
+                for h in ["", "On", "Shape", "Frequency", "Gain", "Q", "Slope", "LR"] {
+                    ui.strong(h);
+                }
+                ui.end_row();
+                for (i, bp) in self.params.bands.iter().enumerate() {
+                    ui.label(format!("{}", i + 1));
+                    let on = bp.enabled.value();
+                    let mut checked = on;
+                    if ui.checkbox(&mut checked, "").changed() {
+                        setter.begin_set_parameter(&bp.enabled);
+                        setter.set_parameter(&bp.enabled, checked);
+                        setter.end_set_parameter(&bp.enabled);
+                    }
+                    let shape = bp.shape.value();
+                    egui::ComboBox::from_id_salt(("shape", i)).width(90.0).selected_text(shape_name(shape)).show_ui(ui, |ui| {
+                        for s in SHAPES {
+                            if ui.selectable_label(s == shape, shape_name(s)).clicked() {
+                                setter.begin_set_parameter(&bp.shape);
+                                setter.set_parameter(&bp.shape, s);
+                                setter.end_set_parameter(&bp.shape);
+                            }
+                        }
+                    });
+                    ui.add(ParamSlider::for_param(&bp.freq_hz, setter).with_width(110.0));
+                    ui.add(ParamSlider::for_param(&bp.gain_db, setter).with_width(90.0));
+                    ui.add(ParamSlider::for_param(&bp.q, setter).with_width(70.0));
+                    ui.add(ParamSlider::for_param(&bp.slope_poles, setter).with_width(80.0));
+                    let lr = bp.linkwitz_riley.value();
+                    let mut lr_checked = lr;
+                    if ui.checkbox(&mut lr_checked, "").changed() {
+                        setter.begin_set_parameter(&bp.linkwitz_riley);
+                        setter.set_parameter(&bp.linkwitz_riley, lr_checked);
+                        setter.end_set_parameter(&bp.linkwitz_riley);
+                    }
+                    ui.end_row();
+                }
+            });
+        });
+    }
+}
+
+const SHAPES: [ShapeChoice; 9] = [
+    ShapeChoice::Peak,
+    ShapeChoice::LowShelf,
+    ShapeChoice::HighShelf,
+    ShapeChoice::LowCut,
+    ShapeChoice::HighCut,
+    ShapeChoice::Notch,
+    ShapeChoice::BandPass,
+    ShapeChoice::AllPass,
+    ShapeChoice::TiltShelf,
+];
+
+fn shape_name(s: ShapeChoice) -> &'static str {
+    match s {
+        ShapeChoice::Peak => "Peak",
+        ShapeChoice::LowShelf => "Low shelf",
+        ShapeChoice::HighShelf => "High shelf",
+        ShapeChoice::LowCut => "Low cut",
+        ShapeChoice::HighCut => "High cut",
+        ShapeChoice::Notch => "Notch",
+        ShapeChoice::BandPass => "Band pass",
+        ShapeChoice::AllPass => "All pass",
+        ShapeChoice::TiltShelf => "Tilt shelf",
+    }
+}
+
+fn set_band(setter: &ParamSetter, bp: &crate::params::BandParams, band: &Band) {
+    fn set<P: Param>(setter: &ParamSetter, p: &P, v: P::Plain) {
+        setter.begin_set_parameter(p);
+        setter.set_parameter(p, v);
+        setter.end_set_parameter(p);
+    }
+    set(setter, &bp.enabled, band.enabled);
+    set(setter, &bp.shape, ShapeChoice::from_shape(band.shape));
+    set(setter, &bp.freq_hz, band.freq_hz as f32);
+    set(setter, &bp.gain_db, band.gain_db as f32);
+    set(setter, &bp.q, band.q as f32);
+    set(setter, &bp.slope_poles, (band.slope.db_per_oct / 6) as i32);
+    set(setter, &bp.linkwitz_riley, band.slope.linkwitz_riley);
+}
+
+impl NiceEguiApp for EditorApp {
+    fn build(
+        &mut self,
+        _egui_ctx: egui::Context,
+        nice_gui_ctx: nice_plug::context::gui::GuiContext,
+        _frame: &mut nice_plug_egui::Frame,
+    ) -> Result<(), nice_plug_egui::baseview::HandlerError> {
+        self.gui = Some(nice_gui_ctx);
+        Ok(())
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut nice_plug_egui::Frame) {
+        let Some(gui) = self.gui.clone() else { return };
+        let setter = gui.param_setter();
+        self.params.chain.collect_returned();
+        self.status_bar(ui, &setter);
+        ui.separator();
+        self.draw_curve(ui);
+        ui.separator();
+        self.chain_row(ui, &setter);
+        ui.separator();
+        self.bands_table(ui, &setter);
+    }
+
+    fn editor_closed(&mut self) {
+        self.gui = None;
+    }
+}

@@ -1,0 +1,244 @@
+//! The plugin's parameters. IDs are part of every saved session and automation lane:
+//! they never change once released. Band parameters are generated from the field IDs
+//! below with the band number appended (`freq_1` .. `freq_24`).
+
+use std::sync::Arc;
+
+use nice_plug::prelude::*;
+
+use crate::bands::{self, Band, Shape, Slope, BANDS};
+use crate::chain_slot::ChainSlot;
+
+/// The 24 bands, output gain, bypass, backend choice, and the persisted chain file.
+#[derive(Params)]
+pub struct FerroParams {
+    #[nested(array, group = "Band")]
+    pub bands: [BandParams; BANDS],
+
+    /// Output gain in dB (smoothed per sample).
+    #[id = "out_gain"]
+    pub output_gain_db: FloatParam,
+
+    /// Hosts look for this flag; crossfaded over [`crate::BYPASS_FADE_MS`].
+    #[id = "bypass"]
+    pub bypass: BoolParam,
+
+    /// Where the filter runs.
+    #[id = "backend"]
+    pub backend: EnumParam<BackendChoice>,
+
+    /// Smallest host block the GPU path would take.
+    #[id = "gpu_min_block"]
+    pub gpu_min_block: IntParam,
+
+    /// The chain-file stages that bands can't express (elliptic designs, given FIRs...),
+    /// kept in the session as a chain file (the shared contract).
+    #[persist = "chain"]
+    pub chain: ChainSlot,
+
+    /// Editor window size (not persisted: nice-plug-egui 0.6's state is not serialisable).
+    pub editor_state: Arc<nice_plug_egui::EguiEditorState>,
+}
+
+/// One band.
+#[derive(Params)]
+pub struct BandParams {
+    #[id = "on"]
+    pub enabled: BoolParam,
+    #[id = "shape"]
+    pub shape: EnumParam<ShapeChoice>,
+    #[id = "freq"]
+    pub freq_hz: FloatParam,
+    #[id = "gain"]
+    pub gain_db: FloatParam,
+    #[id = "q"]
+    pub q: FloatParam,
+    /// Cut slope in 6 dB/oct steps (1..=16 poles).
+    #[id = "slope"]
+    pub slope_poles: IntParam,
+    /// Cut type: Linkwitz-Riley instead of Butterworth.
+    #[id = "lr"]
+    pub linkwitz_riley: BoolParam,
+}
+
+/// Band shapes as the host sees them (IDs stable).
+#[derive(Enum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShapeChoice {
+    #[id = "peak"]
+    Peak,
+    #[id = "low_shelf"]
+    #[name = "Low shelf"]
+    LowShelf,
+    #[id = "high_shelf"]
+    #[name = "High shelf"]
+    HighShelf,
+    #[id = "low_cut"]
+    #[name = "Low cut"]
+    LowCut,
+    #[id = "high_cut"]
+    #[name = "High cut"]
+    HighCut,
+    #[id = "notch"]
+    Notch,
+    #[id = "band_pass"]
+    #[name = "Band pass"]
+    BandPass,
+    #[id = "all_pass"]
+    #[name = "All pass"]
+    AllPass,
+    #[id = "tilt_shelf"]
+    #[name = "Tilt shelf"]
+    TiltShelf,
+}
+
+impl ShapeChoice {
+    pub fn shape(self) -> Shape {
+        match self {
+            ShapeChoice::Peak => Shape::Peak,
+            ShapeChoice::LowShelf => Shape::LowShelf,
+            ShapeChoice::HighShelf => Shape::HighShelf,
+            ShapeChoice::LowCut => Shape::LowCut,
+            ShapeChoice::HighCut => Shape::HighCut,
+            ShapeChoice::Notch => Shape::Notch,
+            ShapeChoice::BandPass => Shape::BandPass,
+            ShapeChoice::AllPass => Shape::AllPass,
+            ShapeChoice::TiltShelf => Shape::TiltShelf,
+        }
+    }
+
+    pub fn from_shape(shape: Shape) -> ShapeChoice {
+        match shape {
+            Shape::Peak => ShapeChoice::Peak,
+            Shape::LowShelf => ShapeChoice::LowShelf,
+            Shape::HighShelf => ShapeChoice::HighShelf,
+            Shape::LowCut => ShapeChoice::LowCut,
+            Shape::HighCut => ShapeChoice::HighCut,
+            Shape::Notch => ShapeChoice::Notch,
+            Shape::BandPass => ShapeChoice::BandPass,
+            Shape::AllPass => ShapeChoice::AllPass,
+            Shape::TiltShelf => ShapeChoice::TiltShelf,
+        }
+    }
+}
+
+/// Processing backend.
+#[derive(Enum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// CPU unless the GPU is faster with margin (the GPU worker is not in this build, so
+    /// this is the CPU).
+    #[id = "auto"]
+    Auto,
+    #[id = "cpu"]
+    #[name = "CPU"]
+    Cpu,
+    #[id = "gpu"]
+    #[name = "GPU"]
+    Gpu,
+}
+
+/// Parameter ranges in the units the host and editor show; the editor reuses these.
+pub mod ranges {
+    use super::*;
+
+    pub fn freq_hz() -> FloatRange {
+        let (min, max) = bands::ranges::freq_hz();
+        FloatRange::Skewed { min: min as f32, max: max as f32, factor: FloatRange::skew_factor(-2.2) }
+    }
+    pub fn gain_db() -> FloatRange {
+        let (min, max) = bands::ranges::gain_db();
+        FloatRange::Linear { min: min as f32, max: max as f32 }
+    }
+    pub fn q() -> FloatRange {
+        let (min, max) = bands::ranges::q();
+        FloatRange::Skewed { min: min as f32, max: max as f32, factor: FloatRange::skew_factor(-2.0) }
+    }
+    /// Slope in poles (6 dB/oct each).
+    pub fn slope_poles() -> IntRange {
+        let (min, max) = bands::ranges::slope_db_per_oct();
+        IntRange::Linear { min: (min / 6) as i32, max: (max / 6) as i32 }
+    }
+    pub fn output_gain_db() -> FloatRange {
+        FloatRange::Linear { min: -36.0, max: 24.0 }
+    }
+    pub fn gpu_min_block() -> IntRange {
+        IntRange::Linear { min: 64, max: 16384 }
+    }
+}
+
+/// Default frequency of band `index` (0-based): spread log-evenly over the audio range.
+pub fn default_freq_hz(index: usize) -> f32 {
+    (20.0f64 * 1000f64.powf((index as f64 + 0.5) / BANDS as f64)) as f32
+}
+
+impl BandParams {
+    fn new(index: usize) -> BandParams {
+        let n = index + 1;
+        let shape = match index {
+            0 => ShapeChoice::LowCut,
+            i if i == BANDS - 1 => ShapeChoice::HighCut,
+            _ => ShapeChoice::Peak,
+        };
+        BandParams {
+            enabled: BoolParam::new(format!("Band {n} On"), false),
+            shape: EnumParam::new(format!("Band {n} Shape"), shape),
+            freq_hz: FloatParam::new(format!("Band {n} Frequency"), default_freq_hz(index), ranges::freq_hz())
+                .with_unit(" Hz")
+                .with_value_to_string(formatters::v2s_f32_hz_then_khz(1))
+                .with_string_to_value(formatters::s2v_f32_hz_then_khz()),
+            gain_db: FloatParam::new(format!("Band {n} Gain"), 0.0, ranges::gain_db())
+                .with_unit(" dB")
+                .with_step_size(0.01),
+            q: FloatParam::new(format!("Band {n} Q"), std::f32::consts::FRAC_1_SQRT_2, ranges::q())
+                .with_value_to_string(formatters::v2s_f32_rounded(2)),
+            slope_poles: IntParam::new(format!("Band {n} Slope"), 4, ranges::slope_poles())
+                .with_value_to_string(Arc::new(|poles| format!("{} dB/oct", poles * 6)))
+                .with_string_to_value(Arc::new(|s| {
+                    let db: f32 = s.trim().trim_end_matches("dB/oct").trim().parse().ok()?;
+                    Some((db / 6.0).round() as i32)
+                })),
+            linkwitz_riley: BoolParam::new(format!("Band {n} Linkwitz-Riley"), false),
+        }
+    }
+
+    /// The band's current (unsmoothed) settings; the equaliser smooths them.
+    pub fn band(&self) -> Band {
+        Band {
+            enabled: self.enabled.value(),
+            shape: self.shape.value().shape(),
+            freq_hz: self.freq_hz.value() as f64,
+            gain_db: self.gain_db.value() as f64,
+            q: self.q.value() as f64,
+            slope: Slope {
+                db_per_oct: (self.slope_poles.value().max(1) as u32) * 6,
+                linkwitz_riley: self.linkwitz_riley.value(),
+            },
+        }
+    }
+}
+
+impl Default for FerroParams {
+    fn default() -> FerroParams {
+        FerroParams {
+            bands: std::array::from_fn(BandParams::new),
+            output_gain_db: FloatParam::new("Output Gain", 0.0, ranges::output_gain_db())
+                .with_unit(" dB")
+                .with_step_size(0.01)
+                .with_smoother(SmoothingStyle::Linear(20.0)),
+            bypass: BoolParam::new("Bypass", false)
+                .with_value_to_string(formatters::v2s_bool_bypass())
+                .with_string_to_value(formatters::s2v_bool_bypass())
+                .make_bypass(),
+            backend: EnumParam::new("Backend", BackendChoice::Auto),
+            gpu_min_block: IntParam::new("GPU Min Block", 1024, ranges::gpu_min_block()).with_unit(" frames"),
+            chain: ChainSlot::default(),
+            editor_state: nice_plug_egui::EguiEditorState::from_size(nice_plug::editor::dpi::LogicalSize::new(920.0f32, 640.0f32), 1.0),
+        }
+    }
+}
+
+impl FerroParams {
+    /// Every band's settings.
+    pub fn bands(&self) -> [Band; BANDS] {
+        std::array::from_fn(|i| self.bands[i].band())
+    }
+}
