@@ -1,0 +1,660 @@
+//! The bundled `FerroFX.clap`, loaded and driven by a real CLAP host (`clack-host`).
+//!
+//! Builds nothing itself: run `cargo xtask bundle ferrofx` first (scripts/test.sh does).
+//! The bundle is looked up in `$FERROFX_BUNDLE_DIR`, `$CARGO_TARGET_DIR/bundled` and
+//! `target/bundled`. Without it the tests print why and pass, unless
+//! `FERROFX_REQUIRE_BUNDLES=1` (set by scripts/test.sh, so CI fails instead).
+//!
+//! Expected output comes from the core engine (`ferrofx::Engine`) running the chain the
+//! parameters describe, written with the core's own API.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use clack_extensions::latency::{HostLatency, HostLatencyImpl, PluginLatency};
+use clack_extensions::params::{
+    HostParams, HostParamsImplMainThread, HostParamsImplShared, ParamClearFlags, ParamInfoBuffer, ParamRescanFlags,
+    PluginParams,
+};
+use clack_extensions::state::PluginState;
+use clack_host::events::event_types::ParamValueEvent;
+use clack_host::prelude::*;
+use ferrofx::chain::{Biquad, Butterworth, Chain, Elliptic, Fir, LinkwitzRiley};
+use ferrofx::{Engine, Stage};
+use ferrofx_plugin::params::ranges;
+
+const PLUGIN_ID: &str = "org.ferrofx.equaliser";
+
+// ---------------------------------------------------------------- the host
+
+#[derive(Default)]
+struct Shared {
+    params: OnceLock<Option<PluginParams>>,
+    state: OnceLock<Option<PluginState>>,
+    latency: OnceLock<Option<PluginLatency>>,
+    restart_requested: AtomicBool,
+    callback_requested: AtomicBool,
+    latency_changed: AtomicBool,
+}
+
+impl<'a> SharedHandler<'a> for Shared {
+    fn initializing(&self, instance: InitializingPluginHandle<'a>) {
+        let _ = self.params.set(instance.get_extension());
+        let _ = self.state.set(instance.get_extension());
+        let _ = self.latency.set(instance.get_extension());
+    }
+    fn request_restart(&self) {
+        self.restart_requested.store(true, Ordering::SeqCst);
+    }
+    fn request_process(&self) {}
+    fn request_callback(&self) {
+        self.callback_requested.store(true, Ordering::SeqCst);
+    }
+}
+
+impl HostParamsImplShared for Shared {
+    fn request_flush(&self) {}
+}
+
+struct MainThread<'a> {
+    shared: &'a Shared,
+}
+
+impl<'a> MainThreadHandler<'a> for MainThread<'a> {}
+
+impl HostParamsImplMainThread for MainThread<'_> {
+    fn rescan(&self, _flags: ParamRescanFlags) {}
+    fn clear(&self, _param_id: ClapId, _flags: ParamClearFlags) {}
+}
+
+impl HostLatencyImpl for MainThread<'_> {
+    fn changed(&self) {
+        self.shared.latency_changed.store(true, Ordering::SeqCst);
+    }
+}
+
+struct TestHost;
+
+impl HostHandlers for TestHost {
+    type Shared<'a> = Shared;
+    type MainThread<'a> = MainThread<'a>;
+    type AudioProcessor<'a> = ();
+
+    fn declare_extensions(builder: &mut HostExtensions<Self>, _shared: &Self::Shared<'_>) {
+        builder.register::<HostParams>().register::<HostLatency>();
+    }
+}
+
+fn bundle() -> Option<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Ok(d) = std::env::var("FERROFX_BUNDLE_DIR") {
+        dirs.push(PathBuf::from(d));
+    }
+    if let Ok(d) = std::env::var("CARGO_TARGET_DIR") {
+        dirs.push(PathBuf::from(d).join("bundled"));
+    }
+    dirs.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bundled"));
+    let found = dirs.iter().map(|d| d.join("FerroFX.clap")).find(|p| p.exists());
+    if found.is_none() {
+        let msg = format!("FerroFX.clap not found in {dirs:?}; run `cargo xtask bundle ferrofx` first");
+        if std::env::var("FERROFX_REQUIRE_BUNDLES").as_deref() == Ok("1") {
+            panic!("{msg}");
+        }
+        println!("SKIPPED: {msg}");
+    }
+    found
+}
+
+fn entry() -> Option<&'static PluginEntry> {
+    static ENTRY: OnceLock<Option<PluginEntry>> = OnceLock::new();
+    ENTRY
+        .get_or_init(|| {
+            let path = bundle()?;
+            // nice-plug logs to the file named here (its debug assertions are noisy under
+            // the automation torture); set before the plugin initialises its logger.
+            if std::env::var_os("NICE_LOG").is_none() {
+                std::env::set_var("NICE_LOG", std::env::temp_dir().join("ferrofx-clap-test.log"));
+            }
+            // SAFETY: loading a shared library runs its initialisers; this is our own
+            // plugin, built from this workspace.
+            Some(unsafe { PluginEntry::load(&path) }.expect("the bundle loads as a CLAP entry"))
+        })
+        .as_ref()
+}
+
+struct Plugin {
+    instance: PluginInstance<TestHost>,
+    /// Parameter name -> (CLAP id, min, max).
+    params: HashMap<String, (ClapId, f64, f64)>,
+}
+
+impl Plugin {
+    fn new(entry: &PluginEntry) -> Plugin {
+        let host = HostInfo::new("ferrofx-test", "FerroFX", "https://example.invalid", "1.0").unwrap();
+        let id = CString::new(PLUGIN_ID).unwrap();
+        let mut instance =
+            PluginInstance::<TestHost>::new(|_| Shared::default(), |shared| MainThread { shared }, entry, &id, &host)
+                .expect("the plugin instantiates");
+        let ext = instance.access_shared_handler(|s| *s.params.get().unwrap()).expect("params extension");
+        let handle = instance.plugin_handle();
+        let mut params = HashMap::new();
+        let mut buf = ParamInfoBuffer::new();
+        for i in 0..ext.count(&handle) {
+            let info = ext.get_info(&handle, i, &mut buf).expect("param info");
+            let name = String::from_utf8_lossy(info.name).into_owned();
+            params.insert(name, (info.id, info.min_value, info.max_value));
+        }
+        Plugin { instance, params }
+    }
+
+    fn id(&self, name: &str) -> (ClapId, f64, f64) {
+        *self.params.get(name).unwrap_or_else(|| panic!("no parameter named {name:?}"))
+    }
+
+    fn latency(&mut self) -> u32 {
+        let ext = self.instance.access_shared_handler(|s| *s.latency.get().unwrap()).expect("latency extension");
+        ext.get(&self.instance.plugin_handle())
+    }
+
+    fn save(&mut self) -> Vec<u8> {
+        let ext = self.instance.access_shared_handler(|s| *s.state.get().unwrap()).expect("state extension");
+        let mut out = Vec::new();
+        ext.save(&self.instance.plugin_handle(), &mut out).expect("state saves");
+        out
+    }
+
+    fn load(&mut self, state: &[u8]) -> bool {
+        let ext = self.instance.access_shared_handler(|s| *s.state.get().unwrap()).expect("state extension");
+        let ok = ext.load(&self.instance.plugin_handle(), &mut &state[..]).is_ok();
+        self.pump();
+        ok
+    }
+
+    /// Runs the plugin's main-thread callbacks if it asked for them.
+    fn pump(&mut self) {
+        if self.instance.access_shared_handler(|s| s.callback_requested.swap(false, Ordering::SeqCst)) {
+            self.instance.call_on_main_thread_callback();
+        }
+    }
+
+    /// Activates at `fs` with blocks of `block` frames, processes `input` (planar) with
+    /// parameter events `(frame, id, value)` and deactivates. `hook` runs before each
+    /// block on the audio thread and may add events for that block.
+    fn run(
+        &mut self,
+        fs: f64,
+        block: usize,
+        input: &[Vec<f32>],
+        events: &[(usize, ClapId, f64)],
+        mut hook: impl FnMut(usize, usize, &mut Vec<ParamValueEvent>) + Send,
+    ) -> (Vec<Vec<f32>>, Vec<f64>) {
+        let channels = input.len();
+        let frames = input[0].len();
+        let config = PluginAudioConfiguration { sample_rate: fs, min_frames_count: 1, max_frames_count: block as u32 };
+        let processor = self.instance.activate(|_, _| (), config).expect("the plugin activates");
+        let instance = &mut self.instance;
+        let (stopped, output, block_seconds) = std::thread::scope(|s| {
+            let audio = s.spawn(move || {
+                let mut p = processor.start_processing().expect("processing starts");
+                let mut inputs = AudioPorts::with_capacity(channels, 1);
+                let mut outputs = AudioPorts::with_capacity(channels, 1);
+                let mut in_buf = vec![vec![0.0f32; block]; channels];
+                let mut out_buf = vec![vec![0.0f32; block]; channels];
+                let mut output: Vec<Vec<f32>> = vec![Vec::with_capacity(frames); channels];
+                let mut block_seconds = Vec::with_capacity(frames / block + 1);
+                let mut evs: Vec<ParamValueEvent> = Vec::with_capacity(1024);
+                let mut next_event = 0;
+                let mut start = 0;
+                while start < frames {
+                    let len = block.min(frames - start);
+                    for (b, x) in in_buf.iter_mut().zip(input) {
+                        b[..len].copy_from_slice(&x[start..start + len]);
+                    }
+                    evs.clear();
+                    while next_event < events.len() && events[next_event].0 < start + len {
+                        let (at, id, value) = events[next_event];
+                        evs.push(ParamValueEvent::new((at.max(start) - start) as u32, id, Pckn::match_all(), value));
+                        next_event += 1;
+                    }
+                    hook(start, len, &mut evs);
+                    let input_events = InputEvents::from_buffer(&evs);
+                    let in_audio = inputs.with_input_buffers([AudioPortBuffer {
+                        latency: 0,
+                        channels: AudioPortBufferType::f32_input_only(
+                            in_buf.iter_mut().map(|b| InputChannel::variable(&mut b[..len])),
+                        ),
+                    }]);
+                    let mut out_audio = outputs.with_output_buffers([AudioPortBuffer {
+                        latency: 0,
+                        channels: AudioPortBufferType::f32_output_only(out_buf.iter_mut().map(|b| &mut b[..len])),
+                    }]);
+                    let t0 = Instant::now();
+                    p.process(&in_audio, &mut out_audio, &input_events, &mut OutputEvents::void(), None, None)
+                        .expect("process succeeds");
+                    block_seconds.push(t0.elapsed().as_secs_f64());
+                    for (o, b) in output.iter_mut().zip(&out_buf) {
+                        o.extend_from_slice(&b[..len]);
+                    }
+                    start += len;
+                }
+                (p.stop_processing(), output, block_seconds)
+            });
+            // Like a real host, serve the plugin's main-thread callbacks while it plays.
+            while !audio.is_finished() {
+                if instance.access_shared_handler(|s| s.callback_requested.swap(false, Ordering::SeqCst)) {
+                    instance.call_on_main_thread_callback();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            audio.join().expect("the audio thread does not panic")
+        });
+        self.instance.deactivate(stopped);
+        self.pump();
+        (output, block_seconds)
+    }
+}
+
+// ---------------------------------------------------------------- signals and settings
+
+fn noise(frames: usize, seed: u64, amplitude: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..frames)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0) * amplitude
+        })
+        .collect()
+}
+
+fn stereo_noise(frames: usize, seed: u64) -> Vec<Vec<f32>> {
+    vec![noise(frames, seed, 0.5), noise(frames, seed + 1, 0.5)]
+}
+
+/// Settings as (parameter name, plain value); converted to CLAP values by `events`.
+#[derive(Clone, Copy)]
+enum Plain {
+    Freq(f32),
+    GainDb(f32),
+    Q(f32),
+    OutDb(f32),
+    /// Enum index, bool (0/1) or int offset from the minimum.
+    Discrete(f64),
+}
+
+fn clap_value(p: Plain) -> f64 {
+    match p {
+        Plain::Freq(v) => ranges::freq_hz().normalize(v) as f64,
+        Plain::GainDb(v) => ranges::gain_db().normalize(v) as f64,
+        Plain::Q(v) => ranges::q().normalize(v) as f64,
+        Plain::OutDb(v) => ranges::output_gain_db().normalize(v) as f64,
+        Plain::Discrete(v) => v,
+    }
+}
+
+/// Shape indices in the parameter's order.
+const PEAK: f64 = 0.0;
+const HIGH_SHELF: f64 = 2.0;
+const LOW_CUT: f64 = 3.0;
+const HIGH_CUT: f64 = 4.0;
+const NOTCH: f64 = 5.0;
+const TILT: f64 = 8.0;
+
+/// A setting of several bands and the output gain, and the same thing as a core chain.
+fn settings() -> (Vec<(String, Plain)>, Chain) {
+    let on = |n: usize| (format!("Band {n} On"), Plain::Discrete(1.0));
+    let s = |n: usize, what: &str, v: Plain| (format!("Band {n} {what}"), v);
+    let params = vec![
+        on(1),
+        s(1, "Shape", Plain::Discrete(LOW_CUT)),
+        s(1, "Frequency", Plain::Freq(80.0)),
+        s(1, "Slope", Plain::Discrete(4.0 - 1.0)), // 4 poles: 24 dB/oct
+        on(5),
+        s(5, "Shape", Plain::Discrete(PEAK)),
+        s(5, "Frequency", Plain::Freq(1000.0)),
+        s(5, "Gain", Plain::GainDb(6.0)),
+        s(5, "Q", Plain::Q(1.4)),
+        on(9),
+        s(9, "Shape", Plain::Discrete(HIGH_SHELF)),
+        s(9, "Frequency", Plain::Freq(8000.0)),
+        s(9, "Gain", Plain::GainDb(-4.0)),
+        s(9, "Q", Plain::Q(0.7)),
+        on(12),
+        s(12, "Shape", Plain::Discrete(NOTCH)),
+        s(12, "Frequency", Plain::Freq(3000.0)),
+        s(12, "Q", Plain::Q(4.0)),
+        on(15),
+        s(15, "Shape", Plain::Discrete(TILT)),
+        s(15, "Frequency", Plain::Freq(600.0)),
+        s(15, "Gain", Plain::GainDb(3.0)),
+        s(15, "Q", Plain::Q(0.7)),
+        on(24),
+        s(24, "Shape", Plain::Discrete(HIGH_CUT)),
+        s(24, "Frequency", Plain::Freq(15000.0)),
+        s(24, "Slope", Plain::Discrete(8.0 - 1.0)), // 48 dB/oct
+        s(24, "Linkwitz-Riley", Plain::Discrete(1.0)),
+        ("Output Gain".to_string(), Plain::OutDb(-3.0)),
+    ];
+    // The plugin stores values as f32: build the expected chain from the same f32s.
+    let f = |v: f32| v as f64;
+    let chain = Butterworth::highpass(f(80.0), 4)
+        | Biquad::peaking(f(1000.0), f(1.4), f(6.0))
+        | Biquad::high_shelf(f(8000.0), f(0.7), f(-4.0))
+        | Biquad::notch(f(3000.0), f(4.0))
+        | Biquad::low_shelf(f(600.0), f(0.7), -f(3.0) / 2.0)
+        | Biquad::high_shelf(f(600.0), f(0.7), f(3.0) / 2.0)
+        | LinkwitzRiley::lowpass(f(15000.0), 8)
+        | Stage::gain(-3.0);
+    (params, chain)
+}
+
+fn events(plugin: &Plugin, at: usize, settings: &[(String, Plain)]) -> Vec<(usize, ClapId, f64)> {
+    settings.iter().map(|(name, v)| (at, plugin.id(name).0, clap_value(*v))).collect()
+}
+
+fn engine_output(chain: &Chain, fs: f64, input: &[Vec<f32>]) -> Vec<Vec<f32>> {
+    let designed = chain.design(fs).expect("the expected chain designs");
+    let mut engine = Engine::new(&designed, input.len(), 4096);
+    let mut out = input.to_vec();
+    let mut refs: Vec<&mut [f32]> = out.iter_mut().map(|c| c.as_mut_slice()).collect();
+    engine.process(&mut refs);
+    out
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+/// Quiet lead-in long enough for smoothing (15 ms time constant, settled to 1e-9) and the
+/// 20 ms layout crossfade to finish: the filters see only zeros until then.
+fn settle_frames(fs: f64) -> usize {
+    (0.5 * fs) as usize
+}
+
+fn with_lead_in(fs: f64, signal: &[Vec<f32>]) -> Vec<Vec<f32>> {
+    signal
+        .iter()
+        .map(|c| {
+            let mut v = vec![0.0; settle_frames(fs)];
+            v.extend_from_slice(c);
+            v
+        })
+        .collect()
+}
+
+/// nice-plug's CLAP state: a little-endian u64 length, then the JSON.
+fn state_json(saved: &[u8]) -> serde_json::Value {
+    let (len, json) = saved.split_at(8);
+    assert_eq!(u64::from_le_bytes(len.try_into().unwrap()) as usize, json.len(), "length prefix");
+    serde_json::from_slice(json).expect("the state is JSON after its length")
+}
+
+fn state_bytes(state: &serde_json::Value) -> Vec<u8> {
+    let json = serde_json::to_vec(state).unwrap();
+    let mut out = (json.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&json);
+    out
+}
+
+// ---------------------------------------------------------------- tests
+
+#[test]
+fn matches_the_core_engine_at_every_rate_and_block_size() {
+    let Some(entry) = entry() else { return };
+    let (settings, chain) = settings();
+    let mut worst = 0.0f32;
+    for fs in [44_100.0, 48_000.0, 96_000.0] {
+        for block in [1usize, 64, 1000, 4096] {
+            let mut plugin = Plugin::new(entry);
+            let signal = stereo_noise((0.25 * fs) as usize, block as u64);
+            let input = with_lead_in(fs, &signal);
+            let evs = events(&plugin, 0, &settings);
+            let (out, _) = plugin.run(fs, block, &input, &evs, |_, _, _| {});
+            let lead = settle_frames(fs);
+            let expected = engine_output(&chain, fs, &signal);
+            for (c, (o, e)) in out.iter().zip(&expected).enumerate() {
+                assert!(o[..lead].iter().all(|&v| v == 0.0), "silence in, silence out (fs {fs}, block {block})");
+                let err = max_abs_diff(&o[lead..], e);
+                assert!(err <= 2e-5, "fs {fs} block {block} channel {c}: max error {err:e} against the core engine");
+                worst = worst.max(err);
+            }
+        }
+    }
+    println!("worst difference from the core engine over 3 rates x 4 block sizes: {worst:e}");
+}
+
+/// The saved state holds the parameters and the chain file; loaded into a new instance
+/// it gives the same output, chain stages (an elliptic and a given FIR) included.
+#[test]
+fn state_round_trip_with_chain_stages() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let (settings, chain) = settings();
+    let extra = Elliptic::lowpass(12_000.0, 5, 0.5, 60.0) | Fir::coefficients(noise(257, 9, 0.05).iter().map(|&v| v as f64).collect());
+    let mut a = Plugin::new(entry);
+    // Set the parameters by processing their events, then put the chain into the state.
+    let evs = events(&a, 0, &settings);
+    a.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
+    let mut state = state_json(&a.save());
+    state["fields"]["chain"] = serde_json::Value::String(serde_json::to_string(&extra.to_json()).unwrap());
+    assert!(a.load(&state_bytes(&state)), "the edited state loads");
+    let saved = a.save();
+
+    let mut b = Plugin::new(entry);
+    assert!(b.load(&saved), "the saved state loads into a new instance");
+    assert_eq!(b.save(), saved, "the state survives a save/load cycle unchanged");
+
+    let signal = stereo_noise(24_000, 5);
+    let (out_a, _) = a.run(fs, 512, &signal, &[], |_, _, _| {});
+    let (out_b, _) = b.run(fs, 512, &signal, &[], |_, _, _| {});
+    assert_eq!(out_a, out_b, "identical output after reload");
+
+    let mut full = chain.clone();
+    let gain = full.stages.pop().unwrap(); // the output gain comes after the chain stages
+    full.stages.extend(extra.stages.clone());
+    full.stages.push(gain);
+    let expected = engine_output(&full, fs, &signal);
+    for (o, e) in out_b.iter().zip(&expected) {
+        let err = max_abs_diff(o, e);
+        assert!(err <= 2e-5, "bands + chain stages: max error {err:e}");
+    }
+}
+
+#[test]
+fn corrupt_or_newer_state_loads_defaults_without_crashing() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let signal = stereo_noise(4096, 3);
+    let (settings, _) = settings();
+
+    // Not JSON at all: the load fails, the instance keeps working with its settings.
+    let mut p = Plugin::new(entry);
+    assert!(!p.load(b"\x00\x01 this is not a plugin state"), "garbage is refused");
+    let (out, _) = p.run(fs, 256, &signal, &[], |_, _, _| {});
+    assert_eq!(out, signal, "defaults: every band off, 0 dB: the output is the input");
+
+    // A newer version: parameters and chain fall back to the defaults.
+    let mut a = Plugin::new(entry);
+    let evs = events(&a, 0, &settings);
+    a.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
+    let mut state = state_json(&a.save());
+    state["version"] = serde_json::Value::String("99.0.0".into());
+    let mut b = Plugin::new(entry);
+    b.load(&state_bytes(&state));
+    let (out, _) = b.run(fs, 256, &signal, &[], |_, _, _| {});
+    assert_eq!(out, signal, "a newer state is not applied");
+
+    // A corrupt chain file inside an otherwise good state: the bands load, the chain is empty.
+    let (settings, chain) = self::settings();
+    let mut c = Plugin::new(entry);
+    let evs = events(&c, 0, &settings);
+    c.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
+    let mut state = state_json(&c.save());
+    state["fields"]["chain"] = serde_json::Value::String(serde_json::to_string("{\"format\": \"ferrofx-chain\", \"version\": 7, \"stages\": []}").unwrap());
+    let mut d = Plugin::new(entry);
+    assert!(d.load(&state_bytes(&state)));
+    let (out, _) = d.run(fs, 256, &signal, &[], |_, _, _| {});
+    let expected = engine_output(&chain, fs, &signal);
+    for (o, e) in out.iter().zip(&expected) {
+        assert!(max_abs_diff(o, e) <= 2e-5, "bands kept, corrupt chain dropped");
+    }
+}
+
+/// The reported latency equals the real delay: the impulse response lines up with the
+/// core engine's at lag 0 and at no other lag.
+#[test]
+fn reported_latency_is_the_real_delay() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let (settings, chain) = settings();
+    let mut plugin = Plugin::new(entry);
+    let lead = settle_frames(fs);
+    let mut impulse = vec![0.0f32; lead + 4096];
+    impulse[lead] = 1.0;
+    let input = vec![impulse.clone(), impulse];
+    let evs = events(&plugin, 0, &settings);
+    let (out, _) = plugin.run(fs, 128, &input, &evs, |_, _, _| {});
+    let latency = plugin.latency() as usize;
+    let mut unit = vec![0.0f32; 4096];
+    unit[0] = 1.0;
+    let h = engine_output(&chain, fs, &[unit])[0].clone();
+    let y = &out[0][lead..];
+    let lag_error = |lag: usize| -> f32 {
+        (0..2048).map(|n| (y[n + lag] - h[n]).abs()).fold(0.0, f32::max)
+    };
+    let best = (0..64).min_by(|&a, &b| lag_error(a).total_cmp(&lag_error(b))).unwrap();
+    println!("reported latency {latency}, best-matching lag {best} (error {:e})", lag_error(best));
+    assert_eq!(best, latency, "the output is the engine's impulse response delayed by the reported latency");
+    assert!(lag_error(best) <= 1e-5);
+    assert!(y[0].abs() > 1e-3, "a zero-latency filter answers at the impulse itself");
+}
+
+/// Every parameter swept and randomly jumped, 10 s at 1- and 64-sample blocks: finite,
+/// bounded, and no clicks. Click measure: the largest sample-to-sample step relative to
+/// the local amplitude, for a 200 Hz sine (where any discontinuity stands out), compared
+/// with the same measure on the unmodulated output.
+#[test]
+fn automation_torture_is_finite_bounded_and_click_free() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let frames = (10.0 * fs) as usize;
+    let f0 = 200.0;
+    let sine: Vec<f32> = (0..frames).map(|n| (0.25 * (2.0 * std::f64::consts::PI * f0 * n as f64 / fs).sin()) as f32).collect();
+    let input = vec![sine.clone(), sine];
+
+    // Step relative to local amplitude, normalised so a pure sine at f0 gives 1.0.
+    let click_measure = |y: &[f32]| -> f64 {
+        let period = (fs / f0) as usize;
+        let ideal = 2.0 * (std::f64::consts::PI * f0 / fs).sin();
+        let mut worst: f64 = 0.0;
+        let floor = 1e-3 * 0.25;
+        let amp: Vec<f64> = y.chunks(period).map(|c| c.iter().fold(0.0f32, |m, v| m.max(v.abs())) as f64).collect();
+        for n in period..y.len() - period {
+            let a = amp[n / period].max(amp[n / period - 1]).max(amp[(n / period + 1).min(amp.len() - 1)]);
+            if a < floor {
+                continue;
+            }
+            let step = (y[n] - y[n - 1]).abs() as f64;
+            worst = worst.max(step / (a * ideal));
+        }
+        worst
+    };
+
+    for block in [64usize, 1] {
+        let mut plugin = Plugin::new(entry);
+        let (reference, _) = plugin.run(fs, block, &input, &[], |_, _, _| {});
+        let reference_measure = click_measure(&reference[0]);
+
+        let mut plugin = Plugin::new(entry);
+        let mut names: Vec<(String, (ClapId, f64, f64))> = plugin.params.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        // Bypass and backend are covered elsewhere; sweeping bypass would measure the dry
+        // signal half the time.
+        names.retain(|(n, _)| n != "Bypass");
+        let mut rng = 0x1234_5678_9abc_def0u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 11) as f64 / (1u64 << 53) as f64
+        };
+        // Each parameter jumps to a random value about twice a second (some 340 jumps a
+        // second in all), on top of its sweep.
+        let jumps_per_second = 2.0;
+        let discrete = |name: &str| {
+            ["On", "Shape", "Slope", "Linkwitz-Riley"].iter().any(|s| name.ends_with(s)) || name == "Backend" || name == "GPU Min Block"
+        };
+        let (out, _) = plugin.run(fs, block, &input, &[], |start, len, evs| {
+            let t = start as f64 / fs;
+            for (i, (name, (id, min, max))) in names.iter().enumerate() {
+                let rate = 0.1 + 0.37 * (i % 13) as f64;
+                let phase = 0.5 + 0.5 * (2.0 * std::f64::consts::PI * rate * t + i as f64).sin();
+                let mut v = min + (max - min) * phase;
+                if next() < jumps_per_second * len as f64 / fs {
+                    v = min + (max - min) * next();
+                }
+                let v = if discrete(name) { v.round() } else { v };
+                evs.push(ParamValueEvent::new(0, *id, Pckn::match_all(), v));
+            }
+        });
+        for y in &out {
+            assert!(y.iter().all(|v| v.is_finite()), "block {block}: non-finite output");
+            let peak = y.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            assert!(peak < 1e4, "block {block}: output peak {peak} is unbounded");
+        }
+        let measure = click_measure(&out[0]);
+        println!("block {block}: click measure {measure:.2} (unmodulated {reference_measure:.2})");
+        assert!(
+            measure <= 4.0 * reference_measure.max(1.0),
+            "block {block}: largest step {measure:.2}x a clean sine's, unmodulated {reference_measure:.2}x"
+        );
+    }
+}
+
+#[test]
+fn non_finite_and_subnormal_input() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let (settings, _) = settings();
+    let frames = 48_000;
+
+    // NaN and infinities in the middle: the output is finite everywhere and, once the
+    // bad samples are past and the filters have forgotten them, matches a clean run.
+    let mut dirty = stereo_noise(frames, 11);
+    for (i, v) in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, -f32::MAX].iter().enumerate() {
+        dirty[0][10_000 + 100 * i] = *v;
+        dirty[1][10_000 + 100 * i + 7] = *v;
+    }
+    let mut plugin = Plugin::new(entry);
+    let evs = events(&plugin, 0, &settings);
+    let (out, _) = plugin.run(fs, 256, &dirty, &evs, |_, _, _| {});
+    for y in &out {
+        assert!(y.iter().all(|v| v.is_finite()), "non-finite input never gives non-finite output");
+    }
+    let tail_start = 40_000;
+    assert!(out[0][tail_start..].iter().any(|v| v.abs() > 1e-3), "the plugin is still filtering after the bad samples");
+
+    // Subnormal input costs no more than normal input (best of several runs each).
+    let subnormal: Vec<Vec<f32>> = (0..2).map(|c| noise(frames, 20 + c, 1.0).iter().map(|v| v * 1e-39).collect()).collect();
+    let normal = stereo_noise(frames, 30);
+    let time = |input: &[Vec<f32>]| -> f64 {
+        (0..5)
+            .map(|_| {
+                let mut p = Plugin::new(entry);
+                let evs = events(&p, 0, &settings);
+                let (_, t) = p.run(fs, 256, input, &evs, |_, _, _| {});
+                t.iter().sum::<f64>()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let t_sub = time(&subnormal);
+    let t_norm = time(&normal);
+    println!("processing time: subnormal input {:.2} ms, normal {:.2} ms ({:.2}x)", t_sub * 1e3, t_norm * 1e3, t_sub / t_norm);
+    assert!(t_sub <= 2.0 * t_norm, "subnormal input took {:.2}x as long as normal input", t_sub / t_norm);
+}
