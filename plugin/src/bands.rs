@@ -7,6 +7,8 @@ use ferrofx::design::{butterworth_into, rbj, BiquadKind, Response, Sos};
 use ferrofx::simd::Isa;
 use ferrofx::sos::SosCascade;
 
+use crate::svf::SvfCascade;
+
 /// Number of bands.
 pub const BANDS: usize = 24;
 /// Most sections one band designs to (a 96 dB/oct cut: Butterworth order 16).
@@ -219,6 +221,13 @@ pub struct Equaliser {
     /// Each band's current sections and their count, concatenated into `sections`.
     designed: [([Sos; MAX_SECTIONS_PER_BAND], usize); BANDS],
     redesigns: u64,
+    /// The same sections in modulation-safe form, running instead of `cascade` while
+    /// any band moves (see [`crate::svf`]).
+    svf: SvfCascade,
+    svf_mode: bool,
+    /// Scratch for state and section hand-overs between the two forms.
+    state_scratch: Vec<[f64; 2]>,
+    sections_scratch: Vec<Sos>,
 }
 
 impl Equaliser {
@@ -256,6 +265,10 @@ impl Equaliser {
             dirty: [true; BANDS],
             designed: [([Sos::IDENTITY; MAX_SECTIONS_PER_BAND], 0); BANDS],
             redesigns: 0,
+            svf: SvfCascade::with_capacity(capacity, channels),
+            svf_mode: false,
+            state_scratch: Vec::with_capacity(capacity * channels),
+            sections_scratch: Vec::with_capacity(capacity),
         }
     }
 
@@ -275,8 +288,7 @@ impl Equaliser {
         a.enabled == b.enabled && (!a.enabled || (a.shape == b.shape && a.section_count() == b.section_count() && a.slope == b.slope))
     }
 
-    /// Re-designs the dirty bands from their smoothed values and loads the running
-    /// cascade with every band's sections.
+    /// Re-designs the dirty bands from their smoothed values into `sections`.
     fn redesign(&mut self) {
         for (i, layout) in self.layout.iter().enumerate() {
             if !self.dirty[i] {
@@ -299,14 +311,29 @@ impl Equaliser {
             // Within capacity: at most MAX_SECTIONS_PER_BAND per band.
             self.sections.extend_from_slice(&buf[..*n]);
         }
-        let _ = self.cascade.set_sections(&self.sections);
     }
 
-    /// Advances smoothing by one re-design interval and applies layout changes.
+    /// Back from the SVF form to the fused cascade, with the SVF's current coefficients
+    /// and the state that continues its output exactly.
+    fn leave_svf(&mut self) {
+        self.svf.current_sections(&mut self.sections_scratch);
+        let _ = self.cascade.set_sections(&self.sections_scratch);
+        self.svf.store_tdf2_state(self.cascade.coefficients(), &mut self.state_scratch);
+        let _ = self.cascade.set_state(&self.state_scratch);
+        self.svf_mode = false;
+    }
+
+    /// Advances smoothing by one re-design interval and applies layout changes. While
+    /// anything moves the sections run in SVF form, gliding to each new design over the
+    /// interval; once everything has settled they return to the fused cascade.
     fn step_parameters(&mut self) {
         let layout_changed = self.targets.iter().zip(&self.layout).any(|(t, l)| !Self::same_layout(t, l));
+        let mut fresh = false;
         if layout_changed && self.fade_left == 0 {
             // The running cascade becomes the one fading out; the new layout starts fresh.
+            if self.svf_mode {
+                self.leave_svf();
+            }
             std::mem::swap(&mut self.cascade, &mut self.old);
             self.cascade.reset();
             for (l, t) in self.layout.iter_mut().zip(&self.targets) {
@@ -314,6 +341,7 @@ impl Equaliser {
             }
             self.fade_left = self.fade_len;
             self.dirty = [true; BANDS];
+            fresh = true;
         }
         for ((s, t), dirty) in self.smoothing.iter_mut().zip(&self.targets).zip(self.dirty.iter_mut()) {
             s.log2_freq.target = t.freq_hz.log2();
@@ -328,6 +356,24 @@ impl Equaliser {
         if self.dirty.iter().any(|&d| d) {
             self.redesign();
             self.redesigns += 1;
+            if fresh || self.sections.len() != self.cascade.sections() {
+                // A new layout starts from zero state at its new coefficients.
+                let _ = self.cascade.set_sections(&self.sections);
+                self.cascade.reset();
+                self.svf.load_from_tdf2(self.cascade.coefficients(), self.cascade.state());
+                self.svf_mode = true;
+            } else {
+                if !self.svf_mode {
+                    self.svf.load_from_tdf2(self.cascade.coefficients(), self.cascade.state());
+                    self.svf_mode = true;
+                }
+                self.svf.glide_to(&self.sections, REDESIGN_INTERVAL);
+            }
+        } else if self.svf_mode && !self.svf.interpolating() {
+            let _ = self.cascade.set_sections(&self.sections);
+            self.svf.store_tdf2_state(self.cascade.coefficients(), &mut self.state_scratch);
+            let _ = self.cascade.set_state(&self.state_scratch);
+            self.svf_mode = false;
         }
     }
 
@@ -346,19 +392,25 @@ impl Equaliser {
         self.fade_left = 0;
         self.dirty = [true; BANDS];
         self.redesign();
+        if self.svf_mode {
+            self.leave_svf();
+        }
+        let _ = self.cascade.set_sections(&self.sections);
         self.since_redesign = 0;
     }
 
     /// Clears the filter state (coefficients and smoothing are kept). Allocation-free.
     pub fn reset(&mut self) {
         self.cascade.reset();
+        self.svf.reset();
         self.old.reset();
         self.fade_left = 0;
     }
 
     /// Whether a layout crossfade or parameter smoothing is still under way.
     pub fn is_settled(&self) -> bool {
-        self.fade_left == 0
+        !self.svf_mode
+            && self.fade_left == 0
             && self.targets.iter().zip(&self.layout).all(|(t, l)| Self::same_layout(t, l))
             && self.smoothing.iter().zip(&self.targets).all(|(s, t)| {
                 s.log2_freq.value == t.freq_hz.log2() && s.gain_db.value == t.gain_db && s.log2_q.value == t.q.log2()
@@ -391,7 +443,7 @@ impl Equaliser {
                 for (s, b) in self.scratch.iter_mut().zip(buffers.iter()) {
                     s[..n].copy_from_slice(&b[done..done + n]);
                 }
-                self.cascade.process_at(buffers, done, n);
+                self.run_current(buffers, done, n);
                 self.process_old(n);
                 for i in 0..n {
                     let w = self.fade_left.saturating_sub(i) as f32 / self.fade_len as f32;
@@ -402,11 +454,34 @@ impl Equaliser {
                 }
                 self.fade_left = self.fade_left.saturating_sub(n);
             } else {
-                self.cascade.process_at(buffers, done, n);
+                self.run_current(buffers, done, n);
             }
             done += n;
             self.since_redesign = (self.since_redesign + n) % REDESIGN_INTERVAL;
         }
+    }
+
+    fn run_current(&mut self, buffers: &mut [&mut [f32]], offset: usize, frames: usize) {
+        if self.svf_mode {
+            self.svf.process_at(buffers, offset, frames);
+        } else {
+            self.cascade.process_at(buffers, offset, frames);
+        }
+    }
+
+    /// The settings the filters run at this moment: the layout with the smoothed values
+    /// (for tests that compare modulated output with frozen settings).
+    pub fn running_bands(&self) -> [Band; BANDS] {
+        std::array::from_fn(|i| {
+            let s = &self.smoothing[i];
+            Band { freq_hz: s.log2_freq.value.exp2(), gain_db: s.gain_db.value, q: s.log2_q.value.exp2(), ..self.layout[i] }
+                .clamped(self.fs)
+        })
+    }
+
+    /// Whether the sections currently run in SVF form (something is moving).
+    pub fn is_modulating(&self) -> bool {
+        self.svf_mode
     }
 
     /// Runs the fading-out cascade over the first `n` frames of the scratch copies.

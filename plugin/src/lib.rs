@@ -22,6 +22,7 @@ pub mod chain_slot;
 pub mod editor;
 pub mod params;
 pub mod preset;
+pub mod svf;
 
 pub use ferrofx;
 

@@ -1,0 +1,269 @@
+//! The modulation-safe form of a cascade of second-order sections: each section as a
+//! trapezoidal state-variable filter (the "TPT SVF" of Zavalishin and Simper), with the
+//! same transfer function as the section and per-sample linear interpolation of its
+//! coefficients.
+//!
+//! Why: the equaliser runs its bands as one fused transposed-direct-form-II cascade
+//! (fast, and exactly the core chain), but a TDF-II state only means something for the
+//! coefficients it was computed with. Changing coefficients under it (automation) re-
+//! scales whatever the states hold and clicks, and fast changes of resonant sections can
+//! even grow without bound. An SVF's states are integrator states that stay meaningful
+//! when its frequency, damping or mix change, so while any band moves the equaliser runs
+//! this form, and converts the states exactly (same future output for zero input) when
+//! switching between the two.
+//!
+//! A stable section `(b0 + b1 z^-1 + b2 z^-2) / (1 + a1 z^-1 + a2 z^-2)` maps to an SVF
+//! with `g^2 = (1+a1+a2)/(1-a1+a2)`, `g k = 2(1-a2)/(1-a1+a2)` and output
+//! `m0 v0 + m1 v1 + m2 v2` (input, band pass, low pass), the `m` solved from the zeros.
+//! No allocation outside [`SvfCascade::with_capacity`].
+
+use ferrofx::design::Sos;
+use ferrofx::sos::SosCoefs;
+
+/// One section in SVF form: `g = tan(pi f / fs)`-like frequency warp, damping `k`, and
+/// the output mix.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SvfCoefs {
+    pub g: f64,
+    pub k: f64,
+    pub m0: f64,
+    pub m1: f64,
+    pub m2: f64,
+}
+
+impl SvfCoefs {
+    /// The SVF with the same transfer function as `sos` (which must be stable with no
+    /// pole at z = +-1; the equaliser's designs are, with frequencies inside 20 Hz..0.45 fs).
+    pub fn from_sos(sos: &Sos) -> SvfCoefs {
+        let n = sos.normalized();
+        let (b0, b1, b2) = (n.b[0], n.b[1], n.b[2]);
+        let (a1, a2) = (n.a[1], n.a[2]);
+        let den_minus = (1.0 - a1 + a2).max(1e-300);
+        let g = ((1.0 + a1 + a2) / den_minus).max(1e-24).sqrt();
+        let gk = 2.0 * (1.0 - a2) / den_minus;
+        let k = gk / g;
+        let d0 = 1.0 + gk + g * g;
+        let m0 = (b0 - b1 + b2) / den_minus;
+        let q = (b1 - m0 * a1) / 2.0;
+        let p = b0 - m0 - q;
+        SvfCoefs { g, k, m0, m1: p * d0 / g, m2: q * d0 / (g * g) }
+    }
+
+    /// The second-order section this SVF realises (inverse of [`SvfCoefs::from_sos`]).
+    pub fn to_sos(&self) -> Sos {
+        let (g, k) = (self.g, self.k);
+        let d0 = 1.0 + g * k + g * g;
+        let a1 = (2.0 * g * g - 2.0) / d0;
+        let a2 = (1.0 - g * k + g * g) / d0;
+        let (p, q) = (self.m1 * g / d0, self.m2 * g * g / d0);
+        Sos { b: [self.m0 + p + q, self.m0 * a1 + 2.0 * q, self.m0 * a2 - p + q], a: [1.0, a1, a2] }
+    }
+
+    fn lerp_step(from: &SvfCoefs, to: &SvfCoefs, steps: f64) -> SvfCoefs {
+        SvfCoefs {
+            g: (to.g - from.g) / steps,
+            k: (to.k - from.k) / steps,
+            m0: (to.m0 - from.m0) / steps,
+            m1: (to.m1 - from.m1) / steps,
+            m2: (to.m2 - from.m2) / steps,
+        }
+    }
+
+    fn add(&mut self, d: &SvfCoefs) {
+        self.g += d.g;
+        self.k += d.k;
+        self.m0 += d.m0;
+        self.m1 += d.m1;
+        self.m2 += d.m2;
+    }
+
+    /// `(a1, a2, a3)` of the per-sample update.
+    #[inline]
+    fn update_coefs(&self) -> (f64, f64, f64) {
+        let a1 = 1.0 / (1.0 + self.g * (self.g + self.k));
+        let a2 = self.g * a1;
+        (a1, a2, self.g * a2)
+    }
+
+    /// Output row `r` (for zero input, `y = r . state`) and state transition `t`.
+    fn zero_input(&self) -> ([f64; 2], [[f64; 2]; 2]) {
+        let (a1, a2, a3) = self.update_coefs();
+        // v1 = a1 ic1 - a2 ic2; v2 = a2 ic1 + (1 - a3) ic2 (with v0 = 0).
+        let v1 = [a1, -a2];
+        let v2 = [a2, 1.0 - a3];
+        let r = [self.m1 * v1[0] + self.m2 * v2[0], self.m1 * v1[1] + self.m2 * v2[1]];
+        // ic1' = 2 v1 - ic1; ic2' = 2 v2 - ic2.
+        let t = [[2.0 * v1[0] - 1.0, 2.0 * v1[1]], [2.0 * v2[0], 2.0 * v2[1] - 1.0]];
+        (r, t)
+    }
+
+    /// The next two outputs for zero input from SVF state `ic`.
+    fn ring(&self, ic: [f64; 2]) -> (f64, f64) {
+        let (r, t) = self.zero_input();
+        let y0 = r[0] * ic[0] + r[1] * ic[1];
+        let ic1 = [t[0][0] * ic[0] + t[0][1] * ic[1], t[1][0] * ic[0] + t[1][1] * ic[1]];
+        (y0, r[0] * ic1[0] + r[1] * ic1[1])
+    }
+
+    /// The TDF-II state of section `q` that continues exactly like SVF state `ic` would.
+    pub fn to_tdf2_state(&self, q: &SosCoefs, ic: [f64; 2]) -> [f64; 2] {
+        let (y0, y1) = self.ring(ic);
+        // TDF-II with zero input: y0 = s1, y1 = -a1 s1 + s2.
+        [y0, y1 + q.a1 * y0]
+    }
+
+    /// The SVF state that continues like TDF-II state `s` of section `q`. Where the
+    /// section does not show part of its state in its output (a 0 dB bell: `H = 1`),
+    /// that part is unknowable and set to zero (least-norm solution).
+    pub fn from_tdf2_state(&self, q: &SosCoefs, s: [f64; 2]) -> [f64; 2] {
+        let y = [s[0], -q.a1 * s[0] + s[1]];
+        let (r, t) = self.zero_input();
+        let r2 = [r[0] * t[0][0] + r[1] * t[1][0], r[0] * t[0][1] + r[1] * t[1][1]];
+        let c = [r, r2];
+        // x = C^T (C C^T + lambda I)^-1 y: the inverse when C is well conditioned, the
+        // least-norm solution when it is (nearly) singular.
+        let cct = [
+            [c[0][0] * c[0][0] + c[0][1] * c[0][1], c[0][0] * c[1][0] + c[0][1] * c[1][1]],
+            [c[1][0] * c[0][0] + c[1][1] * c[0][1], c[1][0] * c[1][0] + c[1][1] * c[1][1]],
+        ];
+        let lambda = 1e-9 * (cct[0][0] + cct[1][1]) + 1e-300;
+        let (p, qq, rr, ss) = (cct[0][0] + lambda, cct[0][1], cct[1][0], cct[1][1] + lambda);
+        let det = p * ss - qq * rr;
+        if det == 0.0 || !det.is_finite() {
+            return [0.0; 2];
+        }
+        let w = [(ss * y[0] - qq * y[1]) / det, (-rr * y[0] + p * y[1]) / det];
+        [c[0][0] * w[0] + c[1][0] * w[1], c[0][1] * w[0] + c[1][1] * w[1]]
+    }
+}
+
+/// A cascade of SVF sections for several channels, with coefficient interpolation.
+pub struct SvfCascade {
+    coefs: Vec<SvfCoefs>,
+    step: Vec<SvfCoefs>,
+    target: Vec<SvfCoefs>,
+    interp_left: usize,
+    /// `[channel][section]` -> `[ic1eq, ic2eq]`.
+    state: Vec<[f64; 2]>,
+    channels: usize,
+}
+
+impl SvfCascade {
+    /// Allocates for up to `capacity` sections and `channels` channels.
+    pub fn with_capacity(capacity: usize, channels: usize) -> SvfCascade {
+        SvfCascade {
+            coefs: Vec::with_capacity(capacity),
+            step: Vec::with_capacity(capacity),
+            target: Vec::with_capacity(capacity),
+            interp_left: 0,
+            state: Vec::with_capacity(capacity * channels),
+            channels,
+        }
+    }
+
+    pub fn sections(&self) -> usize {
+        self.coefs.len()
+    }
+
+    /// Whether the coefficients have reached their targets.
+    pub fn interpolating(&self) -> bool {
+        self.interp_left > 0
+    }
+
+    /// Takes over a TDF-II cascade: its coefficients and state, so the output continues
+    /// exactly. Within capacity: no allocation.
+    pub fn load_from_tdf2(&mut self, coefs: &[SosCoefs], state: &[[f64; 2]]) {
+        self.coefs.clear();
+        self.coefs.extend(coefs.iter().map(|q| SvfCoefs::from_sos(&Sos { b: [q.b0, q.b1, q.b2], a: [1.0, q.a1, q.a2] })));
+        self.target.clear();
+        self.target.extend_from_slice(&self.coefs);
+        self.step.clear();
+        self.step.resize(self.coefs.len(), SvfCoefs::default());
+        self.interp_left = 0;
+        self.state.clear();
+        let n = self.coefs.len();
+        for c in 0..self.channels {
+            for k in 0..n {
+                let s = state.get(c * n + k).copied().unwrap_or([0.0; 2]);
+                self.state.push(self.coefs[k].from_tdf2_state(&coefs[k], s));
+            }
+        }
+    }
+
+    /// Moves the coefficients toward `sections` linearly over the next `samples` samples
+    /// (same section count; the state is kept).
+    pub fn glide_to(&mut self, sections: &[Sos], samples: usize) {
+        debug_assert_eq!(sections.len(), self.coefs.len());
+        self.target.clear();
+        self.target.extend(sections.iter().map(SvfCoefs::from_sos));
+        for ((st, from), to) in self.step.iter_mut().zip(&self.coefs).zip(&self.target) {
+            *st = SvfCoefs::lerp_step(from, to, samples.max(1) as f64);
+        }
+        self.interp_left = samples.max(1);
+    }
+
+    /// Writes the TDF-II state that continues this cascade exactly, for a cascade running
+    /// `coefs` (the same sections). Call when not interpolating.
+    pub fn store_tdf2_state(&self, coefs: &[SosCoefs], out: &mut Vec<[f64; 2]>) {
+        out.clear();
+        let n = self.coefs.len();
+        for c in 0..self.channels {
+            for k in 0..n {
+                out.push(self.coefs[k].to_tdf2_state(&coefs[k], self.state[c * n + k]));
+            }
+        }
+    }
+
+    /// Filters `frames` samples at `offset` of each channel in place.
+    pub fn process_at(&mut self, buffers: &mut [&mut [f32]], offset: usize, frames: usize) {
+        let n = self.coefs.len();
+        if n == 0 {
+            return;
+        }
+        let channels = buffers.len().min(self.channels);
+        for i in offset..offset + frames {
+            if self.interp_left > 0 {
+                self.interp_left -= 1;
+                if self.interp_left == 0 {
+                    self.coefs.copy_from_slice(&self.target);
+                } else {
+                    for (c, d) in self.coefs.iter_mut().zip(&self.step) {
+                        c.add(d);
+                    }
+                }
+            }
+            for (ch, buf) in buffers.iter_mut().enumerate().take(channels) {
+                let st = &mut self.state[ch * n..(ch + 1) * n];
+                let mut x = f64::from(buf[i]);
+                for (q, s) in self.coefs.iter().zip(st.iter_mut()) {
+                    let (a1, a2, a3) = q.update_coefs();
+                    let v3 = x - s[1];
+                    let v1 = a1 * s[0] + a2 * v3;
+                    let v2 = s[1] + a2 * s[0] + a3 * v3;
+                    *s = [2.0 * v1 - s[0], 2.0 * v2 - s[1]];
+                    x = q.m0 * x + q.m1 * v1 + q.m2 * v2;
+                }
+                buf[i] = x as f32;
+            }
+        }
+        // Contain non-finite states; flush what would linger as subnormals.
+        for s in self.state.iter_mut() {
+            for v in s.iter_mut() {
+                if !v.is_finite() || v.abs() < ferrofx::sos::FLUSH_BELOW {
+                    *v = 0.0;
+                }
+            }
+        }
+    }
+
+    /// The sections as they are now (mid-glide, the interpolated ones).
+    pub fn current_sections(&self, out: &mut Vec<Sos>) {
+        out.clear();
+        out.extend(self.coefs.iter().map(SvfCoefs::to_sos));
+    }
+
+    /// Clears the state.
+    pub fn reset(&mut self) {
+        self.state.fill([0.0; 2]);
+    }
+}
