@@ -195,44 +195,43 @@ struct BandSmoothing {
 
 /// The equaliser: 24 bands fused into one cascade, parameters smoothed and coefficients
 /// re-designed every [`REDESIGN_INTERVAL`] samples on the audio thread without
-/// allocation. Discrete changes (enable, shape, slope) crossfade between the running
-/// cascade and a second one built with the new layout, over [`Equaliser::FADE_MS`].
+/// allocation.
+///
+/// While settled, the enabled bands' sections run as one fused transposed-direct-form-II
+/// cascade (the core's SIMD kernel, exactly the core chain). While anything moves, the
+/// same sections run as state-variable filters (see [`crate::svf`]), one slot per possible
+/// section of each band, gliding per sample to each new design; states are handed over
+/// exactly between the two forms. Discrete changes (enable, shape, slope, Butterworth or
+/// Linkwitz-Riley) are glides too: sections that appear start from the identity
+/// section, sections that go away glide to it, so there is nothing to crossfade.
 pub struct Equaliser {
     fs: f64,
     channels: usize,
     max_block: usize,
     targets: [Band; BANDS],
-    /// The layout (enabled, shape, slope) each cascade was built for.
+    /// The layout (enabled, shape, slope) each band is designed with.
     layout: [Band; BANDS],
     smoothing: [BandSmoothing; BANDS],
     /// Per-sample smoothing coefficient raised to `REDESIGN_INTERVAL`.
     smoothing_step: f64,
+    /// The enabled bands' sections, concatenated (what the cascade runs when settled).
     sections: Vec<Sos>,
     cascade: SosCascade,
-    /// The cascade being faded out after a layout change, with its gain ramp position.
-    old: SosCascade,
-    fade_left: usize,
-    fade_len: usize,
-    scratch: Vec<Vec<f32>>,
     since_redesign: usize,
-    /// Bands whose coefficients must be recomputed at the next interval (all at start-up
-    /// and on a layout change; otherwise those whose smoothed values moved).
+    /// Bands whose coefficients must be recomputed at the next interval.
     dirty: [bool; BANDS],
     /// Each band's current sections and their count, concatenated into `sections`.
     designed: [([Sos; MAX_SECTIONS_PER_BAND], usize); BANDS],
     redesigns: u64,
-    /// The same sections in modulation-safe form, running instead of `cascade` while
-    /// any band moves (see [`crate::svf`]).
+    /// The modulation-safe form, running instead of `cascade` while anything moves.
     svf: SvfCascade,
     svf_mode: bool,
-    /// Scratch for state and section hand-overs between the two forms.
+    /// Scratch for hand-overs between the two forms.
     state_scratch: Vec<[f64; 2]>,
-    sections_scratch: Vec<Sos>,
+    slot_targets: Vec<Sos>,
 }
 
 impl Equaliser {
-    /// Crossfade time for layout changes.
-    pub const FADE_MS: f64 = 20.0;
     /// Time constant of the parameter smoothing.
     pub const SMOOTHING_MS: f64 = 15.0;
 
@@ -257,18 +256,14 @@ impl Equaliser {
             smoothing_step: (-(REDESIGN_INTERVAL as f64) / tau).exp(),
             sections: Vec::with_capacity(capacity),
             cascade: SosCascade::with_capacity(capacity, channels, isa),
-            old: SosCascade::with_capacity(capacity, channels, isa),
-            fade_left: 0,
-            fade_len: ((Self::FADE_MS * 1e-3 * fs) as usize).max(1),
-            scratch: vec![vec![0.0; max_block.max(1)]; channels],
             since_redesign: 0,
             dirty: [true; BANDS],
             designed: [([Sos::IDENTITY; MAX_SECTIONS_PER_BAND], 0); BANDS],
             redesigns: 0,
-            svf: SvfCascade::with_capacity(capacity, channels),
+            svf: SvfCascade::with_slots(capacity, channels),
             svf_mode: false,
             state_scratch: Vec::with_capacity(capacity * channels),
-            sections_scratch: Vec::with_capacity(capacity),
+            slot_targets: vec![Sos::IDENTITY; capacity],
         }
     }
 
@@ -285,10 +280,15 @@ impl Equaliser {
     }
 
     fn same_layout(a: &Band, b: &Band) -> bool {
-        a.enabled == b.enabled && (!a.enabled || (a.shape == b.shape && a.section_count() == b.section_count() && a.slope == b.slope))
+        a.enabled == b.enabled && (!a.enabled || (a.shape == b.shape && a.slope == b.slope))
     }
 
-    /// Re-designs the dirty bands from their smoothed values into `sections`.
+    fn counts(&self) -> [usize; BANDS] {
+        std::array::from_fn(|i| self.designed[i].1)
+    }
+
+    /// Re-designs the dirty bands from their smoothed values into `designed` and
+    /// `sections`.
     fn redesign(&mut self) {
         for (i, layout) in self.layout.iter().enumerate() {
             if !self.dirty[i] {
@@ -313,73 +313,50 @@ impl Equaliser {
         }
     }
 
-    /// Back from the SVF form to the fused cascade, with the SVF's current coefficients
-    /// and the state that continues its output exactly.
-    fn leave_svf(&mut self) {
-        self.svf.current_sections(&mut self.sections_scratch);
-        let _ = self.cascade.set_sections(&self.sections_scratch);
-        self.svf.store_tdf2_state(self.cascade.coefficients(), &mut self.state_scratch);
-        let _ = self.cascade.set_state(&self.state_scratch);
-        self.svf_mode = false;
-    }
-
-    /// Advances smoothing by one re-design interval and applies layout changes. While
-    /// anything moves the sections run in SVF form, gliding to each new design over the
-    /// interval; once everything has settled they return to the fused cascade.
+    /// Advances smoothing by one re-design interval. While anything moves the sections
+    /// run in SVF form, gliding to each new design over the interval; once everything has
+    /// settled they return to the fused cascade.
     fn step_parameters(&mut self) {
-        let layout_changed = self.targets.iter().zip(&self.layout).any(|(t, l)| !Self::same_layout(t, l));
-        let mut fresh = false;
-        if layout_changed && self.fade_left == 0 {
-            // The running cascade becomes the one fading out; the new layout starts fresh.
-            if self.svf_mode {
-                self.leave_svf();
-            }
-            std::mem::swap(&mut self.cascade, &mut self.old);
-            self.cascade.reset();
-            for (l, t) in self.layout.iter_mut().zip(&self.targets) {
+        for (i, ((l, t), s)) in self.layout.iter_mut().zip(&self.targets).zip(self.smoothing.iter_mut()).enumerate() {
+            if !Self::same_layout(l, t) {
                 *l = *t;
+                self.dirty[i] = true;
             }
-            self.fade_left = self.fade_len;
-            self.dirty = [true; BANDS];
-            fresh = true;
-        }
-        for ((s, t), dirty) in self.smoothing.iter_mut().zip(&self.targets).zip(self.dirty.iter_mut()) {
             s.log2_freq.target = t.freq_hz.log2();
             s.gain_db.target = t.gain_db;
             s.log2_q.target = t.q.log2();
             let moved = s.log2_freq.advance(self.smoothing_step)
                 | s.gain_db.advance(self.smoothing_step)
                 | s.log2_q.advance(self.smoothing_step);
-            *dirty |= moved;
+            self.dirty[i] |= moved;
         }
-        // Settled bands keep their coefficients: only moving bands are re-designed.
         if self.dirty.iter().any(|&d| d) {
+            if !self.svf_mode {
+                let counts = self.counts();
+                self.svf.load_from_tdf2(self.cascade.coefficients(), self.cascade.state(), &counts, MAX_SECTIONS_PER_BAND);
+                self.svf_mode = true;
+            }
+            // Bands only re-design when they move (settled bands keep their sections).
             self.redesign();
             self.redesigns += 1;
-            if fresh || self.sections.len() != self.cascade.sections() {
-                // A new layout starts from zero state at its new coefficients.
-                let _ = self.cascade.set_sections(&self.sections);
-                self.cascade.reset();
-                self.svf.load_from_tdf2(self.cascade.coefficients(), self.cascade.state());
-                self.svf_mode = true;
-            } else {
-                if !self.svf_mode {
-                    self.svf.load_from_tdf2(self.cascade.coefficients(), self.cascade.state());
-                    self.svf_mode = true;
+            for (i, (buf, n)) in self.designed.iter().enumerate() {
+                for k in 0..MAX_SECTIONS_PER_BAND {
+                    self.slot_targets[i * MAX_SECTIONS_PER_BAND + k] = if k < *n { buf[k] } else { Sos::IDENTITY };
                 }
-                self.svf.glide_to(&self.sections, REDESIGN_INTERVAL);
             }
+            self.svf.glide_to(&self.slot_targets, REDESIGN_INTERVAL);
         } else if self.svf_mode && !self.svf.interpolating() {
             let _ = self.cascade.set_sections(&self.sections);
-            self.svf.store_tdf2_state(self.cascade.coefficients(), &mut self.state_scratch);
+            let counts = self.counts();
+            self.svf.store_tdf2_state(self.cascade.coefficients(), &counts, MAX_SECTIONS_PER_BAND, &mut self.state_scratch);
             let _ = self.cascade.set_state(&self.state_scratch);
             self.svf_mode = false;
         }
     }
 
-    /// Jumps every smoothed value to its target and the layout to the targets' layout,
-    /// with no crossfade (for activation and state loads, when nothing is playing).
-    /// Allocation-free.
+    /// Jumps every smoothed value to its target and the layout to the targets' layout
+    /// (for activation and state loads, when nothing is playing). Filter states are kept
+    /// where the sections stay. Allocation-free.
     pub fn snap(&mut self) {
         for (l, t) in self.layout.iter_mut().zip(&self.targets) {
             *l = *t;
@@ -389,12 +366,9 @@ impl Equaliser {
             s.gain_db = Smoothed::new(t.gain_db);
             s.log2_q = Smoothed::new(t.q.log2());
         }
-        self.fade_left = 0;
         self.dirty = [true; BANDS];
         self.redesign();
-        if self.svf_mode {
-            self.leave_svf();
-        }
+        self.svf_mode = false;
         let _ = self.cascade.set_sections(&self.sections);
         self.since_redesign = 0;
     }
@@ -403,23 +377,35 @@ impl Equaliser {
     pub fn reset(&mut self) {
         self.cascade.reset();
         self.svf.reset();
-        self.old.reset();
-        self.fade_left = 0;
     }
 
-    /// Whether a layout crossfade or parameter smoothing is still under way.
+    /// Whether smoothing is still under way.
     pub fn is_settled(&self) -> bool {
         !self.svf_mode
-            && self.fade_left == 0
             && self.targets.iter().zip(&self.layout).all(|(t, l)| Self::same_layout(t, l))
             && self.smoothing.iter().zip(&self.targets).all(|(s, t)| {
                 s.log2_freq.value == t.freq_hz.log2() && s.gain_db.value == t.gain_db && s.log2_q.value == t.q.log2()
             })
     }
 
-    /// The running sections (for the editor's curve and tests).
+    /// The settled sections (for the editor's curve and tests).
     pub fn sections(&self) -> &[Sos] {
         &self.sections
+    }
+
+    /// The settings the filters run at this moment: the layout with the smoothed values
+    /// (for tests that compare modulated output with frozen settings).
+    pub fn running_bands(&self) -> [Band; BANDS] {
+        std::array::from_fn(|i| {
+            let s = &self.smoothing[i];
+            Band { freq_hz: s.log2_freq.value.exp2(), gain_db: s.gain_db.value, q: s.log2_q.value.exp2(), ..self.layout[i] }
+                .clamped(self.fs)
+        })
+    }
+
+    /// Whether the sections currently run in SVF form (something is moving).
+    pub fn is_modulating(&self) -> bool {
+        self.svf_mode
     }
 
     /// How many times the coefficients were recomputed (they are not while settled).
@@ -438,62 +424,13 @@ impl Equaliser {
                 self.step_parameters();
             }
             let n = (frames - done).min(REDESIGN_INTERVAL - self.since_redesign).min(self.max_block);
-            if self.fade_left > 0 {
-                // The old layout runs on a copy; the output crossfades from it linearly.
-                for (s, b) in self.scratch.iter_mut().zip(buffers.iter()) {
-                    s[..n].copy_from_slice(&b[done..done + n]);
-                }
-                self.run_current(buffers, done, n);
-                self.process_old(n);
-                for i in 0..n {
-                    let w = self.fade_left.saturating_sub(i) as f32 / self.fade_len as f32;
-                    for (b, s) in buffers.iter_mut().zip(&self.scratch) {
-                        let x = &mut b[done + i];
-                        *x = *x * (1.0 - w) + s[i] * w;
-                    }
-                }
-                self.fade_left = self.fade_left.saturating_sub(n);
+            if self.svf_mode {
+                self.svf.process_at(buffers, done, n);
             } else {
-                self.run_current(buffers, done, n);
+                self.cascade.process_at(buffers, done, n);
             }
             done += n;
             self.since_redesign = (self.since_redesign + n) % REDESIGN_INTERVAL;
         }
-    }
-
-    fn run_current(&mut self, buffers: &mut [&mut [f32]], offset: usize, frames: usize) {
-        if self.svf_mode {
-            self.svf.process_at(buffers, offset, frames);
-        } else {
-            self.cascade.process_at(buffers, offset, frames);
-        }
-    }
-
-    /// The settings the filters run at this moment: the layout with the smoothed values
-    /// (for tests that compare modulated output with frozen settings).
-    pub fn running_bands(&self) -> [Band; BANDS] {
-        std::array::from_fn(|i| {
-            let s = &self.smoothing[i];
-            Band { freq_hz: s.log2_freq.value.exp2(), gain_db: s.gain_db.value, q: s.log2_q.value.exp2(), ..self.layout[i] }
-                .clamped(self.fs)
-        })
-    }
-
-    /// Whether the sections currently run in SVF form (something is moving).
-    pub fn is_modulating(&self) -> bool {
-        self.svf_mode
-    }
-
-    /// Runs the fading-out cascade over the first `n` frames of the scratch copies.
-    fn process_old(&mut self, n: usize) {
-        // `scratch` is a Vec of per-channel Vecs: borrow them as slices without
-        // allocating by processing through a fixed-size array of slice references.
-        const MAX: usize = 64;
-        let mut refs: [&mut [f32]; MAX] = std::array::from_fn(|_| &mut [][..]);
-        let count = self.scratch.len().min(MAX);
-        for (r, s) in refs.iter_mut().zip(self.scratch.iter_mut()) {
-            *r = &mut s[..n];
-        }
-        self.old.process_at(&mut refs[..count], 0, n);
     }
 }

@@ -60,8 +60,6 @@ pub struct FerroFx {
     /// 1.0 = fully processed, 0.0 = fully bypassed.
     wet_mix: f32,
     wet_step: f32,
-    /// Filters were cleared after the bypass fade finished.
-    cleared_while_bypassed: bool,
 }
 
 impl Default for FerroFx {
@@ -77,7 +75,6 @@ impl Default for FerroFx {
             dry: Vec::new(),
             wet_mix: 1.0,
             wet_step: 1.0,
-            cleared_while_bypassed: false,
         }
     }
 }
@@ -120,16 +117,10 @@ impl FerroFx {
         }
         let target = if bypass { 0.0 } else { 1.0 };
         let fading = self.wet_mix != target;
-        if bypass && !fading {
-            // Fully bypassed: clear the filters once so un-bypassing starts clean.
-            if !self.cleared_while_bypassed {
-                self.reset_filters();
-                self.cleared_while_bypassed = true;
-            }
-            return;
-        }
-        self.cleared_while_bypassed = false;
-        if fading {
+        // The filters keep running while bypassed (their output unused), so un-bypassing
+        // crossfades to a settled filter instead of one starting from silence.
+        let bypassed = bypass && !fading;
+        if fading || bypassed {
             for (d, b) in self.dry.iter_mut().zip(buffers.iter()) {
                 d[..frames].copy_from_slice(&b[start..start + frames]);
             }
@@ -173,6 +164,11 @@ impl FerroFx {
                 r.fill(0.0);
             }
             self.reset_filters();
+        }
+        if bypassed {
+            for (r, d) in refs.iter_mut().zip(&self.dry) {
+                r.copy_from_slice(&d[..frames]);
+            }
         }
     }
 }
@@ -281,7 +277,6 @@ impl Plugin for FerroFx {
         self.dry = vec![vec![0.0; max_block]; channels];
         self.wet_step = 1.0 / (BYPASS_FADE_MS * 1e-3 * fs).max(1.0);
         self.wet_mix = if self.params.bypass.value() { 0.0 } else { 1.0 };
-        self.cleared_while_bypassed = false;
         // The CPU path adds no latency. (The GPU worker is not in this build: the backend
         // parameter exists and runs on the CPU.)
         context.set_latency_samples(0);

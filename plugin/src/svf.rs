@@ -137,105 +137,137 @@ impl SvfCoefs {
     }
 }
 
-/// A cascade of SVF sections for several channels, with coefficient interpolation.
+/// A cascade of SVF slots for several channels, with per-sample coefficient glides.
+/// Slots hold the identity section when unused; a slot that is the identity and stays
+/// so is skipped.
 pub struct SvfCascade {
     coefs: Vec<SvfCoefs>,
     step: Vec<SvfCoefs>,
     target: Vec<SvfCoefs>,
+    /// Slots that run (not identity-to-identity), in order.
+    active: Vec<usize>,
     interp_left: usize,
-    /// `[channel][section]` -> `[ic1eq, ic2eq]`.
+    /// `[channel][slot]` -> `[ic1eq, ic2eq]`.
     state: Vec<[f64; 2]>,
     channels: usize,
 }
 
 impl SvfCascade {
-    /// Allocates for up to `capacity` sections and `channels` channels.
-    pub fn with_capacity(capacity: usize, channels: usize) -> SvfCascade {
+    /// Allocates `slots` slots for `channels` channels, all identity.
+    pub fn with_slots(slots: usize, channels: usize) -> SvfCascade {
+        let identity = SvfCoefs::from_sos(&Sos::IDENTITY);
         SvfCascade {
-            coefs: Vec::with_capacity(capacity),
-            step: Vec::with_capacity(capacity),
-            target: Vec::with_capacity(capacity),
+            coefs: vec![identity; slots],
+            step: vec![SvfCoefs::default(); slots],
+            target: vec![identity; slots],
+            active: Vec::with_capacity(slots),
             interp_left: 0,
-            state: Vec::with_capacity(capacity * channels),
+            state: vec![[0.0; 2]; slots * channels],
             channels,
         }
     }
 
-    pub fn sections(&self) -> usize {
-        self.coefs.len()
-    }
-
-    /// Whether the coefficients have reached their targets.
+    /// Whether the coefficients are still gliding.
     pub fn interpolating(&self) -> bool {
         self.interp_left > 0
     }
 
-    /// Takes over a TDF-II cascade: its coefficients and state, so the output continues
-    /// exactly. Within capacity: no allocation.
-    pub fn load_from_tdf2(&mut self, coefs: &[SosCoefs], state: &[[f64; 2]]) {
-        self.coefs.clear();
-        self.coefs.extend(coefs.iter().map(|q| SvfCoefs::from_sos(&Sos { b: [q.b0, q.b1, q.b2], a: [1.0, q.a1, q.a2] })));
-        self.target.clear();
-        self.target.extend_from_slice(&self.coefs);
-        self.step.clear();
-        self.step.resize(self.coefs.len(), SvfCoefs::default());
+    fn slots(&self) -> usize {
+        self.coefs.len()
+    }
+
+    /// Takes over a TDF-II cascade (coefficients and state) whose sections are band
+    /// `i`'s `counts[i]` sections in turn, band `i` owning slots `i * per_band ..`; the
+    /// output continues exactly. Other slots become identity with zero state.
+    pub fn load_from_tdf2(&mut self, coefs: &[SosCoefs], state: &[[f64; 2]], counts: &[usize], per_band: usize) {
+        let identity = SvfCoefs::from_sos(&Sos::IDENTITY);
+        let slots = self.slots();
+        self.coefs.fill(identity);
+        self.target.fill(identity);
+        self.state.fill([0.0; 2]);
         self.interp_left = 0;
-        self.state.clear();
-        let n = self.coefs.len();
-        for c in 0..self.channels {
-            for k in 0..n {
-                let s = state.get(c * n + k).copied().unwrap_or([0.0; 2]);
-                self.state.push(self.coefs[k].from_tdf2_state(&coefs[k], s));
+        let n = coefs.len();
+        let mut j = 0;
+        for (band, &count) in counts.iter().enumerate() {
+            for k in 0..count.min(per_band) {
+                let Some(q) = coefs.get(j) else { break };
+                let slot = band * per_band + k;
+                let svf = SvfCoefs::from_sos(&Sos { b: [q.b0, q.b1, q.b2], a: [1.0, q.a1, q.a2] });
+                self.coefs[slot] = svf;
+                self.target[slot] = svf;
+                for c in 0..self.channels {
+                    let st = state.get(c * n + j).copied().unwrap_or([0.0; 2]);
+                    self.state[c * slots + slot] = svf.from_tdf2_state(q, st);
+                }
+                j += 1;
             }
         }
     }
 
-    /// Moves the coefficients toward `sections` linearly over the next `samples` samples
-    /// (same section count; the state is kept).
-    pub fn glide_to(&mut self, sections: &[Sos], samples: usize) {
-        debug_assert_eq!(sections.len(), self.coefs.len());
-        self.target.clear();
-        self.target.extend(sections.iter().map(SvfCoefs::from_sos));
-        for ((st, from), to) in self.step.iter_mut().zip(&self.coefs).zip(&self.target) {
-            *st = SvfCoefs::lerp_step(from, to, samples.max(1) as f64);
+    /// Moves every slot toward `targets` (one section per slot) linearly over the next
+    /// `samples` samples, keeping the state.
+    pub fn glide_to(&mut self, targets: &[Sos], samples: usize) {
+        let identity = SvfCoefs::from_sos(&Sos::IDENTITY);
+        self.active.clear();
+        for (slot, sos) in targets.iter().enumerate().take(self.slots()) {
+            let to = SvfCoefs::from_sos(sos);
+            self.target[slot] = to;
+            self.step[slot] = SvfCoefs::lerp_step(&self.coefs[slot], &to, samples.max(1) as f64);
+            if self.coefs[slot] != identity || to != identity {
+                self.active.push(slot);
+            } else {
+                // An identity slot's state does not reach the output; when the slot
+                // comes back it starts from rest.
+                let slots = self.coefs.len();
+                for c in 0..self.channels {
+                    self.state[c * slots + slot] = [0.0; 2];
+                }
+            }
         }
         self.interp_left = samples.max(1);
     }
 
-    /// Writes the TDF-II state that continues this cascade exactly, for a cascade running
-    /// `coefs` (the same sections). Call when not interpolating.
-    pub fn store_tdf2_state(&self, coefs: &[SosCoefs], out: &mut Vec<[f64; 2]>) {
+    /// Writes the TDF-II state that continues this cascade exactly for a cascade running
+    /// `coefs`: band `i`'s first `counts[i]` slots in turn (the other slots must be
+    /// identity, which they are once a glide to a design has finished).
+    pub fn store_tdf2_state(&self, coefs: &[SosCoefs], counts: &[usize], per_band: usize, out: &mut Vec<[f64; 2]>) {
         out.clear();
-        let n = self.coefs.len();
+        let slots = self.slots();
         for c in 0..self.channels {
-            for k in 0..n {
-                out.push(self.coefs[k].to_tdf2_state(&coefs[k], self.state[c * n + k]));
+            let mut j = 0;
+            for (band, &count) in counts.iter().enumerate() {
+                for k in 0..count.min(per_band) {
+                    let slot = band * per_band + k;
+                    let q = coefs.get(j).copied().unwrap_or_default();
+                    out.push(self.coefs[slot].to_tdf2_state(&q, self.state[c * slots + slot]));
+                    j += 1;
+                }
             }
         }
     }
 
     /// Filters `frames` samples at `offset` of each channel in place.
     pub fn process_at(&mut self, buffers: &mut [&mut [f32]], offset: usize, frames: usize) {
-        let n = self.coefs.len();
-        if n == 0 {
-            return;
-        }
+        let slots = self.slots();
         let channels = buffers.len().min(self.channels);
         for i in offset..offset + frames {
             if self.interp_left > 0 {
                 self.interp_left -= 1;
-                if self.interp_left == 0 {
-                    self.coefs.copy_from_slice(&self.target);
-                } else {
-                    for (c, d) in self.coefs.iter_mut().zip(&self.step) {
-                        c.add(d);
+                for &slot in &self.active {
+                    if self.interp_left == 0 {
+                        self.coefs[slot] = self.target[slot];
+                    } else {
+                        let d = self.step[slot];
+                        self.coefs[slot].add(&d);
                     }
                 }
             }
             for (ch, buf) in buffers.iter_mut().enumerate().take(channels) {
-                let st = &mut self.state[ch * n..(ch + 1) * n];
+                let st = &mut self.state[ch * slots..(ch + 1) * slots];
                 let mut x = f64::from(buf[i]);
-                for (q, s) in self.coefs.iter().zip(st.iter_mut()) {
+                for &slot in &self.active {
+                    let q = &self.coefs[slot];
+                    let s = &mut st[slot];
                     let (a1, a2, a3) = q.update_coefs();
                     let v3 = x - s[1];
                     let v1 = a1 * s[0] + a2 * v3;
@@ -254,12 +286,6 @@ impl SvfCascade {
                 }
             }
         }
-    }
-
-    /// The sections as they are now (mid-glide, the interpolated ones).
-    pub fn current_sections(&self, out: &mut Vec<Sos>) {
-        out.clear();
-        out.extend(self.coefs.iter().map(SvfCoefs::to_sos));
     }
 
     /// Clears the state.
