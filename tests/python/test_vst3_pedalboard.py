@@ -1,0 +1,176 @@
+"""The bundled FerroFX.vst3 in a real VST3 host (Spotify's pedalboard).
+
+Needs the bundle (`cargo xtask bundle ferrofx`; scripts/test.sh builds it) and the
+xtask binary for the reference render ($FERROFX_XTASK, else `cargo run`). The bundle is
+found in $FERROFX_BUNDLE_DIR, $CARGO_TARGET_DIR/bundled or target/bundled; without it
+the tests are skipped with the reason, unless FERROFX_REQUIRE_BUNDLES=1 (then they fail).
+
+The expected output comes from the core engine through `cargo xtask render`, with a
+chain file written from the parameter values the host reports (raw 0..1 values mapped
+through the plugin's documented ranges).
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+import scipy.io.wavfile as wavfile
+
+pedalboard = pytest.importorskip("pedalboard")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+FS = 48_000
+
+
+def bundle_path():
+    dirs = []
+    if os.environ.get("FERROFX_BUNDLE_DIR"):
+        dirs.append(pathlib.Path(os.environ["FERROFX_BUNDLE_DIR"]))
+    if os.environ.get("CARGO_TARGET_DIR"):
+        dirs.append(pathlib.Path(os.environ["CARGO_TARGET_DIR"]) / "bundled")
+    dirs.append(ROOT / "target" / "bundled")
+    for d in dirs:
+        if (d / "FerroFX.vst3").exists():
+            return d / "FerroFX.vst3"
+    msg = f"FerroFX.vst3 not found in {[str(d) for d in dirs]}; run `cargo xtask bundle ferrofx`"
+    if os.environ.get("FERROFX_REQUIRE_BUNDLES") == "1":
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+@pytest.fixture
+def plugin():
+    return pedalboard.load_plugin(str(bundle_path()))
+
+
+def xtask(args):
+    exe = os.environ.get("FERROFX_XTASK")
+    cmd = [exe] + args if exe else ["cargo", "run", "-q", "-p", "xtask", "--release", "--"] + args
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+
+
+def render_core(chain, audio):
+    """The core engine's output for `audio` (channels, frames) through `chain`."""
+    with tempfile.TemporaryDirectory() as d:
+        src, out, ch = (os.path.join(d, n) for n in ("in.wav", "out.wav", "chain.json"))
+        wavfile.write(src, FS, np.ascontiguousarray(audio.T.astype(np.float32)))
+        with open(ch, "w") as f:
+            json.dump(chain, f)
+        r = xtask(["render", "--chain", ch, "--output", out, src])
+        assert r.returncode == 0, r.stderr
+        rate, y = wavfile.read(out)
+        assert rate == FS
+        return y.T.reshape(audio.shape)
+
+
+# The plugin's parameter ranges (plugin/src/params.rs): skewed ranges map a raw value r
+# to min + r^(1/factor) (max - min) with factor = 2^skew; linear ones to min + r (max - min).
+def freq_hz(raw):
+    return 20.0 + raw ** (2 ** 2.2) * (20_000.0 - 20.0)
+
+
+def q_value(raw):
+    return 0.1 + raw ** (2 ** 2.0) * (18.0 - 0.1)
+
+
+# Gains have a step size of 0.01 dB.
+def gain_db(raw):
+    return round(-24.0 + 48.0 * raw, 2)
+
+
+def output_gain_db(raw):
+    return round(-36.0 + 60.0 * raw, 2)
+
+
+def noise(channels, frames, seed):
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(-0.5, 0.5, size=(channels, frames))).astype(np.float32)
+
+
+def test_lists_every_parameter(plugin):
+    names = list(plugin.parameters.keys())
+    assert len(names) == 24 * 7 + 4
+    for n in range(1, 25):
+        for what in ("on", "shape", "frequency_hz", "gain_db", "q", "slope", "linkwitz_riley"):
+            assert f"band_{n}_{what}" in names
+    for name in ("output_gain_db", "bypass", "backend", "gpu_min_block_frames"):
+        assert name in names
+    assert plugin.parameters["band_3_shape"].valid_values == [
+        "Peak", "Low shelf", "High shelf", "Low cut", "High cut", "Notch", "Band pass", "All pass", "Tilt shelf"]
+    assert plugin.parameters["bypass"].valid_values == ["Not Bypassed", "Bypassed"]
+    assert plugin.parameters["backend"].valid_values == ["Auto", "CPU", "GPU"]
+
+
+def configure(p):
+    """Sets a few bands and the output gain; returns the equivalent chain file."""
+    p.band_1_on = True
+    p.band_1_shape = "Low cut"
+    p.band_1_frequency_hz = 80.0
+    p.band_1_slope = "24 dB/oct"
+    p.band_6_on = True
+    p.band_6_shape = "Peak"
+    p.band_6_frequency_hz = 1000.0
+    p.band_6_gain_db = 6.0
+    p.band_6_q = 1.4
+    p.band_9_on = True
+    p.band_9_shape = "High shelf"
+    p.band_9_frequency_hz = 8000.0
+    p.band_9_gain_db = -4.0
+    p.band_9_q = 0.7
+    p.band_12_on = True
+    p.band_12_shape = "Tilt shelf"
+    p.band_12_frequency_hz = 600.0
+    p.band_12_gain_db = 3.0
+    p.band_12_q = 0.7
+    p.band_24_on = True
+    p.band_24_shape = "High cut"
+    p.band_24_frequency_hz = 15000.0
+    p.band_24_slope = "48 dB/oct"
+    p.band_24_linkwitz_riley = True
+    p.output_gain_db = -3.0
+
+    raw = {k: v.raw_value for k, v in p.parameters.items()}
+    f = lambda n: freq_hz(raw[f"band_{n}_frequency_hz"])
+    g = lambda n: gain_db(raw[f"band_{n}_gain_db"])
+    q = lambda n: q_value(raw[f"band_{n}_q"])
+    return {
+        "format": "ferrofx-chain",
+        "version": 1,
+        "stages": [
+            {"type": "butterworth", "response": "highpass", "order": 4, "cutoff_hz": f(1)},
+            {"type": "biquad", "kind": "peaking", "freq_hz": f(6), "q": q(6), "gain_db": g(6)},
+            {"type": "biquad", "kind": "high_shelf", "freq_hz": f(9), "q": q(9), "gain_db": g(9)},
+            {"type": "biquad", "kind": "low_shelf", "freq_hz": f(12), "q": q(12), "gain_db": -g(12) / 2},
+            {"type": "biquad", "kind": "high_shelf", "freq_hz": f(12), "q": q(12), "gain_db": g(12) / 2},
+            {"type": "linkwitz_riley", "response": "lowpass", "order": 8, "cutoff_hz": f(24)},
+            {"type": "gain", "gain_db": output_gain_db(raw["output_gain_db"])},
+        ],
+    }
+
+
+@pytest.mark.parametrize("channels", [2, 1])
+def test_matches_the_core_engine(plugin, channels):
+    chain = configure(plugin)
+    x = noise(channels, FS, 3)
+    # One second of silence first: the parameter smoothing settles on zeros.
+    lead = np.zeros((channels, FS), dtype=np.float32)
+    y = plugin(np.concatenate([lead, x], axis=1), FS)
+    assert y.shape == (channels, 2 * FS)
+    assert np.all(y[:, :FS] == 0.0)
+    expected = render_core(chain, x)
+    err = np.max(np.abs(y[:, FS:] - expected))
+    print(f"{channels} channel(s): max difference from the core engine {err:.3e}")
+    assert err <= 2e-5
+
+
+def test_bypass_passes_the_input_through(plugin):
+    configure(plugin)
+    plugin.bypass = "Bypassed"
+    x = noise(2, FS, 4)
+    y = plugin(x, FS)
+    # After the 10 ms crossfade the output is the input, sample for sample.
+    assert np.array_equal(y[:, FS // 50:], x[:, FS // 50:])
