@@ -14,8 +14,12 @@ export DEBIAN_FRONTEND=noninteractive
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq
     # pkg-config/gcc: -sys crates; flac: the FLAC decoding test encodes its input;
-    # python3-venv: the test tools' virtual environment.
-    apt-get install -y -qq --no-install-recommends pkg-config gcc flac python3 python3-venv python3-pip >/dev/null
+    # python3-venv: the test tools' virtual environment; libasound2-dev and
+    # libjack-jackd2-dev: the plugin's standalone app (ALSA/JACK); xvfb, xdotool and
+    # imagemagick: the editor check under a virtual display; libgl1-mesa-dri: its OpenGL.
+    apt-get install -y -qq --no-install-recommends pkg-config gcc flac python3 python3-venv python3-pip \
+        libasound2-dev libjack-jackd2-dev libx11-xcb-dev libxcursor-dev libgl1-mesa-dev libgl1-mesa-dri \
+        xvfb xdotool imagemagick >/dev/null
 else
     echo "note: not root or no apt-get; skipping system packages" >&2
 fi
@@ -24,5 +28,6 @@ VENV="${FERROFX_VENV:-$HOME/.cache/ferrofx/venv}"
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy scipy pytest
+# pedalboard: the VST3 host the plugin's tests load the bundle into.
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy scipy pytest pedalboard
 echo "dependencies ready (Python tools in $VENV)"

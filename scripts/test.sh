@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every FerroFX test: the Rust unit and integration tests (the 77 shared SciPy
-# reference cases print a summary), the SciPy cross-check in Python, and the README's
-# main job (`cargo xtask render` in release) as a smoke test.
+# Runs every FerroFX test: the plugin bundles (debug), the Rust unit and integration
+# tests (the 77 shared SciPy reference cases print a summary; the CLAP host tests load
+# the bundle), the README's main job (`cargo xtask render` in release), a benchmark
+# smoke run, the standalone app with its editor under Xvfb, and in Python the SciPy
+# cross-check and the VST3 host test (pedalboard).
 # Expects scripts/install-deps.sh to have run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +16,12 @@ if [ ! -f "$FERROFX_REFERENCE_DIR/index.json" ]; then
     exit 1
 fi
 
-echo "== cargo test (workspace)"
+echo "== plugin bundles, debug build (nice-plug's allocation checks on): cargo xtask bundle ferrofx"
+cargo xtask bundle ferrofx
+# The host tests (clack-host for CLAP, pedalboard for VST3) load these and must not skip.
+export FERROFX_BUNDLE_DIR="$CARGO_TARGET_DIR/bundled" FERROFX_REQUIRE_BUNDLES=1
+
+echo "== cargo test (workspace; includes the CLAP host tests)"
 cargo test --workspace -- --skip every_reference_case_meets_the_tolerances
 echo "== SciPy reference cases"
 cargo test --workspace --test reference -- --nocapture
@@ -27,5 +34,8 @@ cargo xtask render --chain examples/chains/demo.json --output "$tmp/demo.wav" ex
 echo "== benchmark smoke run (no timing assertions): cargo xtask bench --quick"
 cargo xtask bench --quick
 
-echo "== SciPy cross-check (Python)"
+echo "== standalone app and editor under a virtual display"
+bash scripts/editor-check.sh "$tmp/editor.png"
+
+echo "== SciPy cross-check and the VST3 host test (Python)"
 FERROFX_XTASK="$CARGO_TARGET_DIR/debug/xtask" "$VENV/bin/python" -m pytest -q tests/python

@@ -339,9 +339,9 @@ impl Equaliser {
             // Bands only re-design when they move (settled bands keep their sections).
             self.redesign();
             self.redesigns += 1;
-            for (i, (buf, n)) in self.designed.iter().enumerate() {
-                for k in 0..MAX_SECTIONS_PER_BAND {
-                    self.slot_targets[i * MAX_SECTIONS_PER_BAND + k] = if k < *n { buf[k] } else { Sos::IDENTITY };
+            for ((buf, n), slots) in self.designed.iter().zip(self.slot_targets.chunks_mut(MAX_SECTIONS_PER_BAND)) {
+                for (k, (slot, sos)) in slots.iter_mut().zip(buf).enumerate() {
+                    *slot = if k < *n { *sos } else { Sos::IDENTITY };
                 }
             }
             self.svf.glide_to(&self.slot_targets, REDESIGN_INTERVAL);

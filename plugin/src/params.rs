@@ -183,8 +183,7 @@ impl BandParams {
             shape: EnumParam::new(format!("Band {n} Shape"), shape),
             freq_hz: FloatParam::new(format!("Band {n} Frequency"), default_freq_hz(index), ranges::freq_hz())
                 .with_unit(" Hz")
-                .with_value_to_string(formatters::v2s_f32_hz_then_khz(1))
-                .with_string_to_value(formatters::s2v_f32_hz_then_khz()),
+                .with_value_to_string(formatters::v2s_f32_rounded(1)),
             gain_db: FloatParam::new(format!("Band {n} Gain"), 0.0, ranges::gain_db())
                 .with_unit(" dB")
                 .with_step_size(0.01),
