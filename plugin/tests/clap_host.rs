@@ -190,10 +190,29 @@ impl Plugin {
         block: usize,
         input: &[Vec<f32>],
         events: &[(usize, ClapId, f64)],
+        hook: impl FnMut(usize, usize, &mut Vec<ParamValueEvent>) + Send,
+    ) -> (Vec<Vec<f32>>, Vec<f64>) {
+        self.run_with(fs, &[block], input, events, hook, None)
+    }
+
+    /// [`Plugin::run`] with block sizes cycling through `blocks` (the largest is the
+    /// maximum announced at activation) and an optional action on the main thread once
+    /// the audio thread has processed `main_action.0` frames.
+    #[allow(clippy::type_complexity)]
+    fn run_with(
+        &mut self,
+        fs: f64,
+        blocks: &[usize],
+        input: &[Vec<f32>],
+        events: &[(usize, ClapId, f64)],
         mut hook: impl FnMut(usize, usize, &mut Vec<ParamValueEvent>) + Send,
+        mut main_action: Option<(usize, Box<dyn FnMut(&mut PluginInstance<TestHost>)>)>,
     ) -> (Vec<Vec<f32>>, Vec<f64>) {
         let channels = input.len();
         let frames = input[0].len();
+        let block = *blocks.iter().max().unwrap();
+        let progress = std::sync::atomic::AtomicUsize::new(0);
+        let progress = &progress;
         let config = PluginAudioConfiguration { sample_rate: fs, min_frames_count: 1, max_frames_count: block as u32 };
         let processor = self.instance.activate(|_, _| (), config).expect("the plugin activates");
         let instance = &mut self.instance;
@@ -209,8 +228,10 @@ impl Plugin {
                 let mut evs: Vec<ParamValueEvent> = Vec::with_capacity(1024);
                 let mut next_event = 0;
                 let mut start = 0;
+                let mut which = 0;
                 while start < frames {
-                    let len = block.min(frames - start);
+                    let len = blocks[which % blocks.len()].min(frames - start);
+                    which += 1;
                     for (b, x) in in_buf.iter_mut().zip(input) {
                         b[..len].copy_from_slice(&x[start..start + len]);
                     }
@@ -240,6 +261,7 @@ impl Plugin {
                         o.extend_from_slice(&b[..len]);
                     }
                     start += len;
+                    progress.store(start, Ordering::SeqCst);
                 }
                 (p.stop_processing(), output, block_seconds)
             });
@@ -247,6 +269,12 @@ impl Plugin {
             while !audio.is_finished() {
                 if instance.access_shared_handler(|s| s.callback_requested.swap(false, Ordering::SeqCst)) {
                     instance.call_on_main_thread_callback();
+                }
+                if let Some((at, action)) = main_action.as_mut() {
+                    if progress.load(Ordering::SeqCst) >= *at {
+                        action(instance);
+                        main_action = None;
+                    }
                 }
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
@@ -427,6 +455,87 @@ fn matches_the_core_engine_at_every_rate_and_block_size() {
         }
     }
     println!("worst difference from the core engine over 3 rates x 4 block sizes: {worst:e}");
+}
+
+/// The lowest and highest rates (8 and 384 kHz) with irregular block sizes from 1 to the
+/// 16384 maximum, against the core engine.
+#[test]
+fn extreme_rates_and_irregular_block_sizes() {
+    let Some(entry) = entry() else { return };
+    let s = |n: usize, what: &str, v: Plain| (format!("Band {n} {what}"), v);
+    let settings = vec![
+        s(1, "On", Plain::Discrete(1.0)),
+        s(1, "Shape", Plain::Discrete(LOW_CUT)),
+        s(1, "Frequency", Plain::Freq(80.0)),
+        s(1, "Slope", Plain::Discrete(3.0)),
+        s(7, "On", Plain::Discrete(1.0)),
+        s(7, "Shape", Plain::Discrete(PEAK)),
+        s(7, "Frequency", Plain::Freq(1000.0)),
+        s(7, "Gain", Plain::GainDb(6.0)),
+        s(7, "Q", Plain::Q(1.4)),
+        s(9, "On", Plain::Discrete(1.0)),
+        s(9, "Shape", Plain::Discrete(HIGH_SHELF)),
+        s(9, "Frequency", Plain::Freq(3000.0)),
+        s(9, "Gain", Plain::GainDb(-4.0)),
+        s(9, "Q", Plain::Q(0.7)),
+    ];
+    let chain = Butterworth::highpass(80.0, 4) | Biquad::peaking(1000.0, 1.4, 6.0) | Biquad::high_shelf(3000.0, 0.7, -4.0);
+    let blocks = [1usize, 7, 333, 16384, 2, 1000, 4096, 64];
+    for fs in [8_000.0, 384_000.0] {
+        let mut plugin = Plugin::new(entry);
+        let signal = stereo_noise((0.5 * fs) as usize, 17);
+        let input = with_lead_in(fs, &signal);
+        let evs = events(&plugin, 0, &settings);
+        let (out, _) = plugin.run_with(fs, &blocks, &input, &evs, |_, _, _| {}, None);
+        let expected = engine_output(&chain, fs, &signal);
+        for (o, e) in out.iter().zip(&expected) {
+            let err = max_abs_diff(&o[settle_frames(fs)..], e);
+            println!("fs {fs}: max difference from the core engine {err:e}");
+            assert!(err <= 2e-5, "fs {fs}: max error {err:e}");
+        }
+    }
+}
+
+/// A chain with a long FIR arrives while the plugin plays (the host loads a state on
+/// the main thread): it is built there and handed to the audio thread lock-free, the
+/// old engine goes back to be dropped off the audio thread (the debug bundle aborts on
+/// any allocation or free inside `process`), and the output becomes bands + chain.
+#[test]
+fn chain_loaded_while_playing_is_handed_over() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let (settings, chain) = settings();
+    let taps: Vec<f64> = noise(8192, 19, 0.02).iter().map(|&v| v as f64).collect();
+    let extra = Elliptic::lowpass(12_000.0, 5, 0.5, 60.0) | Fir::coefficients(taps);
+
+    let mut a = Plugin::new(entry);
+    let evs = events(&a, 0, &settings);
+    a.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
+    let mut state = state_json(&a.save());
+    state["fields"]["chain"] = serde_json::Value::String(serde_json::to_string(&extra.to_json()).unwrap());
+    let state = state_bytes(&state);
+
+    let signal = stereo_noise(2 * fs as usize, 23);
+    let mut b = Plugin::new(entry);
+    let evs = events(&b, 0, &settings);
+    let load: Box<dyn FnMut(&mut PluginInstance<TestHost>)> = Box::new(move |instance| {
+        let ext = instance.access_shared_handler(|s| *s.state.get().unwrap()).unwrap();
+        ext.load(&instance.plugin_handle(), &mut &state[..]).expect("state loads while playing");
+    });
+    let (out, _) = b.run_with(fs, &[256], &signal, &evs, |_, _, _| {}, Some(((0.5 * fs) as usize, load)));
+
+    let mut full = chain.clone();
+    let gain = full.stages.pop().unwrap();
+    full.stages.extend(extra.stages.clone());
+    full.stages.push(gain);
+    let expected = engine_output(&full, fs, &signal);
+    let tail = (1.5 * fs) as usize;
+    for (o, e) in out.iter().zip(&expected) {
+        let err = max_abs_diff(&o[tail..], &e[tail..]);
+        assert!(err <= 2e-5, "after the hand-over: max error {err:e}");
+        let before = max_abs_diff(&o[..(0.4 * fs) as usize], &e[..(0.4 * fs) as usize]);
+        assert!(before > 1e-3, "before the load the chain stages were not running");
+    }
 }
 
 /// The saved state holds the parameters and the chain file; loaded into a new instance

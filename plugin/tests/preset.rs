@@ -1,0 +1,112 @@
+//! Preset export/import through chain files (the shared contract).
+
+use ferrofx::chain::{Chain, Elliptic, Fir};
+use ferrofx::{Engine, Stage};
+use ferrofx_plugin::bands::{Band, Equaliser, Shape, Slope, BANDS};
+use ferrofx_plugin::preset;
+
+fn bands() -> [Band; BANDS] {
+    let mut b = [Band::default(); BANDS];
+    let set = |shape, freq_hz, gain_db, q, db, lr| Band {
+        enabled: true,
+        shape,
+        freq_hz,
+        gain_db,
+        q,
+        slope: Slope { db_per_oct: db, linkwitz_riley: lr },
+    };
+    b[0] = set(Shape::LowCut, 40.0, 0.0, 0.7, 36, false);
+    b[2] = set(Shape::Peak, 250.0, -3.5, 2.0, 24, false);
+    b[4] = set(Shape::LowShelf, 120.0, 4.0, 0.8, 24, false);
+    b[7] = set(Shape::HighShelf, 9000.0, -2.0, 0.6, 24, false);
+    b[9] = set(Shape::Notch, 3150.0, 0.0, 8.0, 24, false);
+    b[11] = set(Shape::BandPass, 700.0, 0.0, 0.9, 24, false);
+    b[13] = set(Shape::AllPass, 1500.0, 0.0, 1.1, 24, false);
+    b[15] = set(Shape::TiltShelf, 800.0, 5.0, 0.7, 24, false);
+    b[23] = set(Shape::HighCut, 16000.0, 0.0, 0.7, 48, true);
+    b[20] = Band { enabled: false, ..set(Shape::Peak, 5000.0, 12.0, 1.0, 24, false) };
+    b
+}
+
+fn noise(n: usize) -> Vec<f32> {
+    let mut s = 0x2545_F491_4F6C_DD1Du64;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        })
+        .collect()
+}
+
+#[test]
+fn export_then_import_gives_back_bands_stages_and_gain() {
+    let fs = 48_000.0;
+    let stages = Elliptic::lowpass(12_000.0, 4, 0.5, 50.0) | Fir::coefficients(vec![0.25, 0.5, 0.25]) | Stage::gain(-1.0);
+    let exported = preset::export(&bands(), &stages, -2.5, fs);
+    // Through the file format and back.
+    let text = exported.to_json();
+    let parsed = Chain::from_json(&text).expect("the exported file is a valid chain file");
+    assert_eq!(parsed, exported);
+    let imported = preset::import(&parsed);
+    let enabled: Vec<(usize, Band)> = bands().iter().copied().enumerate().filter(|(_, b)| b.enabled).collect();
+    assert_eq!(imported.bands.len(), enabled.len());
+    for ((i, b), (j, c)) in imported.bands.iter().zip(&enabled) {
+        assert_eq!(i, j);
+        assert_eq!(b.shape, c.shape, "band {}", i + 1);
+        assert_eq!(b.freq_hz, c.freq_hz);
+        if matches!(c.shape, Shape::LowCut | Shape::HighCut) {
+            assert_eq!(b.slope, c.slope);
+        } else {
+            assert_eq!(b.q, c.q);
+            if matches!(c.shape, Shape::Peak | Shape::LowShelf | Shape::HighShelf | Shape::TiltShelf) {
+                assert!((b.gain_db - c.gain_db).abs() < 1e-12);
+            }
+        }
+    }
+    assert_eq!(imported.stages, stages, "chain stages come back unchanged, the user's own gain stage included");
+    assert_eq!(imported.output_gain_db, Some(-2.5));
+}
+
+/// The exported file renders (core engine) what the plugin's equaliser plays.
+#[test]
+fn exported_file_renders_like_the_equaliser() {
+    let fs = 48_000.0;
+    let exported = preset::export(&bands(), &Chain::new(), 0.0, fs);
+    let designed = Chain::from_json(&exported.to_json()).unwrap().design(fs).unwrap();
+    let x = noise(48_000);
+    let mut engine = Engine::new(&designed, 1, 4096);
+    let mut expected = x.clone();
+    engine.process(&mut [&mut expected[..]]);
+    let mut eq = Equaliser::new(fs, 1, 4096);
+    for (i, b) in bands().iter().enumerate() {
+        eq.set_band(i, *b);
+    }
+    eq.snap();
+    let mut y = x.clone();
+    for c in y.chunks_mut(4096) {
+        eq.process(&mut [c]);
+    }
+    let err = y.iter().zip(&expected).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(err <= 1e-5, "max difference {err:e}");
+}
+
+#[test]
+fn foreign_stages_stay_chain_stages() {
+    // A file written by hand: an unlabelled peaking biquad and a band-labelled elliptic
+    // (which no band can express) both stay chain stages; a gain that is not last is a
+    // stage too.
+    let chain = Chain {
+        stages: vec![
+            ferrofx::chain::Biquad::peaking(1000.0, 1.0, 3.0),
+            Elliptic::highpass(100.0, 3, 1.0, 40.0).labelled("band 2"),
+            Stage::gain(-6.0).labelled(preset::OUTPUT_GAIN_LABEL),
+            Fir::coefficients(vec![1.0]),
+        ],
+    };
+    let imported = preset::import(&chain);
+    assert!(imported.bands.is_empty());
+    assert_eq!(imported.stages, chain);
+    assert_eq!(imported.output_gain_db, None);
+}
