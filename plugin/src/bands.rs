@@ -15,6 +15,9 @@ pub const BANDS: usize = 24;
 pub const MAX_SECTIONS_PER_BAND: usize = 8;
 /// Samples between re-designs from the smoothed parameters.
 pub const REDESIGN_INTERVAL: usize = 32;
+/// Glide time of a discrete change (enable, shape, slope, Butterworth/Linkwitz-Riley),
+/// as a multiple of the re-design interval (512 samples: about 10 ms at 48 kHz).
+pub const SWITCH_GLIDE_INTERVALS: usize = 16;
 
 /// Parameter ranges, shared with the editor.
 pub mod ranges {
@@ -317,10 +320,12 @@ impl Equaliser {
     /// run in SVF form, gliding to each new design over the interval; once everything has
     /// settled they return to the fused cascade.
     fn step_parameters(&mut self) {
+        let mut switched = [false; BANDS];
         for (i, ((l, t), s)) in self.layout.iter_mut().zip(&self.targets).zip(self.smoothing.iter_mut()).enumerate() {
             if !Self::same_layout(l, t) {
                 *l = *t;
                 self.dirty[i] = true;
+                switched[i] = true;
             }
             s.log2_freq.target = t.freq_hz.log2();
             s.gain_db.target = t.gain_db;
@@ -336,15 +341,24 @@ impl Equaliser {
                 self.svf.load_from_tdf2(self.cascade.coefficients(), self.cascade.state(), &counts, MAX_SECTIONS_PER_BAND);
                 self.svf_mode = true;
             }
-            // Bands only re-design when they move (settled bands keep their sections).
+            // Bands only re-design when they move (settled bands keep their sections,
+            // and a band still gliding from a switch goes on gliding).
+            let moving = self.dirty;
             self.redesign();
             self.redesigns += 1;
-            for ((buf, n), slots) in self.designed.iter().zip(self.slot_targets.chunks_mut(MAX_SECTIONS_PER_BAND)) {
+            for (i, ((buf, n), slots)) in
+                self.designed.iter().zip(self.slot_targets.chunks_mut(MAX_SECTIONS_PER_BAND)).enumerate()
+            {
+                if !moving[i] {
+                    continue;
+                }
                 for (k, (slot, sos)) in slots.iter_mut().zip(buf).enumerate() {
                     *slot = if k < *n { *sos } else { Sos::IDENTITY };
                 }
+                let glide = if switched[i] { SWITCH_GLIDE_INTERVALS * REDESIGN_INTERVAL } else { REDESIGN_INTERVAL };
+                self.svf.glide_slots(i * MAX_SECTIONS_PER_BAND, slots, glide);
             }
-            self.svf.glide_to(&self.slot_targets, REDESIGN_INTERVAL);
+            self.svf.refresh();
         } else if self.svf_mode && !self.svf.interpolating() {
             let _ = self.cascade.set_sections(&self.sections);
             let counts = self.counts();

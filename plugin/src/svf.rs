@@ -146,7 +146,10 @@ pub struct SvfCascade {
     target: Vec<SvfCoefs>,
     /// Slots that run (not identity-to-identity), in order.
     active: Vec<usize>,
-    interp_left: usize,
+    /// Samples left in each slot's glide.
+    left: Vec<usize>,
+    /// Slots still gliding.
+    gliding: usize,
     /// `[channel][slot]` -> `[ic1eq, ic2eq]`.
     state: Vec<[f64; 2]>,
     channels: usize,
@@ -161,7 +164,8 @@ impl SvfCascade {
             step: vec![SvfCoefs::default(); slots],
             target: vec![identity; slots],
             active: Vec::with_capacity(slots),
-            interp_left: 0,
+            left: vec![0; slots],
+            gliding: 0,
             state: vec![[0.0; 2]; slots * channels],
             channels,
         }
@@ -169,7 +173,7 @@ impl SvfCascade {
 
     /// Whether the coefficients are still gliding.
     pub fn interpolating(&self) -> bool {
-        self.interp_left > 0
+        self.gliding > 0
     }
 
     fn slots(&self) -> usize {
@@ -185,7 +189,8 @@ impl SvfCascade {
         self.coefs.fill(identity);
         self.target.fill(identity);
         self.state.fill([0.0; 2]);
-        self.interp_left = 0;
+        self.left.fill(0);
+        self.gliding = 0;
         let n = coefs.len();
         let mut j = 0;
         for (band, &count) in counts.iter().enumerate() {
@@ -204,27 +209,44 @@ impl SvfCascade {
         }
     }
 
-    /// Moves every slot toward `targets` (one section per slot) linearly over the next
-    /// `samples` samples, keeping the state.
-    pub fn glide_to(&mut self, targets: &[Sos], samples: usize) {
-        let identity = SvfCoefs::from_sos(&Sos::IDENTITY);
-        self.active.clear();
-        for (slot, sos) in targets.iter().enumerate().take(self.slots()) {
+    /// Moves slots `first..first + targets.len()` toward `targets` (one section per slot)
+    /// linearly over the next `samples` samples, keeping the state; other slots go on
+    /// with their own glides. Call [`SvfCascade::refresh`] after a round of these.
+    pub fn glide_slots(&mut self, first: usize, targets: &[Sos], samples: usize) {
+        let samples = samples.max(1);
+        for (k, sos) in targets.iter().enumerate() {
+            let slot = first + k;
+            if slot >= self.coefs.len() {
+                break;
+            }
             let to = SvfCoefs::from_sos(sos);
             self.target[slot] = to;
-            self.step[slot] = SvfCoefs::lerp_step(&self.coefs[slot], &to, samples.max(1) as f64);
-            if self.coefs[slot] != identity || to != identity {
+            self.step[slot] = SvfCoefs::lerp_step(&self.coefs[slot], &to, samples as f64);
+            self.left[slot] = samples;
+        }
+    }
+
+    /// Rebuilds the list of running slots after glides were set; an identity slot that
+    /// stays identity is skipped and its state cleared (it does not reach the output;
+    /// when the slot comes back it starts from rest).
+    pub fn refresh(&mut self) {
+        let identity = SvfCoefs::from_sos(&Sos::IDENTITY);
+        let slots = self.coefs.len();
+        self.active.clear();
+        self.gliding = 0;
+        for slot in 0..slots {
+            if self.left[slot] > 0 {
+                self.gliding += 1;
+            }
+            if self.coefs[slot] != identity || self.target[slot] != identity {
                 self.active.push(slot);
             } else {
-                // An identity slot's state does not reach the output; when the slot
-                // comes back it starts from rest.
-                let slots = self.coefs.len();
+                self.left[slot] = 0;
                 for c in 0..self.channels {
                     self.state[c * slots + slot] = [0.0; 2];
                 }
             }
         }
-        self.interp_left = samples.max(1);
     }
 
     /// Writes the TDF-II state that continues this cascade exactly for a cascade running
@@ -251,14 +273,20 @@ impl SvfCascade {
         let slots = self.slots();
         let channels = buffers.len().min(self.channels);
         for i in offset..offset + frames {
-            if self.interp_left > 0 {
-                self.interp_left -= 1;
+            if self.gliding > 0 {
                 for &slot in &self.active {
-                    if self.interp_left == 0 {
-                        self.coefs[slot] = self.target[slot];
-                    } else {
-                        let d = self.step[slot];
-                        self.coefs[slot].add(&d);
+                    match self.left[slot] {
+                        0 => {}
+                        1 => {
+                            self.left[slot] = 0;
+                            self.coefs[slot] = self.target[slot];
+                            self.gliding -= 1;
+                        }
+                        _ => {
+                            self.left[slot] -= 1;
+                            let d = self.step[slot];
+                            self.coefs[slot].add(&d);
+                        }
                     }
                 }
             }

@@ -213,6 +213,12 @@ impl Plugin {
         let block = *blocks.iter().max().unwrap();
         let progress = std::sync::atomic::AtomicUsize::new(0);
         let progress = &progress;
+        // The audio thread waits between blocks (never inside `process`) for the main
+        // thread's action once it is due, so the action lands mid-stream however fast
+        // the processing runs.
+        let action_done = AtomicBool::new(main_action.is_none());
+        let action_done = &action_done;
+        let action_at = main_action.as_ref().map(|(at, _)| *at).unwrap_or(usize::MAX);
         let config = PluginAudioConfiguration { sample_rate: fs, min_frames_count: 1, max_frames_count: block as u32 };
         let processor = self.instance.activate(|_, _| (), config).expect("the plugin activates");
         let instance = &mut self.instance;
@@ -262,6 +268,9 @@ impl Plugin {
                     }
                     start += len;
                     progress.store(start, Ordering::SeqCst);
+                    while start >= action_at && !action_done.load(Ordering::SeqCst) {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
                 }
                 (p.stop_processing(), output, block_seconds)
             });
@@ -274,6 +283,7 @@ impl Plugin {
                     if progress.load(Ordering::SeqCst) >= *at {
                         action(instance);
                         main_action = None;
+                        action_done.store(true, Ordering::SeqCst);
                     }
                 }
                 std::thread::sleep(std::time::Duration::from_millis(1));
