@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use egui::{Color32, Pos2, Rect, Stroke, Vec2};
+use egui::{Color32, Pos2, Stroke, Vec2};
 use ferrofx::design::{sos_response, Sos};
 use ferrofx::{Chain, DesignedChain};
 use nice_plug::prelude::*;
@@ -172,7 +172,6 @@ impl EditorApp {
                 Color32::from_gray(150),
             );
         }
-        let _ = Rect::NOTHING;
     }
 
     fn status_bar(&self, ui: &mut egui::Ui, setter: &ParamSetter) {
@@ -182,9 +181,7 @@ impl EditorApp {
             ui.separator();
             let bypass = self.params.bypass.value();
             if ui.selectable_label(bypass, "Bypass").clicked() {
-                setter.begin_set_parameter(&self.params.bypass);
-                setter.set_parameter(&self.params.bypass, !bypass);
-                setter.end_set_parameter(&self.params.bypass);
+                set_param(setter, &self.params.bypass, !bypass);
             }
             ui.label("Output");
             ui.add(ParamSlider::for_param(&self.params.output_gain_db, setter).with_width(120.0));
@@ -194,9 +191,7 @@ impl EditorApp {
             egui::ComboBox::from_id_salt("backend").selected_text(format!("{current:?}")).show_ui(ui, |ui| {
                 for choice in [BackendChoice::Auto, BackendChoice::Cpu, BackendChoice::Gpu] {
                     if ui.selectable_label(current == choice, format!("{choice:?}")).clicked() {
-                        setter.begin_set_parameter(&self.params.backend);
-                        setter.set_parameter(&self.params.backend, choice);
-                        setter.end_set_parameter(&self.params.backend);
+                        set_param(setter, &self.params.backend, choice);
                     }
                 }
             });
@@ -262,9 +257,7 @@ impl EditorApp {
             set_band(setter, bp, &band);
         }
         if let Some(g) = imported.output_gain_db {
-            setter.begin_set_parameter(&self.params.output_gain_db);
-            setter.set_parameter(&self.params.output_gain_db, g as f32);
-            setter.end_set_parameter(&self.params.output_gain_db);
+            set_param(setter, &self.params.output_gain_db, g as f32);
         }
         self.params.chain.install(imported.stages);
         Ok(())
@@ -285,20 +278,12 @@ impl EditorApp {
                 ui.end_row();
                 for (i, bp) in self.params.bands.iter().enumerate() {
                     ui.label(format!("{}", i + 1));
-                    let on = bp.enabled.value();
-                    let mut checked = on;
-                    if ui.checkbox(&mut checked, "").changed() {
-                        setter.begin_set_parameter(&bp.enabled);
-                        setter.set_parameter(&bp.enabled, checked);
-                        setter.end_set_parameter(&bp.enabled);
-                    }
+                    param_checkbox(ui, setter, &bp.enabled);
                     let shape = bp.shape.value();
                     egui::ComboBox::from_id_salt(("shape", i)).width(90.0).selected_text(shape_name(shape)).show_ui(ui, |ui| {
                         for s in SHAPES {
                             if ui.selectable_label(s == shape, shape_name(s)).clicked() {
-                                setter.begin_set_parameter(&bp.shape);
-                                setter.set_parameter(&bp.shape, s);
-                                setter.end_set_parameter(&bp.shape);
+                                set_param(setter, &bp.shape, s);
                             }
                         }
                     });
@@ -306,13 +291,7 @@ impl EditorApp {
                     ui.add(ParamSlider::for_param(&bp.gain_db, setter).with_width(90.0));
                     ui.add(ParamSlider::for_param(&bp.q, setter).with_width(70.0));
                     ui.add(ParamSlider::for_param(&bp.slope_poles, setter).with_width(80.0));
-                    let lr = bp.linkwitz_riley.value();
-                    let mut lr_checked = lr;
-                    if ui.checkbox(&mut lr_checked, "").changed() {
-                        setter.begin_set_parameter(&bp.linkwitz_riley);
-                        setter.set_parameter(&bp.linkwitz_riley, lr_checked);
-                        setter.end_set_parameter(&bp.linkwitz_riley);
-                    }
+                    param_checkbox(ui, setter, &bp.linkwitz_riley);
                     ui.end_row();
                 }
             });
@@ -346,19 +325,29 @@ fn shape_name(s: ShapeChoice) -> &'static str {
     }
 }
 
-fn set_band(setter: &ParamSetter, bp: &crate::params::BandParams, band: &Band) {
-    fn set<P: Param>(setter: &ParamSetter, p: &P, v: P::Plain) {
-        setter.begin_set_parameter(p);
-        setter.set_parameter(p, v);
-        setter.end_set_parameter(p);
+/// One complete host gesture setting `p` to `v`.
+fn set_param<P: Param>(setter: &ParamSetter, p: &P, v: P::Plain) {
+    setter.begin_set_parameter(p);
+    setter.set_parameter(p, v);
+    setter.end_set_parameter(p);
+}
+
+/// A checkbox bound to a boolean parameter.
+fn param_checkbox(ui: &mut egui::Ui, setter: &ParamSetter, p: &BoolParam) {
+    let mut checked = p.value();
+    if ui.checkbox(&mut checked, "").changed() {
+        set_param(setter, p, checked);
     }
-    set(setter, &bp.enabled, band.enabled);
-    set(setter, &bp.shape, ShapeChoice::from_shape(band.shape));
-    set(setter, &bp.freq_hz, band.freq_hz as f32);
-    set(setter, &bp.gain_db, band.gain_db as f32);
-    set(setter, &bp.q, band.q as f32);
-    set(setter, &bp.slope_poles, (band.slope.db_per_oct / 6) as i32);
-    set(setter, &bp.linkwitz_riley, band.slope.linkwitz_riley);
+}
+
+fn set_band(setter: &ParamSetter, bp: &crate::params::BandParams, band: &Band) {
+    set_param(setter, &bp.enabled, band.enabled);
+    set_param(setter, &bp.shape, ShapeChoice::from_shape(band.shape));
+    set_param(setter, &bp.freq_hz, band.freq_hz as f32);
+    set_param(setter, &bp.gain_db, band.gain_db as f32);
+    set_param(setter, &bp.q, band.q as f32);
+    set_param(setter, &bp.slope_poles, (band.slope.db_per_oct / 6) as i32);
+    set_param(setter, &bp.linkwitz_riley, band.slope.linkwitz_riley);
 }
 
 impl NiceEguiApp for EditorApp {

@@ -79,6 +79,16 @@ impl Default for FerroFx {
     }
 }
 
+/// A layout of `channels` in and out on the main ports.
+const fn io_layout(channels: u32) -> AudioIOLayout {
+    AudioIOLayout {
+        main_input_channels: NonZeroU32::new(channels),
+        main_output_channels: NonZeroU32::new(channels),
+        names: PortNames::const_default(),
+        ..AudioIOLayout::const_default()
+    }
+}
+
 /// Version triple of a `x.y.z` string (missing parts are 0; junk is `None`).
 fn version_triple(v: &str) -> Option<(u64, u64, u64)> {
     let mut parts = v.trim().split('.').map(|p| p.parse::<u64>());
@@ -180,38 +190,9 @@ impl Plugin for FerroFx {
     const EMAIL: &'static str = "ferrofx@example.invalid";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
-    const AUDIO_IO_LAYOUTS: &'static [AudioIOLayout] = &[
-        AudioIOLayout {
-            main_input_channels: NonZeroU32::new(2),
-            main_output_channels: NonZeroU32::new(2),
-            names: PortNames::const_default(),
-            ..AudioIOLayout::const_default()
-        },
-        AudioIOLayout {
-            main_input_channels: NonZeroU32::new(1),
-            main_output_channels: NonZeroU32::new(1),
-            names: PortNames::const_default(),
-            ..AudioIOLayout::const_default()
-        },
-        AudioIOLayout {
-            main_input_channels: NonZeroU32::new(4),
-            main_output_channels: NonZeroU32::new(4),
-            names: PortNames::const_default(),
-            ..AudioIOLayout::const_default()
-        },
-        AudioIOLayout {
-            main_input_channels: NonZeroU32::new(6),
-            main_output_channels: NonZeroU32::new(6),
-            names: PortNames::const_default(),
-            ..AudioIOLayout::const_default()
-        },
-        AudioIOLayout {
-            main_input_channels: NonZeroU32::new(8),
-            main_output_channels: NonZeroU32::new(8),
-            names: PortNames::const_default(),
-            ..AudioIOLayout::const_default()
-        },
-    ];
+    /// Stereo first (the default), then mono, quad, 5.1 and 7.1-sized layouts.
+    const AUDIO_IO_LAYOUTS: &'static [AudioIOLayout] =
+        &[io_layout(2), io_layout(1), io_layout(4), io_layout(6), io_layout(8)];
 
     type Editor = nice_plug_egui::EguiEditor<editor::EditorApp>;
     type SysExMessage = ();

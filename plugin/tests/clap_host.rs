@@ -126,6 +126,9 @@ fn entry() -> Option<&'static PluginEntry> {
         .as_ref()
 }
 
+/// Something the host does on the main thread while the plugin plays.
+type MainAction = Box<dyn FnMut(&mut PluginInstance<TestHost>)>;
+
 struct Plugin {
     instance: PluginInstance<TestHost>,
     /// Parameter name -> (CLAP id, min, max).
@@ -198,7 +201,6 @@ impl Plugin {
     /// [`Plugin::run`] with block sizes cycling through `blocks` (the largest is the
     /// maximum announced at activation) and an optional action on the main thread once
     /// the audio thread has processed `main_action.0` frames.
-    #[allow(clippy::type_complexity)]
     fn run_with(
         &mut self,
         fs: f64,
@@ -206,7 +208,7 @@ impl Plugin {
         input: &[Vec<f32>],
         events: &[(usize, ClapId, f64)],
         mut hook: impl FnMut(usize, usize, &mut Vec<ParamValueEvent>) + Send,
-        mut main_action: Option<(usize, Box<dyn FnMut(&mut PluginInstance<TestHost>)>)>,
+        mut main_action: Option<(usize, MainAction)>,
     ) -> (Vec<Vec<f32>>, Vec<f64>) {
         let channels = input.len();
         let frames = input[0].len();
@@ -528,7 +530,7 @@ fn chain_loaded_while_playing_is_handed_over() {
     let signal = stereo_noise(2 * fs as usize, 23);
     let mut b = Plugin::new(entry);
     let evs = events(&b, 0, &settings);
-    let load: Box<dyn FnMut(&mut PluginInstance<TestHost>)> = Box::new(move |instance| {
+    let load: MainAction = Box::new(move |instance| {
         let ext = instance.access_shared_handler(|s| *s.state.get().unwrap()).unwrap();
         ext.load(&instance.plugin_handle(), &mut &state[..]).expect("state loads while playing");
     });
