@@ -13,7 +13,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "FerroFX project tasks")]
+#[command(
+    name = "cargo xtask",
+    about = "FerroFX project tasks",
+    after_help = "Also: `cargo xtask bundle ferrofx [--release]` builds the CLAP/VST3 bundles and the standalone app into target/bundled/ (nice-plug-xtask)."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
