@@ -144,6 +144,9 @@ pub struct SvfCascade {
     coefs: Vec<SvfCoefs>,
     step: Vec<SvfCoefs>,
     target: Vec<SvfCoefs>,
+    /// `(a1, a2, a3)` of each slot's current coefficients (kept up to date, so the
+    /// per-channel loop needs no division).
+    derived: Vec<(f64, f64, f64)>,
     /// Slots that run (not identity-to-identity), in order.
     active: Vec<usize>,
     /// Samples left in each slot's glide.
@@ -163,6 +166,7 @@ impl SvfCascade {
             coefs: vec![identity; slots],
             step: vec![SvfCoefs::default(); slots],
             target: vec![identity; slots],
+            derived: vec![identity.update_coefs(); slots],
             active: Vec::with_capacity(slots),
             left: vec![0; slots],
             gliding: 0,
@@ -206,6 +210,9 @@ impl SvfCascade {
                 }
                 j += 1;
             }
+        }
+        for (d, q) in self.derived.iter_mut().zip(&self.coefs) {
+            *d = q.update_coefs();
         }
     }
 
@@ -276,7 +283,7 @@ impl SvfCascade {
             if self.gliding > 0 {
                 for &slot in &self.active {
                     match self.left[slot] {
-                        0 => {}
+                        0 => continue,
                         1 => {
                             self.left[slot] = 0;
                             self.coefs[slot] = self.target[slot];
@@ -288,6 +295,7 @@ impl SvfCascade {
                             self.coefs[slot].add(&d);
                         }
                     }
+                    self.derived[slot] = self.coefs[slot].update_coefs();
                 }
             }
             for (ch, buf) in buffers.iter_mut().enumerate().take(channels) {
@@ -296,7 +304,7 @@ impl SvfCascade {
                 for &slot in &self.active {
                     let q = &self.coefs[slot];
                     let s = &mut st[slot];
-                    let (a1, a2, a3) = q.update_coefs();
+                    let (a1, a2, a3) = self.derived[slot];
                     let v3 = x - s[1];
                     let v1 = a1 * s[0] + a2 * v3;
                     let v2 = s[1] + a2 * s[0] + a3 * v3;
