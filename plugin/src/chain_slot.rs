@@ -8,7 +8,6 @@
 //! engine back through a second ring, to be dropped off the audio thread. The audio thread
 //! only takes a new engine when the return ring has room, so it never has to drop one.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ferrofx::{Chain, ChainError, Engine};
@@ -28,9 +27,9 @@ pub struct AudioConfig {
 }
 
 /// A chain built for one configuration (`engine` is `None` when the chain has no enabled
-/// stage or does not design at this sample rate).
+/// stage or does not design at this sample rate). Chains reach the audio thread in the
+/// order they were installed; it keeps the newest that matches its configuration.
 pub struct Built {
-    pub generation: u64,
     pub config: AudioConfig,
     pub engine: Option<Engine>,
 }
@@ -78,7 +77,6 @@ struct Stored {
 struct Inner {
     stored: Mutex<Stored>,
     config: Mutex<Option<AudioConfig>>,
-    generation: AtomicU64,
     to_audio: Mutex<Producer<Box<Built>>>,
     returned: Mutex<Consumer<Box<Built>>>,
     audio_side: Mutex<Option<AudioSide>>,
@@ -106,7 +104,6 @@ impl Default for ChainSlot {
             inner: Arc::new(Inner {
                 stored: Mutex::new(Stored { json: chain.to_json(), chain }),
                 config: Mutex::new(None),
-                generation: AtomicU64::new(0),
                 to_audio: Mutex::new(to_audio),
                 returned: Mutex::new(returned),
                 audio_side: Mutex::new(Some(AudioSide { incoming, returning, current: None })),
@@ -150,7 +147,6 @@ impl ChainSlot {
     pub fn install(&self, chain: Chain) {
         let json = chain.to_json();
         *lock(&self.inner.stored) = Stored { json, chain };
-        self.inner.generation.fetch_add(1, Ordering::SeqCst);
         let config = *lock(&self.inner.config);
         // Drop engines the audio thread has given back (here, off the audio thread).
         self.collect_returned();
@@ -196,7 +192,6 @@ impl ChainSlot {
     }
 
     fn build(&self, config: AudioConfig) -> Box<Built> {
-        let generation = self.inner.generation.load(Ordering::SeqCst);
         let chain = self.chain();
         let (engine, status) = if chain.stages.iter().all(|s| !s.enabled) {
             (None, String::from("no chain stages"))
@@ -213,7 +208,7 @@ impl ChainSlot {
             }
         };
         *lock(&self.inner.status) = status;
-        Box::new(Built { generation, config, engine })
+        Box::new(Built { config, engine })
     }
 }
 
