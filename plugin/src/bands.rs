@@ -393,15 +393,6 @@ impl Equaliser {
         self.svf.reset();
     }
 
-    /// Whether smoothing is still under way.
-    pub fn is_settled(&self) -> bool {
-        !self.svf_mode
-            && self.targets.iter().zip(&self.layout).all(|(t, l)| Self::same_layout(t, l))
-            && self.smoothing.iter().zip(&self.targets).all(|(s, t)| {
-                s.log2_freq.value == t.freq_hz.log2() && s.gain_db.value == t.gain_db && s.log2_q.value == t.q.log2()
-            })
-    }
-
     /// The settled sections (for the editor's curve and tests).
     pub fn sections(&self) -> &[Sos] {
         &self.sections
@@ -415,11 +406,6 @@ impl Equaliser {
             Band { freq_hz: s.log2_freq.value.exp2(), gain_db: s.gain_db.value, q: s.log2_q.value.exp2(), ..self.layout[i] }
                 .clamped(self.fs)
         })
-    }
-
-    /// Whether the sections currently run in SVF form (something is moving).
-    pub fn is_modulating(&self) -> bool {
-        self.svf_mode
     }
 
     /// How many times the coefficients were recomputed (they are not while settled).

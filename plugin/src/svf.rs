@@ -49,16 +49,6 @@ impl SvfCoefs {
         SvfCoefs { g, k, m0, m1: p * d0 / g, m2: q * d0 / (g * g) }
     }
 
-    /// The second-order section this SVF realises (inverse of [`SvfCoefs::from_sos`]).
-    pub fn to_sos(&self) -> Sos {
-        let (g, k) = (self.g, self.k);
-        let d0 = 1.0 + g * k + g * g;
-        let a1 = (2.0 * g * g - 2.0) / d0;
-        let a2 = (1.0 - g * k + g * g) / d0;
-        let (p, q) = (self.m1 * g / d0, self.m2 * g * g / d0);
-        Sos { b: [self.m0 + p + q, self.m0 * a1 + 2.0 * q, self.m0 * a2 - p + q], a: [1.0, a1, a2] }
-    }
-
     fn lerp_step(from: &SvfCoefs, to: &SvfCoefs, steps: f64) -> SvfCoefs {
         SvfCoefs {
             g: (to.g - from.g) / steps,

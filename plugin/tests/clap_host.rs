@@ -412,7 +412,7 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Quiet lead-in long enough for smoothing (15 ms time constant, settled to 1e-9) and the
-/// 20 ms layout crossfade to finish: the filters see only zeros until then.
+/// 512-sample glides of switched bands to finish: the filters see only zeros until then.
 fn settle_frames(fs: f64) -> usize {
     (0.5 * fs) as usize
 }

@@ -65,7 +65,7 @@ fn settled_bands_equal_the_core_chain() {
     let mut s3: Vec<&mut [f32]> = more.iter_mut().map(|c| &mut c[512..1024]).collect();
     eq.process(&mut s3);
     assert!(eq.redesigns() > settled, "a parameter move must re-design");
-    // After the 20 ms crossfade and the smoothing have settled (and the start-up
+    // After the switch glides and the smoothing have settled (and the start-up
     // transients decayed), the last second equals the static chain.
     for c in 0..2 {
         let tail = frames / 2;
