@@ -1,0 +1,293 @@
+//! Second-order sections in the form the GPU runs them: a *delta* state-space form that
+//! stays accurate in `f32` when poles crowd `z = 1`, plus the chunk-transfer tables the
+//! time-parallel scan needs. Pure arithmetic, no device code; the CPU model at the end
+//! mirrors the shader's operation order and is what the unit tests hold to the reference.
+//!
+//! # Why not transposed direct form II in `f32`
+//! A low-frequency section has `a1 ≈ -2`, `a2 ≈ 1`; rounding those to `f32` moves the
+//! poles by a large share of their (tiny) distance from `z = 1`, so the filter itself
+//! changes (the shared reference notes that plain `f32` TDF-II fails about a third of its
+//! cases). Here each section is a 2-state system `s' = s + Δ·s + B·x`, `y = C·s + d·x`
+//! whose `Δ = A - I` is computed in `f64` from the section and only then rounded: the
+//! small quantities that place the poles (`σ - 1`, `ω`, `1 - p`) keep `f32`'s relative
+//! precision instead of being the last bits of numbers near 1.
+//!
+//! The realisation is a similarity transform of TDF-II, `s = T·z` (`z` the TDF-II state
+//! the CPU cascade keeps), so a job's state converts both ways exactly (in `f64`) for any
+//! section, including ones with cancelling poles and zeros:
+//! - complex poles `σ ± jω`: `A = [[σ, -ω], [ω, σ]]`, `C = [1, 0]` (normal form);
+//! - real poles `p1`, `p2` (also equal ones): `A = [[p1, 0], [1, p2]]`, `C = [0, 1]`.
+//!
+//! `T = O_alt⁻¹·O_tdf2` from the two observability matrices; TDF-II is always observable
+//! and so is each form above, so `T` is always invertible.
+
+use crate::sos::SosCoefs;
+
+/// Chunks the scan splits a block into at most (one workgroup of this many invocations).
+pub const MAX_CHUNKS: usize = 256;
+/// `log2(MAX_CHUNKS)`: the scan's steps.
+pub const SCAN_STEPS: usize = 8;
+
+type M2 = [[f64; 2]; 2];
+
+fn mul(a: &M2, b: &M2) -> M2 {
+    [
+        [a[0][0] * b[0][0] + a[0][1] * b[1][0], a[0][0] * b[0][1] + a[0][1] * b[1][1]],
+        [a[1][0] * b[0][0] + a[1][1] * b[1][0], a[1][0] * b[0][1] + a[1][1] * b[1][1]],
+    ]
+}
+
+fn apply(m: &M2, v: [f64; 2]) -> [f64; 2] {
+    [m[0][0] * v[0] + m[0][1] * v[1], m[1][0] * v[0] + m[1][1] * v[1]]
+}
+
+fn inverse(m: &M2) -> M2 {
+    let det = m[0][0] * m[1][1] - m[0][1] * m[1][0];
+    [[m[1][1] / det, -m[0][1] / det], [-m[1][0] / det, m[0][0] / det]]
+}
+
+/// One section as the shader reads it (`f32`, 12 words, std430-compatible).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct DeltaSection {
+    /// `A - I`, row-major.
+    pub delta: [f32; 4],
+    pub b: [f32; 2],
+    pub c: [f32; 2],
+    pub d: f32,
+    pub _pad: [f32; 3],
+}
+
+/// A section's delta form with its `f64` pieces for state conversion and scan tables.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Realization {
+    /// `A - I` in `f64`.
+    pub delta: M2,
+    pub b: [f64; 2],
+    pub c: [f64; 2],
+    pub d: f64,
+    /// TDF-II state -> this form's state.
+    pub to_alt: M2,
+    /// This form's state -> TDF-II state.
+    pub to_tdf2: M2,
+}
+
+impl Realization {
+    pub fn new(s: &SosCoefs) -> Realization {
+        let (a1, a2) = (s.a1, s.a2);
+        // Pole placement relative to z = 1, without cancellation: with t = 1 - p the
+        // poles' offsets solve t² - u·t + q = 0.
+        let u = 2.0 + a1;
+        let q = 1.0 + a1 + a2;
+        let disc = u * u - 4.0 * q; // = a1² - 4·a2
+        let (delta, c, o_alt) = if disc < 0.0 {
+            let sigma_m1 = -u / 2.0;
+            let omega = (-disc).sqrt() / 2.0;
+            let sigma = 1.0 + sigma_m1;
+            ([[sigma_m1, -omega], [omega, sigma_m1]], [1.0, 0.0], [[1.0, 0.0], [sigma, -omega]])
+        } else {
+            let root = disc.sqrt();
+            let t_big = (u + if u >= 0.0 { root } else { -root }) / 2.0;
+            let t_small = if t_big != 0.0 { q / t_big } else { 0.0 };
+            let p2 = 1.0 - t_small;
+            ([[-t_big, 0.0], [1.0, -t_small]], [0.0, 1.0], [[0.0, 1.0], [1.0, p2]])
+        };
+        let o_tdf2: M2 = [[1.0, 0.0], [-a1, 1.0]];
+        let to_alt = mul(&inverse(&o_alt), &o_tdf2);
+        let to_tdf2 = inverse(&to_alt);
+        let b_tdf2 = [s.b1 - a1 * s.b0, s.b2 - a2 * s.b0];
+        Realization { delta, b: apply(&to_alt, b_tdf2), c, d: s.b0, to_alt, to_tdf2 }
+    }
+
+    /// `A` itself (`f64`).
+    pub fn a(&self) -> M2 {
+        let d = &self.delta;
+        [[1.0 + d[0][0], d[0][1]], [d[1][0], 1.0 + d[1][1]]]
+    }
+
+    /// The `f32` record the shader reads.
+    pub fn to_gpu(&self) -> DeltaSection {
+        let d = &self.delta;
+        DeltaSection {
+            delta: [d[0][0] as f32, d[0][1] as f32, d[1][0] as f32, d[1][1] as f32],
+            b: [self.b[0] as f32, self.b[1] as f32],
+            c: [self.c[0] as f32, self.c[1] as f32],
+            d: self.d as f32,
+            _pad: [0.0; 3],
+        }
+    }
+
+    /// TDF-II state -> this form's state (`f32` for the shader).
+    pub fn state_to_gpu(&self, z: [f64; 2]) -> [f32; 2] {
+        let s = apply(&self.to_alt, z);
+        [s[0] as f32, s[1] as f32]
+    }
+
+    /// This form's state -> TDF-II state.
+    pub fn state_from_gpu(&self, s: [f32; 2]) -> [f64; 2] {
+        apply(&self.to_tdf2, [f64::from(s[0]), f64::from(s[1])])
+    }
+
+    /// Scan table for chunks of `chunk_len` samples: `A^(chunk_len·2^k) - I` for
+    /// `k = 0..SCAN_STEPS`, row-major `f32`.
+    pub fn scan_table(&self, chunk_len: usize) -> [[f32; 4]; SCAN_STEPS] {
+        let mut p = mat_pow(&self.a(), chunk_len);
+        let mut out = [[0.0f32; 4]; SCAN_STEPS];
+        for entry in out.iter_mut() {
+            *entry = [(p[0][0] - 1.0) as f32, p[0][1] as f32, p[1][0] as f32, (p[1][1] - 1.0) as f32];
+            p = mul(&p, &p);
+        }
+        out
+    }
+}
+
+fn mat_pow(a: &M2, mut n: usize) -> M2 {
+    let mut result: M2 = [[1.0, 0.0], [0.0, 1.0]];
+    let mut base = *a;
+    while n > 0 {
+        if n & 1 == 1 {
+            result = mul(&result, &base);
+        }
+        base = mul(&base, &base);
+        n >>= 1;
+    }
+    result
+}
+
+/// How a block is split: `chunks` chunks of `chunk_len` samples (the last may be shorter).
+/// Blocks up to `sequential_max` frames run as one chunk (the sequential path).
+pub fn chunking(frames: usize, sequential_max: usize) -> (usize, usize) {
+    if frames <= sequential_max.max(1) {
+        return (1, frames.max(1));
+    }
+    let chunk_len = frames.div_ceil(MAX_CHUNKS).max(1);
+    (frames.div_ceil(chunk_len), chunk_len)
+}
+
+/// One sample of the delta recursion, in the shader's operation order.
+#[inline]
+pub fn step(sec: &DeltaSection, s: &mut [f32; 2], x: f32) -> f32 {
+    let y = sec.c[0].mul_add(s[0], sec.c[1].mul_add(s[1], sec.d * x));
+    let i0 = sec.delta[0].mul_add(s[0], sec.delta[1].mul_add(s[1], sec.b[0] * x));
+    let i1 = sec.delta[2].mul_add(s[0], sec.delta[3].mul_add(s[1], sec.b[1] * x));
+    *s = [s[0] + i0, s[1] + i1];
+    y
+}
+
+/// `v + (M - I)·v` with `m` holding `M - I` row-major.
+#[inline]
+pub fn advance(m: &[f32; 4], v: [f32; 2]) -> [f32; 2] {
+    [v[0] + m[0].mul_add(v[0], m[1] * v[1]), v[1] + m[2].mul_add(v[0], m[3] * v[1])]
+}
+
+/// CPU model of the shader for one channel and one section: sequential when the block is
+/// one chunk, else zero-state chunk passes, a Hillis-Steele scan of the chunk end states
+/// and a re-run of every chunk from its true start state.
+pub fn model_section(sec: &DeltaSection, table: &[[f32; 4]; SCAN_STEPS], x: &mut [f32], state: &mut [f32; 2], chunk_len: usize) {
+    let chunks = x.len().div_ceil(chunk_len.max(1)).max(1);
+    if chunks == 1 {
+        for v in x.iter_mut() {
+            *v = step(sec, state, *v);
+        }
+        return;
+    }
+    // Pass 1: end state of each chunk from zero state; chunk 0 from the real state.
+    let mut ends: Vec<[f32; 2]> = x
+        .chunks(chunk_len)
+        .enumerate()
+        .map(|(j, chunk)| {
+            let mut s = if j == 0 { *state } else { [0.0; 2] };
+            for &v in chunk {
+                step(sec, &mut s, v);
+            }
+            s
+        })
+        .collect();
+    // Pass 2: inclusive scan, ends[j] <- sum_{i<=j} A^{(j-i)L} ends[i].
+    let mut offset = 1;
+    let mut k = 0;
+    while offset < chunks {
+        let prev = ends.clone();
+        for j in offset..chunks {
+            let carried = advance(&table[k], prev[j - offset]);
+            ends[j] = [prev[j][0] + carried[0], prev[j][1] + carried[1]];
+        }
+        offset *= 2;
+        k += 1;
+    }
+    // Pass 3: every chunk again from its true start.
+    let start0 = *state;
+    for (j, chunk) in x.chunks_mut(chunk_len).enumerate() {
+        let mut s = if j == 0 { start0 } else { ends[j - 1] };
+        for v in chunk.iter_mut() {
+            *v = step(sec, &mut s, *v);
+        }
+        *state = s;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design::Sos;
+
+    fn coefs(b: [f64; 3], a: [f64; 3]) -> SosCoefs {
+        SosCoefs::from(&Sos { b, a })
+    }
+
+    /// f64 TDF-II, the CPU cascade's arithmetic.
+    fn tdf2(s: &SosCoefs, z: &mut [f64; 2], x: f64) -> f64 {
+        let y = s.b0 * x + z[0];
+        z[0] = s.b1 * x - s.a1 * y + z[1];
+        z[1] = s.b2 * x - s.a2 * y;
+        y
+    }
+
+    #[test]
+    fn realisation_matches_tdf2_and_states_convert_both_ways() {
+        let sections = [
+            coefs([0.2, 0.4, 0.2], [1.0, -0.3, 0.2]),      // complex poles
+            coefs([1.0, -2.0, 1.0], [1.0, -1.9, 0.9025]),  // double real pole 0.95
+            coefs([0.5, 0.1, 0.0], [1.0, -0.5, 0.0]),      // first order
+            coefs([1.0, 0.0, 0.0], [1.0, 0.0, 0.0]),       // identity
+            coefs([1.0, -0.5, 0.0], [1.0, -0.5, 0.0]),     // cancelling pole and zero
+            coefs([0.3, -0.2, 0.1], [1.0, -0.1, -0.56]),   // real poles of both signs
+        ];
+        for s in &sections {
+            let r = Realization::new(s);
+            let mut z = [0.3, -0.7];
+            let mut alt = crate::gpu::realize::apply(&r.to_alt, z);
+            let back = r.state_from_gpu([alt[0] as f32, alt[1] as f32]);
+            assert!((back[0] - z[0]).abs() < 1e-6 && (back[1] - z[1]).abs() < 1e-6, "{s:?}: {back:?} vs {z:?}");
+            let a = r.a();
+            for n in 0..50 {
+                let x = ((n * 7919) % 13) as f64 / 6.0 - 1.0;
+                let want = tdf2(s, &mut z, x);
+                let got = r.c[0] * alt[0] + r.c[1] * alt[1] + r.d * x;
+                let next = apply(&a, alt);
+                alt = [next[0] + r.b[0] * x, next[1] + r.b[1] * x];
+                assert!((got - want).abs() < 1e-12, "{s:?} sample {n}: {got} vs {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn scan_equals_sequential_in_the_model() {
+        let s = coefs([0.01, 0.02, 0.01], [1.0, -1.96, 0.9608]);
+        let r = Realization::new(&s);
+        let sec = r.to_gpu();
+        let x: Vec<f32> = (0..5000).map(|n| (((n * 48271) % 2147) as f32 / 1073.5) - 1.0).collect();
+        let mut seq = x.clone();
+        let mut st = [0.25f32, -0.5];
+        let mut st_seq = st;
+        model_section(&sec, &r.scan_table(5000), &mut seq, &mut st_seq, 5000);
+        let (chunks, chunk_len) = chunking(x.len(), 64);
+        assert!(chunks > 1);
+        let mut par = x.clone();
+        model_section(&sec, &r.scan_table(chunk_len), &mut par, &mut st, chunk_len);
+        let peak = seq.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let err = seq.iter().zip(&par).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(err / peak < 1e-5, "scan vs sequential: {err} / {peak}");
+        assert!((st[0] - st_seq[0]).abs() < 1e-4 * peak && (st[1] - st_seq[1]).abs() < 1e-4 * peak);
+    }
+}
