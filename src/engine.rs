@@ -71,6 +71,25 @@ impl Processor {
     }
 }
 
+/// The complete filter state of an engine, flat, in processor order: what a GPU job
+/// carries in and out. `sos` holds each cascade's `[channel][section]` TDF-II states
+/// (as [`SosCascade::state`]); `fir` each FIR's `[channel][taps - 1]` history, oldest
+/// sample first.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChainState {
+    pub sos: Vec<[f64; 2]>,
+    pub fir: Vec<f32>,
+}
+
+/// Why an engine state could not be saved or loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    #[error("stage {index}: a FIR on the partitioned (FFT) path has no time-domain history to hand over; build the engine with FirMode::Direct")]
+    PartitionedFir { index: usize },
+    #[error("the state holds {found_sos} SOS states and {found_fir} FIR history samples, the engine needs {expected_sos} and {expected_fir}")]
+    Shape { expected_sos: usize, expected_fir: usize, found_sos: usize, found_fir: usize },
+}
+
 /// Options for building an engine.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EngineOptions {
@@ -197,6 +216,90 @@ impl Engine {
                 }
                 _ => {}
             }
+        }
+        Ok(())
+    }
+
+    /// A zeroed state of this engine's shape (allocates; not for the audio thread).
+    pub fn new_state(&self) -> Result<ChainState, StateError> {
+        let (sos, fir) = self.state_shape()?;
+        Ok(ChainState { sos: vec![[0.0; 2]; sos], fir: vec![0.0; fir] })
+    }
+
+    /// `(SOS states, FIR history samples)` of [`ChainState`] for this engine.
+    pub fn state_shape(&self) -> Result<(usize, usize), StateError> {
+        let (mut sos, mut fir) = (0, 0);
+        for (index, p) in self.processors.iter().enumerate() {
+            match p {
+                Processor::Sos(c) => sos += c.state().len(),
+                Processor::Fir(f) if f.history(0).is_some() || self.channels == 0 => {
+                    fir += self.channels * (f.taps() - 1)
+                }
+                Processor::Fir(_) => return Err(StateError::PartitionedFir { index }),
+            }
+        }
+        Ok((sos, fir))
+    }
+
+    /// Copies the whole filter state into `out` (which must have [`Engine::state_shape`]).
+    /// No allocation.
+    pub fn save_state(&self, out: &mut ChainState) -> Result<(), StateError> {
+        self.check_shape(out)?;
+        let (mut at_sos, mut at_fir) = (0, 0);
+        for p in &self.processors {
+            match p {
+                Processor::Sos(c) => {
+                    let st = c.state();
+                    out.sos[at_sos..at_sos + st.len()].copy_from_slice(st);
+                    at_sos += st.len();
+                }
+                Processor::Fir(f) => {
+                    for ch in 0..self.channels {
+                        let h = f.history(ch).unwrap_or(&[]);
+                        out.fir[at_fir..at_fir + h.len()].copy_from_slice(h);
+                        at_fir += h.len();
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads a state saved by [`Engine::save_state`] (or returned by a GPU job). No
+    /// allocation; on error nothing changes.
+    pub fn load_state(&mut self, state: &ChainState) -> Result<(), StateError> {
+        self.check_shape(state)?;
+        let (mut at_sos, mut at_fir) = (0, 0);
+        let channels = self.channels;
+        for p in self.processors.iter_mut() {
+            match p {
+                Processor::Sos(c) => {
+                    let n = c.state().len();
+                    // The shape was checked above, so the length matches.
+                    let _ = c.set_state(&state.sos[at_sos..at_sos + n]);
+                    at_sos += n;
+                }
+                Processor::Fir(f) => {
+                    let hist = f.taps() - 1;
+                    for ch in 0..channels {
+                        f.set_history(ch, &state.fir[at_fir..at_fir + hist]);
+                        at_fir += hist;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_shape(&self, state: &ChainState) -> Result<(), StateError> {
+        let (sos, fir) = self.state_shape()?;
+        if state.sos.len() != sos || state.fir.len() != fir {
+            return Err(StateError::Shape {
+                expected_sos: sos,
+                expected_fir: fir,
+                found_sos: state.sos.len(),
+                found_fir: state.fir.len(),
+            });
         }
         Ok(())
     }

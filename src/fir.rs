@@ -169,6 +169,34 @@ impl FirFilter {
         Ok(())
     }
 
+    /// The last `taps - 1` input samples of `channel`, oldest first, on the direct path
+    /// (`None` on the partitioned path, whose history lives in spectra, or for a channel
+    /// the filter does not have).
+    pub fn history(&self, channel: usize) -> Option<&[f32]> {
+        match &self.kind {
+            Kind::Direct(d) => d.bufs.get(channel).map(|b| &b[..d.rev.len() - 1]),
+            Kind::Partitioned(_) => None,
+        }
+    }
+
+    /// Replaces the history of `channel` (direct path only; `history.len()` must be
+    /// `taps - 1`). No allocation. Returns `false`, changing nothing, when it cannot.
+    pub fn set_history(&mut self, channel: usize, history: &[f32]) -> bool {
+        match &mut self.kind {
+            Kind::Direct(d) => {
+                let hist = d.rev.len() - 1;
+                match d.bufs.get_mut(channel) {
+                    Some(b) if history.len() == hist => {
+                        b[..hist].copy_from_slice(history);
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            Kind::Partitioned(_) => false,
+        }
+    }
+
     /// Clears all history.
     pub fn reset(&mut self) {
         match &mut self.kind {

@@ -1,5 +1,33 @@
-//! Offloading blocks to a worker thread that owns an accelerator, without ever risking the
-//! audio stream.
+//! The GPU path: route blocks to a worker thread that owns an accelerator, without ever
+//! risking the audio stream.
+//!
+//! - [`realize`]: sections in the delta state-space form the shaders run (accurate in
+//!   `f32` near `z = 1`), scan tables, and a CPU model of the shader arithmetic.
+//! - [`wgpu_backend`] (feature `wgpu`, on by default): adapter selection and
+//!   [`wgpu_backend::GpuChain`], which runs a designed chain over blocks on the device.
+//! - [`offload`]: the audio side: pipelined jobs through lock-free rings, each carrying
+//!   its filter state in and out, with an exact CPU fallback for late jobs.
+//! - [`router`]: the cost model that decides CPU or GPU, with hysteresis.
 
 pub mod offload;
 pub mod realize;
+pub mod router;
+#[cfg(feature = "wgpu")]
+pub mod wgpu_backend;
+
+/// Why the GPU path cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GpuError {
+    #[error("no GPU adapter found (searched backends {backends}): {why}")]
+    NoAdapter { backends: String, why: String },
+    #[error("the adapter {adapter} refused to open a device: {why}")]
+    Device { adapter: String, why: String },
+    #[error("not supported on the GPU path: {what}")]
+    Unsupported { what: String },
+    #[error("bad GPU job: {why}")]
+    Job { why: String },
+    #[error("the GPU device was lost: {why}")]
+    DeviceLost { why: String },
+    #[error("this build has no wgpu backend (built without the `wgpu` feature)")]
+    NotBuilt,
+}

@@ -1,0 +1,613 @@
+//! The wgpu backend: adapter selection, and a [`GpuChain`] that runs a designed chain
+//! (SOS cascades and direct FIRs) over blocks on the GPU.
+//!
+//! Everything is built once per (chain shape, channels, largest block): device, pipelines,
+//! bind groups, buffers. A job then only writes its input and state, encodes the stages,
+//! submits, and reads output and state back (the shape of wgpu's `repeated_compute`
+//! example). Waiting on the device happens on the caller's thread, which is never the
+//! audio thread: the realtime path goes through [`crate::gpu::offload`].
+//!
+//! Shaders: `shaders/sos.wgsl` (sequential and time-parallel scan of the delta form of
+//! [`crate::gpu::realize`]) and `shaders/fir.wgsl` (direct convolution with workgroup
+//! tiling, plus the history update).
+
+use super::realize::{chunking, Realization, SCAN_STEPS};
+use super::GpuError;
+use crate::chain::{DesignedChain, DesignedStage};
+use crate::engine::ChainState;
+use crate::sos::SosCoefs;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+const SOS_WGSL: &str = include_str!("../../shaders/sos.wgsl");
+const FIR_WGSL: &str = include_str!("../../shaders/fir.wgsl");
+
+/// Blocks up to this many frames take the sequential path; longer ones the scan.
+pub const SEQUENTIAL_MAX_FRAMES: usize = 512;
+/// Longest FIR the GPU runs (direct convolution; the FFT path is not built yet).
+pub const MAX_GPU_FIR_TAPS: usize = 1 << 16;
+/// Uniform slots are this far apart (WebGPU's guaranteed minimum alignment).
+const PARAM_SLOT: u64 = 256;
+/// Longest wait for one job before the device is considered lost.
+const JOB_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What adapter was found and is used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterReport {
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+}
+
+impl AdapterReport {
+    /// True for a software rasteriser (lavapipe/llvmpipe, WARP): real wgpu, CPU speed.
+    pub fn is_cpu(&self) -> bool {
+        self.device_type == "Cpu"
+    }
+}
+
+impl std::fmt::Display for AdapterReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}, {}", self.name, self.backend, self.device_type)?;
+        if !self.driver.is_empty() {
+            write!(f, ", {}", self.driver)?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// A device and queue with the report of where they came from.
+#[derive(Clone)]
+pub struct WgpuContext {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    report: AdapterReport,
+    limits: wgpu::Limits,
+    lost: Arc<AtomicBool>,
+}
+
+impl WgpuContext {
+    /// Opens the best adapter of the backends `WGPU_BACKEND` names (default: all primary
+    /// ones), preferring a discrete GPU. Errors name what was searched and found.
+    pub fn new() -> Result<WgpuContext, GpuError> {
+        let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        }))
+        .map_err(|e| GpuError::NoAdapter {
+            backends: format!("{backends:?}"),
+            why: if std::env::var_os("WGPU_BACKEND").is_some() {
+                format!("{e} (WGPU_BACKEND restricts the search)")
+            } else {
+                e.to_string()
+            },
+        })?;
+        let info = adapter.get_info();
+        let report = AdapterReport {
+            name: info.name.clone(),
+            backend: format!("{:?}", info.backend),
+            device_type: format!("{:?}", info.device_type),
+            driver: [info.driver.as_str(), info.driver_info.as_str()]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        // Ask for the adapter's own buffer limits: long FIR histories need more than the
+        // WebGPU defaults.
+        let supported = adapter.limits();
+        let limits = wgpu::Limits {
+            max_storage_buffer_binding_size: supported.max_storage_buffer_binding_size,
+            max_buffer_size: supported.max_buffer_size,
+            ..wgpu::Limits::default()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("ferrofx"),
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| GpuError::Device { adapter: report.to_string(), why: e.to_string() })?;
+        let lost = Arc::new(AtomicBool::new(false));
+        {
+            let lost = lost.clone();
+            device.set_device_lost_callback(move |_, _| lost.store(true, Ordering::Release));
+        }
+        Ok(WgpuContext { device, queue, report, limits, lost })
+    }
+
+    pub fn report(&self) -> &AdapterReport {
+        &self.report
+    }
+
+    /// True once the device reported loss.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+}
+
+/// Per-stage dispatch plan.
+enum StagePlan {
+    Sos { first: usize, count: usize, bind: wgpu::BindGroup },
+    Fir { tap_base: usize, taps: usize, hist_base: usize, bind: wgpu::BindGroup },
+}
+
+/// A designed chain prepared on a device for `channels` channels and blocks of up to
+/// `max_frames` frames.
+pub struct GpuChain {
+    ctx: WgpuContext,
+    channels: usize,
+    max_frames: usize,
+    sos_pipeline: wgpu::ComputePipeline,
+    fir_pipeline: wgpu::ComputePipeline,
+    hist_pipeline: wgpu::ComputePipeline,
+    stages: Vec<StagePlan>,
+    realizations: Vec<Realization>,
+    params: wgpu::Buffer,
+    work: wgpu::Buffer,
+    tmp: wgpu::Buffer,
+    tables: wgpu::Buffer,
+    states: wgpu::Buffer,
+    history: wgpu::Buffer,
+    hist_out: wgpu::Buffer,
+    readback: wgpu::Buffer,
+    /// Chunk length the tables were last written for.
+    table_chunk_len: usize,
+    fir_len: usize,
+    /// Scratch for state conversion and tables.
+    state_f32: Vec<[f32; 2]>,
+    table_scratch: Vec<[f32; 4]>,
+    sequential_max: usize,
+}
+
+fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+fn uniform_entry() -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding: 0,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+fn f32_bytes(v: &[f32]) -> &[u8] {
+    // SAFETY: f32 has no padding and every byte pattern is a valid u8; the slice covers
+    // exactly the same memory with the same lifetime.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+fn f32x2_bytes(v: &[[f32; 2]]) -> &[u8] {
+    // SAFETY: as `f32_bytes`: arrays of f32 have no padding.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+fn f32x4_bytes(v: &[[f32; 4]]) -> &[u8] {
+    // SAFETY: as `f32_bytes`: arrays of f32 have no padding.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+fn u32_bytes(v: &[u32]) -> &[u8] {
+    // SAFETY: u32 has no padding; same memory and lifetime.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+impl GpuChain {
+    /// Builds pipelines, buffers and bind groups for `chain`. FIR stages must have at most
+    /// [`MAX_GPU_FIR_TAPS`] taps.
+    pub fn new(ctx: &WgpuContext, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<GpuChain, GpuError> {
+        let device = &ctx.device;
+        let channels = channels.max(1);
+        let max_frames = max_frames.max(1);
+        if channels > 65_535 {
+            return Err(GpuError::Unsupported { what: format!("{channels} channels") });
+        }
+        let mut realizations = Vec::new();
+        let mut taps_all: Vec<f32> = Vec::new();
+        let mut layout = Vec::new(); // (is_sos, first, count | taps, hist_base)
+        let mut fir_len = 0usize;
+        for (index, stage) in chain.stages.iter().enumerate() {
+            match stage {
+                DesignedStage::Sos(sections) => {
+                    layout.push((true, realizations.len(), sections.len(), 0));
+                    realizations.extend(sections.iter().map(|s| Realization::new(&SosCoefs::from(s))));
+                }
+                DesignedStage::Fir(taps) => {
+                    if taps.len() > MAX_GPU_FIR_TAPS {
+                        return Err(GpuError::Unsupported {
+                            what: format!(
+                                "stage {index}: a FIR of {} taps (the GPU runs FIRs up to {MAX_GPU_FIR_TAPS} taps by direct convolution; the FFT path is not built)",
+                                taps.len()
+                            ),
+                        });
+                    }
+                    let taps_len = taps.len().max(1);
+                    layout.push((false, taps_all.len(), taps_len, fir_len));
+                    taps_all.extend(taps.iter().map(|&t| t as f32));
+                    if taps.is_empty() {
+                        taps_all.push(0.0);
+                    }
+                    fir_len += channels * (taps_len - 1);
+                }
+            }
+        }
+        let total_sections = realizations.len();
+        let work_bytes = (channels * max_frames * 4) as u64;
+        let state_bytes = (channels * total_sections * 8) as u64;
+        let hist_bytes = (fir_len * 4) as u64;
+        let biggest = work_bytes.max(hist_bytes).max((taps_all.len() * 4) as u64);
+        if biggest > u64::from(ctx.limits.max_storage_buffer_binding_size) {
+            return Err(GpuError::Unsupported {
+                what: format!(
+                    "a buffer of {biggest} bytes ({channels} channels x {max_frames} frames, FIR history {fir_len} samples); the adapter binds at most {}",
+                    ctx.limits.max_storage_buffer_binding_size
+                ),
+            });
+        }
+        let buffer = |label: &str, size: u64, usage: wgpu::BufferUsages| {
+            device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: size.max(16), usage, mapped_at_creation: false })
+        };
+        use wgpu::BufferUsages as U;
+        let stages_n = layout.len().max(1) as u64;
+        let params = buffer("params", stages_n * PARAM_SLOT, U::UNIFORM | U::COPY_DST);
+        let work = buffer("work", work_bytes, U::STORAGE | U::COPY_DST | U::COPY_SRC);
+        let tmp = buffer("tmp", work_bytes, U::STORAGE | U::COPY_SRC);
+        let sections_buf = buffer("sections", (total_sections * 48) as u64, U::STORAGE | U::COPY_DST);
+        let tables = buffer("tables", (total_sections * SCAN_STEPS * 16) as u64, U::STORAGE | U::COPY_DST);
+        let states = buffer("states", state_bytes, U::STORAGE | U::COPY_DST | U::COPY_SRC);
+        let taps_buf = buffer("taps", (taps_all.len() * 4) as u64, U::STORAGE | U::COPY_DST);
+        let history = buffer("history", hist_bytes, U::STORAGE | U::COPY_DST | U::COPY_SRC);
+        let hist_out = buffer("hist_out", hist_bytes, U::STORAGE | U::COPY_SRC);
+        let readback = buffer("readback", work_bytes + state_bytes + hist_bytes, U::MAP_READ | U::COPY_DST);
+
+        let records: Vec<f32> = realizations
+            .iter()
+            .flat_map(|r| {
+                let g = r.to_gpu();
+                [g.delta[0], g.delta[1], g.delta[2], g.delta[3], g.b[0], g.b[1], g.c[0], g.c[1], g.d, 0.0, 0.0, 0.0]
+            })
+            .collect();
+        ctx.queue.write_buffer(&sections_buf, 0, f32_bytes(&records));
+        ctx.queue.write_buffer(&taps_buf, 0, f32_bytes(&taps_all));
+
+        let sos_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("sos"),
+            entries: &[uniform_entry(), storage_entry(1, false), storage_entry(2, true), storage_entry(3, true), storage_entry(4, false)],
+        });
+        let fir_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("fir"),
+            entries: &[
+                uniform_entry(),
+                storage_entry(1, true),
+                storage_entry(2, true),
+                storage_entry(3, true),
+                storage_entry(4, false),
+                storage_entry(5, false),
+            ],
+        });
+        let pipeline = |src: &str, layout: &wgpu::BindGroupLayout, entry: &str| {
+            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(entry),
+                source: wgpu::ShaderSource::Wgsl(src.into()),
+            });
+            let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(entry),
+                bind_group_layouts: &[Some(layout)],
+                immediate_size: 0,
+            });
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&pl),
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        let sos_pipeline = pipeline(SOS_WGSL, &sos_layout, "main");
+        let fir_pipeline = pipeline(FIR_WGSL, &fir_layout, "main");
+        let hist_pipeline = pipeline(FIR_WGSL, &fir_layout, "history_main");
+
+        fn whole(b: &wgpu::Buffer) -> wgpu::BindingResource<'_> {
+            b.as_entire_binding()
+        }
+        let stages = layout
+            .iter()
+            .enumerate()
+            .map(|(i, &(is_sos, first, count, hist_base))| {
+                let param = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &params,
+                    offset: i as u64 * PARAM_SLOT,
+                    size: std::num::NonZeroU64::new(32),
+                });
+                if is_sos {
+                    let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: Some("sos stage"),
+                        layout: &sos_layout,
+                        entries: &[
+                            wgpu::BindGroupEntry { binding: 0, resource: param },
+                            wgpu::BindGroupEntry { binding: 1, resource: whole(&work) },
+                            wgpu::BindGroupEntry { binding: 2, resource: whole(&sections_buf) },
+                            wgpu::BindGroupEntry { binding: 3, resource: whole(&tables) },
+                            wgpu::BindGroupEntry { binding: 4, resource: whole(&states) },
+                        ],
+                    });
+                    StagePlan::Sos { first, count, bind }
+                } else {
+                    let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: Some("fir stage"),
+                        layout: &fir_layout,
+                        entries: &[
+                            wgpu::BindGroupEntry { binding: 0, resource: param },
+                            wgpu::BindGroupEntry { binding: 1, resource: whole(&work) },
+                            wgpu::BindGroupEntry { binding: 2, resource: whole(&taps_buf) },
+                            wgpu::BindGroupEntry { binding: 3, resource: whole(&history) },
+                            wgpu::BindGroupEntry { binding: 4, resource: whole(&tmp) },
+                            wgpu::BindGroupEntry { binding: 5, resource: whole(&hist_out) },
+                        ],
+                    });
+                    StagePlan::Fir { tap_base: first, taps: count, hist_base, bind }
+                }
+            })
+            .collect::<Vec<_>>();
+        Ok(GpuChain {
+            ctx: ctx.clone(),
+            channels,
+            max_frames,
+            sos_pipeline,
+            fir_pipeline,
+            hist_pipeline,
+            stages,
+            realizations,
+            params,
+            work,
+            tmp,
+            tables,
+            states,
+            history,
+            hist_out,
+            readback,
+            table_chunk_len: 0,
+            fir_len,
+            state_f32: vec![[0.0; 2]; channels * total_sections],
+            table_scratch: vec![[0.0; 4]; total_sections * SCAN_STEPS],
+            sequential_max: SEQUENTIAL_MAX_FRAMES,
+        })
+    }
+
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    pub fn max_frames(&self) -> usize {
+        self.max_frames
+    }
+
+    pub fn report(&self) -> &AdapterReport {
+        self.ctx.report()
+    }
+
+    /// Blocks up to `frames` take the sequential path (tests use this to force either path).
+    pub fn set_sequential_max(&mut self, frames: usize) {
+        self.sequential_max = frames;
+    }
+
+    /// Filters `data` (planar, `channels x frames`, `frames <= max_frames`) in place,
+    /// starting from `state` and leaving the end state there. Blocks this thread until the
+    /// device is done.
+    pub fn process(&mut self, data: &mut [f32], frames: usize, state: &mut ChainState) -> Result<(), GpuError> {
+        if frames == 0 {
+            return Ok(());
+        }
+        let (channels, total) = (self.channels, self.realizations.len());
+        if frames > self.max_frames || data.len() < channels * frames {
+            return Err(GpuError::Job {
+                why: format!(
+                    "{} samples for {channels} channels x {frames} frames (largest block {})",
+                    data.len(),
+                    self.max_frames
+                ),
+            });
+        }
+        if state.sos.len() != channels * total || state.fir.len() != self.fir_len {
+            return Err(GpuError::Job {
+                why: format!(
+                    "state of {} SOS and {} FIR samples, the chain needs {} and {}",
+                    state.sos.len(),
+                    state.fir.len(),
+                    channels * total,
+                    self.fir_len
+                ),
+            });
+        }
+        if self.ctx.is_lost() {
+            return Err(GpuError::DeviceLost { why: "the device was lost earlier".into() });
+        }
+        let queue = self.ctx.queue.clone();
+        let (chunks, chunk_len) = chunking(frames, self.sequential_max);
+        if chunks > 1 && chunk_len != self.table_chunk_len && total > 0 {
+            for (r, out) in self.realizations.iter().zip(self.table_scratch.chunks_exact_mut(SCAN_STEPS)) {
+                out.copy_from_slice(&r.scan_table(chunk_len));
+            }
+            queue.write_buffer(&self.tables, 0, f32x4_bytes(&self.table_scratch));
+            self.table_chunk_len = chunk_len;
+        }
+        // Parameters of every stage for this block length.
+        let mut state_base = 0usize;
+        for (i, stage) in self.stages.iter().enumerate() {
+            let words: [u32; 8] = match *stage {
+                StagePlan::Sos { first, count, .. } => {
+                    let w = [frames, chunk_len, chunks, frames, first, count, state_base, 0];
+                    state_base += channels * count;
+                    w.map(|v| v as u32)
+                }
+                StagePlan::Fir { tap_base, taps, hist_base, .. } => {
+                    [frames, taps, frames, tap_base, hist_base, 0, 0, 0].map(|v| v as u32)
+                }
+            };
+            queue.write_buffer(&self.params, i as u64 * PARAM_SLOT, u32_bytes(&words));
+        }
+        // Input and state in. The shader's state layout is the engine's ([stage][channel]
+        // [section]), converted to each section's delta form.
+        queue.write_buffer(&self.work, 0, f32_bytes(&data[..channels * frames]));
+        self.convert_states_in(state);
+        if !self.state_f32.is_empty() {
+            queue.write_buffer(&self.states, 0, f32x2_bytes(&self.state_f32));
+        }
+        if !state.fir.is_empty() {
+            queue.write_buffer(&self.history, 0, f32_bytes(&state.fir));
+        }
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("job") });
+        let block_bytes = (channels * frames * 4) as u64;
+        for stage in &self.stages {
+            match stage {
+                StagePlan::Sos { count, bind, .. } => {
+                    if *count == 0 {
+                        continue;
+                    }
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("sos"), timestamp_writes: None });
+                    pass.set_pipeline(&self.sos_pipeline);
+                    pass.set_bind_group(0, bind, &[]);
+                    pass.dispatch_workgroups(channels as u32, 1, 1);
+                }
+                StagePlan::Fir { taps, hist_base, bind, .. } => {
+                    let hist = taps - 1;
+                    {
+                        let mut pass =
+                            encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("fir"), timestamp_writes: None });
+                        pass.set_bind_group(0, bind, &[]);
+                        pass.set_pipeline(&self.fir_pipeline);
+                        pass.dispatch_workgroups(frames.div_ceil(256) as u32, channels as u32, 1);
+                        if hist > 0 {
+                            pass.set_pipeline(&self.hist_pipeline);
+                            pass.dispatch_workgroups(hist.div_ceil(256) as u32, channels as u32, 1);
+                        }
+                    }
+                    encoder.copy_buffer_to_buffer(&self.tmp, 0, &self.work, 0, block_bytes);
+                    if hist > 0 {
+                        let at = (hist_base * 4) as u64;
+                        encoder.copy_buffer_to_buffer(&self.hist_out, at, &self.history, at, (channels * hist * 4) as u64);
+                    }
+                }
+            }
+        }
+        let state_bytes = (self.state_f32.len() * 8) as u64;
+        let hist_bytes = (self.fir_len * 4) as u64;
+        encoder.copy_buffer_to_buffer(&self.work, 0, &self.readback, 0, block_bytes);
+        if state_bytes > 0 {
+            encoder.copy_buffer_to_buffer(&self.states, 0, &self.readback, block_bytes, state_bytes);
+        }
+        if hist_bytes > 0 {
+            encoder.copy_buffer_to_buffer(&self.history, 0, &self.readback, block_bytes + state_bytes, hist_bytes);
+        }
+        let index = queue.submit([encoder.finish()]);
+        let total_bytes = block_bytes + state_bytes + hist_bytes;
+        let slice = self.readback.slice(..total_bytes);
+        let (tx, rx) = mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        // The map callback runs inside some thread's poll (another user of the device may
+        // be the one that runs it), so wait for it rather than assume it ran in ours.
+        let deadline = std::time::Instant::now() + JOB_TIMEOUT;
+        loop {
+            let polled = self.ctx.device.poll(wgpu::PollType::Wait { submission_index: Some(index.clone()), timeout: Some(JOB_TIMEOUT) });
+            if let Err(e) = polled {
+                return Err(GpuError::DeviceLost { why: e.to_string() });
+            }
+            match rx.recv_timeout(Duration::from_millis(5)) {
+                Ok(Ok(())) => break,
+                Ok(Err(e)) => return Err(GpuError::DeviceLost { why: e.to_string() }),
+                Err(_) if std::time::Instant::now() < deadline && !self.ctx.is_lost() => continue,
+                Err(_) => return Err(GpuError::DeviceLost { why: "the read-back never completed".into() }),
+            }
+        }
+        {
+            let view = slice.get_mapped_range().map_err(|e| GpuError::DeviceLost { why: e.to_string() })?;
+            let bytes: &[u8] = &view;
+            let read_f32 = |at: usize, out: &mut [f32]| {
+                for (o, b) in out.iter_mut().zip(bytes[at..].chunks_exact(4)) {
+                    *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+            };
+            read_f32(0, &mut data[..channels * frames]);
+            let st = block_bytes as usize;
+            for (o, b) in self.state_f32.iter_mut().zip(bytes[st..st + state_bytes as usize].chunks_exact(8)) {
+                *o = [f32::from_le_bytes([b[0], b[1], b[2], b[3]]), f32::from_le_bytes([b[4], b[5], b[6], b[7]])];
+            }
+            read_f32(st + state_bytes as usize, &mut state.fir);
+        }
+        self.readback.unmap();
+        self.convert_states_out(state);
+        Ok(())
+    }
+
+    fn convert_states_in(&mut self, state: &ChainState) {
+        let channels = self.channels;
+        let mut at = 0;
+        for stage in &self.stages {
+            if let StagePlan::Sos { first, count, .. } = *stage {
+                for _ in 0..channels {
+                    for r in &self.realizations[first..first + count] {
+                        self.state_f32[at] = r.state_to_gpu(state.sos[at]);
+                        at += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Back to TDF-II; a non-finite channel state is reset and tiny values flushed, as the
+    /// CPU cascade does.
+    fn convert_states_out(&self, state: &mut ChainState) {
+        let channels = self.channels;
+        let mut at = 0;
+        for stage in &self.stages {
+            if let StagePlan::Sos { first, count, .. } = *stage {
+                for _ in 0..channels {
+                    let start = at;
+                    for r in &self.realizations[first..first + count] {
+                        state.sos[at] = r.state_from_gpu(self.state_f32[at]);
+                        at += 1;
+                    }
+                    let ch = &mut state.sos[start..at];
+                    if ch.iter().flatten().any(|v| !v.is_finite()) {
+                        ch.fill([0.0; 2]);
+                    }
+                    for v in ch.iter_mut().flatten() {
+                        if v.abs() < crate::sos::FLUSH_BELOW {
+                            *v = 0.0;
+                        }
+                    }
+                }
+            }
+        }
+        for v in state.fir.iter_mut() {
+            if !v.is_finite() {
+                *v = 0.0;
+            }
+        }
+    }
+}

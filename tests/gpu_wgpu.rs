@@ -1,0 +1,152 @@
+//! The wgpu backend on a real adapter (lavapipe in CI, a GPU where there is one): every
+//! SciPy reference case at block sizes 64, 4096 and 65536, scan and sequential paths,
+//! long low-frequency streams against the CPU engine, FIR stages, state hand-over.
+//!
+//! Without an adapter these tests print why and return, unless `FERROFX_REQUIRE_GPU=1`
+//! (set by `scripts/test.sh`, which installs lavapipe), where that is a failure.
+#![cfg(feature = "wgpu")]
+
+mod common;
+
+use common::{chain_of, load_cases, rel_error, run_engine};
+use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Elliptic, Fir};
+use ferrofx::engine::{ChainState, Engine, EngineOptions};
+use ferrofx::fir::FirMode;
+use ferrofx::gpu::wgpu_backend::{GpuChain, WgpuContext};
+use ferrofx::DesignedChain;
+use std::sync::OnceLock;
+
+const TIME_TOLERANCE: f64 = 1e-4;
+
+fn context() -> Option<&'static WgpuContext> {
+    static CTX: OnceLock<Option<WgpuContext>> = OnceLock::new();
+    CTX.get_or_init(|| match WgpuContext::new() {
+        Ok(ctx) => {
+            println!("wgpu adapter: {}", ctx.report());
+            Some(ctx)
+        }
+        Err(e) => {
+            assert!(std::env::var_os("FERROFX_REQUIRE_GPU").is_none(), "FERROFX_REQUIRE_GPU is set but: {e}");
+            println!("skipped: {e}");
+            None
+        }
+    })
+    .as_ref()
+}
+
+/// Runs `input` through the GPU in blocks of `block` frames, state carried between jobs.
+fn run_gpu(ctx: &WgpuContext, designed: &DesignedChain, input: &[Vec<f32>], block: usize, sequential_max: Option<usize>) -> Vec<Vec<f32>> {
+    let channels = input.len();
+    let engine = Engine::with_options(designed, channels, block, EngineOptions { fir_mode: FirMode::Direct });
+    let mut state = engine.new_state().unwrap();
+    let mut gpu = GpuChain::new(ctx, designed, channels, block).unwrap();
+    if let Some(m) = sequential_max {
+        gpu.set_sequential_max(m);
+    }
+    let n = input[0].len();
+    let mut out = vec![Vec::with_capacity(n); channels];
+    let mut planar = Vec::new();
+    let mut start = 0;
+    while start < n {
+        let frames = block.min(n - start);
+        planar.clear();
+        for ch in input {
+            planar.extend_from_slice(&ch[start..start + frames]);
+        }
+        gpu.process(&mut planar, frames, &mut state).unwrap();
+        for (c, o) in out.iter_mut().enumerate() {
+            o.extend_from_slice(&planar[c * frames..(c + 1) * frames]);
+        }
+        start += frames;
+    }
+    out
+}
+
+#[test]
+fn every_reference_case_meets_the_tolerances_on_the_gpu() {
+    let Some(ctx) = context() else { return };
+    let mut failures = Vec::new();
+    let (mut worst, mut worst_low) = (0.0f64, 0.0f64);
+    for case in load_cases() {
+        let designed = chain_of(case.given_stage()).design(case.fs).unwrap();
+        for block in [64usize, 4096, 65536] {
+            let y = run_gpu(ctx, &designed, &case.input, block, None);
+            let e = rel_error(&y, &case.expected);
+            worst = worst.max(e);
+            if case.is_lowfreq() {
+                worst_low = worst_low.max(e);
+            }
+            if !(e <= TIME_TOLERANCE) {
+                failures.push(format!("{} block {block}: {e:.3e}", case.id));
+            }
+        }
+    }
+    println!("gpu reference: worst {worst:.2e} (lowfreq {worst_low:.2e}), tolerance {TIME_TOLERANCE:.0e}");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// White noise, deterministic.
+fn noise(channels: usize, frames: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..channels)
+        .map(|_| {
+            (0..frames)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn scan_and_sequential_paths_agree_with_the_cpu_on_long_lowfreq_streams() {
+    let Some(ctx) = context() else { return };
+    let chain = Butterworth::highpass(10.0, 4)
+        | Butterworth::lowpass(20.0, 2)
+        | Chebyshev1::highpass(15.0, 6, 0.5)
+        | Elliptic::lowpass(2000.0, 6, 0.1, 80.0)
+        | Biquad::peaking(40.0, 2.0, 6.0);
+    let designed = chain.design(96_000.0).unwrap();
+    let input = noise(2, 200_000, 7);
+    let cpu = run_engine(&designed, &input, 4096, EngineOptions::default());
+    for (block, seq) in [(65536usize, None), (4096, None), (4096, Some(usize::MAX)), (64, None)] {
+        let y = run_gpu(ctx, &designed, &input, block, seq);
+        let e = rel_error(&y, &cpu);
+        println!("block {block} sequential_max {seq:?}: {e:.2e} vs the CPU engine");
+        assert!(e <= TIME_TOLERANCE, "block {block} ({seq:?}): {e:.3e}");
+    }
+}
+
+#[test]
+fn fir_stages_and_mixed_chains_match_the_cpu_and_hand_state_back() {
+    let Some(ctx) = context() else { return };
+    let taps: Vec<f64> = (0..3000).map(|k| ((k as f64) * 0.37).sin() * (-(k as f64) / 700.0).exp() * 0.05).collect();
+    let chain = Butterworth::highpass(30.0, 2) | Fir::lowpass(101, 5000.0) | Fir::coefficients(taps) | Biquad::peaking(1000.0, 1.0, -3.0);
+    let designed = chain.design(48_000.0).unwrap();
+    let input = noise(3, 50_000, 3);
+    let cpu = run_engine(&designed, &input, 4096, EngineOptions::default());
+    for block in [64usize, 1000, 4096, 65536] {
+        let y = run_gpu(ctx, &designed, &input, block, None);
+        let e = rel_error(&y, &cpu);
+        assert!(e <= TIME_TOLERANCE, "block {block}: {e:.3e}");
+    }
+    // State hand-over: half the stream on the GPU, the rest on a CPU engine loaded with
+    // the state the GPU returned.
+    let options = EngineOptions { fir_mode: FirMode::Direct };
+    let mut engine = Engine::with_options(&designed, 3, 4096, options);
+    let mut state: ChainState = engine.new_state().unwrap();
+    let mut gpu = GpuChain::new(ctx, &designed, 3, 25_000).unwrap();
+    let mut first: Vec<f32> = input.iter().flat_map(|c| c[..25_000].iter().copied()).collect();
+    gpu.process(&mut first, 25_000, &mut state).unwrap();
+    engine.load_state(&state).unwrap();
+    let mut rest: Vec<Vec<f32>> = input.iter().map(|c| c[25_000..].to_vec()).collect();
+    let mut slices: Vec<&mut [f32]> = rest.iter_mut().map(|c| &mut c[..]).collect();
+    engine.process(&mut slices);
+    let joined: Vec<Vec<f32>> = (0..3).map(|c| [&first[c * 25_000..(c + 1) * 25_000], &rest[c][..]].concat()).collect();
+    let e = rel_error(&joined, &cpu);
+    assert!(e <= TIME_TOLERANCE, "GPU then CPU from the returned state: {e:.3e}");
+}
