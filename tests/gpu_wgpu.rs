@@ -150,3 +150,93 @@ fn fir_stages_and_mixed_chains_match_the_cpu_and_hand_state_back() {
     let e = rel_error(&joined, &cpu);
     assert!(e <= TIME_TOLERANCE, "GPU then CPU from the returned state: {e:.3e}");
 }
+
+mod offload {
+    use super::*;
+    use ferrofx::gpu::offload::{Faults, Offload, OFFLOAD_ENGINE_OPTIONS};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    const BLOCK: usize = 512;
+    const FS: f64 = 48_000.0;
+
+    fn chain() -> DesignedChain {
+        (Butterworth::highpass(20.0, 4) | Fir::lowpass(63, 12_000.0) | Chebyshev1::lowpass(9000.0, 6, 0.5) | Biquad::peaking(1000.0, 2.0, 6.0))
+            .design(FS)
+            .unwrap()
+    }
+
+    /// 10 s of stereo noise through `off`, `pace` between blocks; then the CPU engine's
+    /// stream delayed by one block, for comparison.
+    fn stream(off: &mut Offload, pace: Duration, mid: impl Fn(usize)) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+        let frames = (FS as usize * 10) / BLOCK * BLOCK;
+        let input = noise(2, frames, 11);
+        let mut out = input.clone();
+        for (k, start) in (0..frames).step_by(BLOCK).enumerate() {
+            mid(k);
+            let (l, r) = out.split_at_mut(1);
+            let mut bufs = [&mut l[0][start..start + BLOCK], &mut r[0][start..start + BLOCK]];
+            off.process(&mut bufs).unwrap();
+            std::thread::sleep(pace);
+        }
+        let mut cpu = Engine::with_options(&chain(), 2, BLOCK, OFFLOAD_ENGINE_OPTIONS);
+        let mut y = input;
+        let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..]).collect();
+        cpu.process(&mut s);
+        let delayed = y
+            .into_iter()
+            .map(|c| {
+                let mut d = vec![0.0f32; BLOCK];
+                d.extend_from_slice(&c[..frames - BLOCK]);
+                d
+            })
+            .collect();
+        (out, delayed)
+    }
+
+    #[test]
+    fn late_gpu_jobs_are_replaced_by_the_cpu_sample_for_sample() {
+        let Some(ctx) = context() else { return };
+        let gpu = GpuChain::new(ctx, &chain(), 2, BLOCK).unwrap();
+        // A random third of the jobs are held back 30 ms (about three blocks).
+        let faults = Faults {
+            delay: Some(Arc::new(|seq| {
+                let h = seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 61;
+                Duration::from_millis(if h % 3 == 0 { 30 } else { 0 })
+            })),
+            die_at: None,
+        };
+        let mut off = Offload::new(&chain(), 2, BLOCK, gpu, faults).unwrap();
+        let (out, want) = stream(&mut off, Duration::from_millis(4), |_| {});
+        let e = rel_error(&out, &want);
+        let st = off.stats();
+        println!("late jobs: {st:?}, error vs CPU {e:.2e}, last worker time {:.2e} s", off.last_worker_seconds());
+        assert!(e <= TIME_TOLERANCE, "{e:.3e}");
+        assert!(st.offloaded >= 20 && st.fallbacks > st.blocks / 5, "{st:?}");
+        assert!(!off.worker_lost());
+    }
+
+    #[test]
+    fn a_dying_worker_and_a_lost_device_leave_an_exact_cpu_stream() {
+        let Some(ctx) = context() else { return };
+        let faults = Faults { delay: None, die_at: Some(300) };
+        let mut off = Offload::new(&chain(), 2, BLOCK, GpuChain::new(ctx, &chain(), 2, BLOCK).unwrap(), faults).unwrap();
+        let (out, want) = stream(&mut off, Duration::from_millis(2), |_| {});
+        assert!(rel_error(&out, &want) <= TIME_TOLERANCE);
+        assert!(off.worker_lost() && off.stats().offloaded > 0, "{:?}", off.stats());
+
+        // A device of its own, destroyed mid-stream.
+        let own = WgpuContext::new().unwrap();
+        let mut off = Offload::new(&chain(), 2, BLOCK, GpuChain::new(&own, &chain(), 2, BLOCK).unwrap(), Faults::default()).unwrap();
+        let (out, want) = stream(&mut off, Duration::from_millis(2), |k| {
+            if k == 400 {
+                own.simulate_device_loss();
+            }
+        });
+        let e = rel_error(&out, &want);
+        println!("device lost: {:?}, error vs CPU {e:.2e}", off.stats());
+        assert!(e <= TIME_TOLERANCE, "{e:.3e}");
+        assert!(off.worker_lost(), "the worker should have stopped: {:?}", off.stats());
+        assert!(off.stats().offloaded > 0);
+    }
+}

@@ -5,9 +5,8 @@
 
 use assert_no_alloc::{assert_no_alloc, violation_count, AllocDisabler};
 use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1};
-use ferrofx::design::Sos;
 use ferrofx::gpu::offload::{CpuExecutor, ExecError, Executor, Faults, Job, Offload};
-use ferrofx::sos::SosCascade;
+use ferrofx::{DesignedChain, Engine};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,12 +16,13 @@ static ALLOCATOR: AllocDisabler = AllocDisabler;
 const BLOCK: usize = 512;
 const FS: f64 = 48_000.0;
 
-fn sections() -> Vec<Sos> {
-    let chain: Chain = Butterworth::highpass(20.0, 4) | Chebyshev1::lowpass(9000.0, 6, 0.5) | Biquad::peaking(1000.0, 2.0, 6.0);
-    match &chain.design(FS).unwrap().stages[0] {
-        ferrofx::DesignedStage::Sos(s) => s.clone(),
-        _ => unreachable!(),
-    }
+/// SOS stages around a direct FIR: the job state holds both kinds.
+fn sections() -> DesignedChain {
+    let chain: Chain = Butterworth::highpass(20.0, 4)
+        | ferrofx::chain::Fir::lowpass(63, 12_000.0)
+        | Chebyshev1::lowpass(9000.0, 6, 0.5)
+        | Biquad::peaking(1000.0, 2.0, 6.0);
+    chain.design(FS).unwrap()
 }
 
 fn noise(n: usize, seed: u64) -> Vec<f32> {
@@ -54,12 +54,12 @@ fn stream(offload: &mut Offload, pace: Duration) -> (Vec<Vec<f32>>, usize) {
 }
 
 /// The pure CPU stream, delayed by one block.
-fn expected(sections: &[Sos]) -> Vec<Vec<f32>> {
+fn expected(sections: &DesignedChain) -> Vec<Vec<f32>> {
     let frames = (FS as usize * 10) / BLOCK * BLOCK;
     let mut y: Vec<Vec<f32>> = (0..2).map(|c| noise(frames, c + 1)).collect();
-    let mut cpu = SosCascade::new(sections, 2);
+    let mut cpu = Engine::with_options(sections, 2, BLOCK, ferrofx::gpu::offload::OFFLOAD_ENGINE_OPTIONS);
     let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..]).collect();
-    cpu.process(&mut s, frames);
+    cpu.process(&mut s);
     y.into_iter()
         .map(|c| {
             let mut d = vec![0.0f32; BLOCK];
@@ -72,7 +72,7 @@ fn expected(sections: &[Sos]) -> Vec<Vec<f32>> {
 #[test]
 fn on_time_jobs_give_the_cpu_stream_one_block_late() {
     let s = sections();
-    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2), Faults::default());
+    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), Faults::default()).unwrap();
     assert_eq!(off.latency_samples(), BLOCK);
     let (out, allocs) = stream(&mut off, Duration::from_micros(300));
     assert_eq!(allocs, 0, "the audio side allocated");
@@ -95,7 +95,7 @@ fn a_random_third_of_late_jobs_changes_nothing() {
         }
     });
     let faults = Faults { delay: Some(delay), die_at: None };
-    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2), faults);
+    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), faults).unwrap();
     let (out, allocs) = stream(&mut off, Duration::from_micros(300));
     assert_eq!(allocs, 0);
     assert_eq!(out, expected(&s), "late jobs must be replaced by the CPU, sample for sample");
@@ -108,7 +108,7 @@ fn a_random_third_of_late_jobs_changes_nothing() {
 fn a_worker_that_dies_midway_leaves_a_cpu_only_stream() {
     let s = sections();
     let faults = Faults { delay: None, die_at: Some(300) };
-    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2), faults);
+    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), faults).unwrap();
     let (out, allocs) = stream(&mut off, Duration::from_micros(300));
     assert_eq!(allocs, 0);
     assert_eq!(out, expected(&s));
@@ -130,7 +130,7 @@ impl Executor for LosesDevice {
 #[test]
 fn device_loss_leaves_a_cpu_only_stream() {
     let s = sections();
-    let mut off = Offload::new(&s, 2, BLOCK, LosesDevice(CpuExecutor::new(&s, 2)), Faults::default());
+    let mut off = Offload::new(&s, 2, BLOCK, LosesDevice(CpuExecutor::new(&s, 2, BLOCK)), Faults::default()).unwrap();
     let (out, _) = stream(&mut off, Duration::from_micros(300));
     assert_eq!(out, expected(&s));
     assert!(off.worker_lost());
@@ -139,7 +139,7 @@ fn device_loss_leaves_a_cpu_only_stream() {
 #[test]
 fn wrong_block_sizes_and_channel_counts_are_refused_untouched() {
     let s = sections();
-    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2), Faults::default());
+    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), Faults::default()).unwrap();
     let (mut l, mut r) = (vec![0.5f32; 100], vec![0.5f32; 100]);
     assert!(off.process(&mut [&mut l[..], &mut r[..]]).is_err());
     assert!(l.iter().chain(&r).all(|&v| v == 0.5));

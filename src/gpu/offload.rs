@@ -14,8 +14,9 @@
 //! single-consumer rings (submit, done): no allocation, lock, syscall or blocking wait.
 //! The worker polls the submit ring with short sleeps.
 
-use crate::design::Sos;
-use crate::sos::{SectionCountMismatch, SosCascade};
+use crate::chain::DesignedChain;
+use crate::engine::{sanitize_input, ChainState, Engine, EngineOptions, StateError};
+use crate::fir::FirMode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -33,9 +34,11 @@ pub struct Job {
     pub input: Vec<f32>,
     /// Planar output, same layout.
     pub output: Vec<f32>,
-    /// SOS state `[channel][section]`: the state before the block on submit, after it on
-    /// return.
-    pub state: Vec<[f64; 2]>,
+    /// The chain's filter state (SOS states and FIR histories): the state before the
+    /// block on submit, after it on return.
+    pub state: ChainState,
+    /// Seconds the worker spent on the job (set by the worker; for the router).
+    pub worker_seconds: f64,
 }
 
 /// Why an executor could not run a job.
@@ -45,7 +48,7 @@ pub enum ExecError {
     DeviceLost(String),
 }
 
-/// Runs jobs on the worker thread (the wgpu and CUDA executors will implement this).
+/// Runs jobs on the worker thread ([`crate::gpu::wgpu_backend::GpuChain`] implements it).
 pub trait Executor: Send + 'static {
     fn execute(&mut self, job: &mut Job) -> Result<(), ExecError>;
 }
@@ -60,14 +63,18 @@ fn with_planar(data: &mut [f32], channels: usize, frames: usize, f: impl FnOnce(
     f(&mut refs[..used]);
 }
 
-/// The reference executor: the same cascade on the CPU of the worker thread.
+/// The engine options of the CPU side of an offload: FIRs on the direct path, whose
+/// history is the time-domain state a job carries.
+pub const OFFLOAD_ENGINE_OPTIONS: EngineOptions = EngineOptions { fir_mode: FirMode::Direct };
+
+/// The reference executor: the same chain on the CPU of the worker thread.
 pub struct CpuExecutor {
-    cascade: SosCascade,
+    engine: Engine,
 }
 
 impl CpuExecutor {
-    pub fn new(sections: &[Sos], channels: usize) -> CpuExecutor {
-        CpuExecutor { cascade: SosCascade::new(sections, channels) }
+    pub fn new(chain: &DesignedChain, channels: usize, block: usize) -> CpuExecutor {
+        CpuExecutor { engine: Engine::with_options(chain, channels, block, OFFLOAD_ENGINE_OPTIONS) }
     }
 }
 
@@ -75,10 +82,11 @@ impl Executor for CpuExecutor {
     fn execute(&mut self, job: &mut Job) -> Result<(), ExecError> {
         let n = job.channels * job.frames;
         job.output[..n].copy_from_slice(&job.input[..n]);
-        self.cascade.set_state(&job.state).map_err(|e| ExecError::DeviceLost(e.to_string()))?;
-        let cascade = &mut self.cascade;
-        with_planar(&mut job.output[..n], job.channels, job.frames, |bufs| cascade.process(bufs, job.frames));
-        job.state.copy_from_slice(cascade.state());
+        self.engine.load_state(&job.state).map_err(|e| ExecError::DeviceLost(e.to_string()))?;
+        let engine = &mut self.engine;
+        with_planar(&mut job.output[..n], job.channels, job.frames, |bufs| engine.process(bufs));
+        // Same shape as just loaded.
+        let _ = engine.save_state(&mut job.state);
         Ok(())
     }
 }
@@ -112,7 +120,7 @@ pub struct OffloadStats {
     pub fallbacks: u64,
 }
 
-/// The audio side of the pipelined offload of one SOS cascade.
+/// The audio side of the pipelined offload of one designed chain.
 pub struct Offload {
     block: usize,
     channels: usize,
@@ -126,25 +134,28 @@ pub struct Offload {
     in_flight: Option<u64>,
     next_seq: u64,
     /// State after the last block whose output is known (the authoritative state).
-    state: Vec<[f64; 2]>,
+    state: ChainState,
     /// Input of the block in flight, for the fallback.
     pending: Vec<f32>,
     /// Output of the previous block, emitted on this call.
     ready: Vec<f32>,
-    cpu: SosCascade,
+    cpu: Engine,
     alive: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
     worker: Option<JoinHandle<()>>,
     stats: OffloadStats,
+    last_worker_seconds: f64,
 }
 
 impl Offload {
-    /// Starts the worker with `executor` for a cascade of `sections` on `channels`
-    /// channels, blocks of exactly `block` frames. Allocates everything.
-    pub fn new<E: Executor>(sections: &[Sos], channels: usize, block: usize, executor: E, faults: Faults) -> Offload {
+    /// Starts the worker with `executor` for `chain` on `channels` channels, blocks of
+    /// exactly `block` frames. Allocates everything. The CPU side runs FIRs on the direct
+    /// path ([`OFFLOAD_ENGINE_OPTIONS`]).
+    pub fn new<E: Executor>(chain: &DesignedChain, channels: usize, block: usize, executor: E, faults: Faults) -> Result<Offload, StateError> {
         let channels = channels.min(MAX_CHANNELS);
         let block = block.max(1);
-        let state_len = channels * sections.len();
+        let cpu = Engine::with_options(chain, channels, block, OFFLOAD_ENGINE_OPTIONS);
+        let zero_state = cpu.new_state()?;
         let make_job = || {
             Box::new(Job {
                 seq: 0,
@@ -152,7 +163,8 @@ impl Offload {
                 channels,
                 input: vec![0.0; channels * block],
                 output: vec![0.0; channels * block],
-                state: vec![[0.0; 2]; state_len],
+                state: zero_state.clone(),
+                worker_seconds: 0.0,
             })
         };
         let (submit, worker_in) = rtrb::RingBuffer::<Box<Job>>::new(4);
@@ -173,7 +185,7 @@ impl Offload {
         for _ in 0..3 {
             spare.push(make_job());
         }
-        Offload {
+        Ok(Offload {
             block,
             channels,
             submit,
@@ -181,15 +193,16 @@ impl Offload {
             spare,
             in_flight: None,
             next_seq: 0,
-            state: vec![[0.0; 2]; state_len],
+            state: zero_state,
             pending: vec![0.0; channels * block],
             ready: vec![0.0; channels * block],
-            cpu: SosCascade::new(sections, channels),
+            cpu,
             alive,
             stop,
             worker,
             stats: OffloadStats::default(),
-        }
+            last_worker_seconds: f64::NAN,
+        })
     }
 
     /// Latency the offloaded path adds: one block.
@@ -207,6 +220,12 @@ impl Offload {
         self.stats
     }
 
+    /// Worker time of the last job that came back in time (`NaN` before the first): what
+    /// the router records as the GPU's cost.
+    pub fn last_worker_seconds(&self) -> f64 {
+        self.last_worker_seconds
+    }
+
     /// Processes one block in place: the output is the previous block filtered (one block
     /// of latency). No allocation, lock or blocking wait.
     pub fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), OffloadError> {
@@ -222,8 +241,10 @@ impl Offload {
             let mut got = false;
             while let Ok(job) = self.done.pop() {
                 if job.seq == seq && !got {
+                    self.last_worker_seconds = job.worker_seconds;
                     self.ready.copy_from_slice(&job.output[..channels * block]);
-                    self.state.copy_from_slice(&job.state);
+                    self.state.sos.copy_from_slice(&job.state.sos);
+                    self.state.fir.copy_from_slice(&job.state.fir);
                     got = true;
                 }
                 // A late job from an earlier block is simply recycled.
@@ -235,9 +256,12 @@ impl Offload {
                 self.fallback();
             }
         }
-        // 2. Submit this block (with the state it starts from) and keep its input.
+        // 2. Submit this block (with the state it starts from) and keep its input, with
+        //    the engine's non-finite policy applied once for both paths.
         for (c, b) in buffers.iter().enumerate() {
-            self.pending[c * block..(c + 1) * block].copy_from_slice(b);
+            let dst = &mut self.pending[c * block..(c + 1) * block];
+            dst.copy_from_slice(b);
+            sanitize_input(dst);
         }
         self.submit_pending();
         // 3. Emit the previous block's output.
@@ -252,12 +276,12 @@ impl Offload {
     fn fallback(&mut self) {
         self.stats.fallbacks += 1;
         self.ready.copy_from_slice(&self.pending);
-        // Same shape by construction; on a mismatch the cascade keeps its own state.
-        let _: Result<(), SectionCountMismatch> = self.cpu.set_state(&self.state);
+        // Same shape by construction (the state was made by this engine).
+        let _ = self.cpu.load_state(&self.state);
         let (channels, block) = (self.channels, self.block);
         let cpu = &mut self.cpu;
-        with_planar(&mut self.ready, channels, block, |bufs| cpu.process(bufs, block));
-        self.state.copy_from_slice(self.cpu.state());
+        with_planar(&mut self.ready, channels, block, |bufs| cpu.process(bufs));
+        let _ = self.cpu.save_state(&mut self.state);
     }
 
     fn submit_pending(&mut self) {
@@ -267,7 +291,8 @@ impl Offload {
             if let Some(mut job) = self.spare.pop() {
                 job.seq = seq;
                 job.input.copy_from_slice(&self.pending);
-                job.state.copy_from_slice(&self.state);
+                job.state.sos.copy_from_slice(&self.state.sos);
+                job.state.fir.copy_from_slice(&self.state.fir);
                 match self.submit.push(job) {
                     Ok(()) => {
                         self.in_flight = Some(seq);
@@ -313,15 +338,25 @@ fn worker_loop<E: Executor>(
             std::thread::sleep(Duration::from_micros(50));
             continue;
         };
+        // A newer job waiting means this one's deadline has passed (the audio side has
+        // computed it already): hand it back unrun so the worker catches up at once.
+        while let Ok(newer) = input.pop() {
+            job.worker_seconds = f64::NAN;
+            if output.push(std::mem::replace(&mut job, newer)).is_err() {
+                return;
+            }
+        }
         if faults.die_at == Some(job.seq) {
             return;
         }
+        let started = std::time::Instant::now();
         if let Some(delay) = &faults.delay {
             std::thread::sleep(delay(job.seq));
         }
         if executor.execute(&mut job).is_err() {
             return;
         }
+        job.worker_seconds = started.elapsed().as_secs_f64();
         if output.push(job).is_err() {
             return;
         }

@@ -611,3 +611,21 @@ impl GpuChain {
         }
     }
 }
+
+impl super::offload::Executor for GpuChain {
+    fn execute(&mut self, job: &mut super::offload::Job) -> Result<(), super::offload::ExecError> {
+        let n = job.channels * job.frames;
+        job.output[..n].copy_from_slice(&job.input[..n]);
+        self.process(&mut job.output[..n], job.frames, &mut job.state)
+            .map_err(|e| super::offload::ExecError::DeviceLost(e.to_string()))
+    }
+}
+
+impl WgpuContext {
+    /// Destroys the device, as a driver reset would (for tests of the loss path): every
+    /// later job on it fails with [`GpuError::DeviceLost`].
+    pub fn simulate_device_loss(&self) {
+        self.device.destroy();
+        self.lost.store(true, Ordering::Release);
+    }
+}
