@@ -8,13 +8,61 @@
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Fir};
-use ferrofx::Engine;
+use ferrofx::engine::ChainState;
+use ferrofx::gpu::offload::OFFLOAD_ENGINE_OPTIONS;
+use ferrofx::gpu::wgpu_backend::{GpuChain, WgpuContext};
+use ferrofx::{DesignedChain, Engine};
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Instant;
 
 const FS: f64 = 44_100.0;
 const RENDER_BLOCK: usize = 4096;
+/// Block size of the GPU's offline runs (large blocks are where the scan pays).
+const GPU_STREAM_BLOCK: usize = 65_536;
+
+/// Where a workload runs.
+#[derive(Clone, Copy)]
+pub enum Runner<'a> {
+    Cpu,
+    Wgpu(&'a WgpuContext),
+}
+
+impl Runner<'_> {
+    fn name(self) -> &'static str {
+        match self {
+            Runner::Cpu => "cpu",
+            Runner::Wgpu(_) => "wgpu",
+        }
+    }
+}
+
+/// A GPU chain with its state, processing planar blocks synchronously (one round trip).
+struct GpuRun {
+    chain: GpuChain,
+    state: ChainState,
+    planar: Vec<f32>,
+}
+
+impl GpuRun {
+    fn new(ctx: &WgpuContext, designed: &DesignedChain, channels: usize, block: usize) -> Result<GpuRun> {
+        let chain = GpuChain::new(ctx, designed, channels, block)?;
+        let state = Engine::with_options(designed, channels, 1, OFFLOAD_ENGINE_OPTIONS).new_state()?;
+        Ok(GpuRun { chain, state, planar: vec![0.0; channels * block] })
+    }
+
+    fn process(&mut self, bufs: &mut [&mut [f32]], frames: usize) -> Result<()> {
+        let planar = &mut self.planar[..bufs.len() * frames];
+        for (d, s) in planar.chunks_exact_mut(frames).zip(bufs.iter()) {
+            d.copy_from_slice(&s[..frames]);
+        }
+        self.chain.process(planar, frames, &mut self.state)?;
+        for (s, d) in planar.chunks_exact(frames).zip(bufs.iter_mut()) {
+            d[..frames].copy_from_slice(s);
+        }
+        Ok(())
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
@@ -137,6 +185,7 @@ fn noise(channels: usize, frames: usize, seed: u64) -> Vec<Vec<f32>> {
 /// One measured configuration.
 pub struct Measurement {
     pub workload: &'static str,
+    pub backend: &'static str,
     pub channels: usize,
     pub frames: usize,
     pub sections: usize,
@@ -170,23 +219,41 @@ fn shape(chain: &Chain) -> (usize, usize) {
 }
 
 /// Times whole-buffer processing of `chain` on `channels x seconds` of noise.
-fn time_stream(workload: &'static str, chain: &Chain, channels: usize, seconds: f64, runs: usize) -> Measurement {
+fn time_stream(
+    runner: Runner,
+    workload: &'static str,
+    chain: &Chain,
+    channels: usize,
+    seconds: f64,
+    runs: usize,
+) -> Result<Measurement> {
     let designed = chain.design(FS).expect("bench chains are valid");
     let frames = (seconds * FS) as usize;
     let input = noise(channels, frames, 42);
     let mut buf = input.clone();
     let mut times = Vec::with_capacity(runs);
+    let block = match runner {
+        Runner::Cpu => RENDER_BLOCK,
+        Runner::Wgpu(_) => GPU_STREAM_BLOCK,
+    };
     for run in 0..=runs {
         let mut engine = Engine::new(&designed, channels, RENDER_BLOCK);
+        let mut gpu = match runner {
+            Runner::Cpu => None,
+            Runner::Wgpu(ctx) => Some(GpuRun::new(ctx, &designed, channels, block)?),
+        };
         for (b, i) in buf.iter_mut().zip(&input) {
             b.copy_from_slice(i);
         }
         let t0 = Instant::now();
         let mut start = 0;
         while start < frames {
-            let end = (start + RENDER_BLOCK).min(frames);
+            let end = (start + block).min(frames);
             let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[start..end]).collect();
-            engine.process(&mut slices);
+            match gpu.as_mut() {
+                None => engine.process(&mut slices),
+                Some(g) => g.process(&mut slices, end - start)?,
+            }
             start = end;
         }
         let dt = t0.elapsed().as_secs_f64();
@@ -197,16 +264,31 @@ fn time_stream(workload: &'static str, chain: &Chain, channels: usize, seconds: 
     std::hint::black_box(&buf);
     let (sections, taps) = shape(chain);
     let min_s = times.iter().cloned().fold(f64::INFINITY, f64::min);
-    Measurement { workload, channels, frames, sections, taps, runs, median_s: median(&mut times), min_s, block: None }
+    Ok(Measurement {
+        workload,
+        backend: runner.name(),
+        channels,
+        frames,
+        sections,
+        taps,
+        runs,
+        median_s: median(&mut times),
+        min_s,
+        block: None,
+    })
 }
 
 /// Times every block of a realtime-style stream: median and p99.9 per block.
-fn time_blocks(chain: &Chain, block: usize, seconds: f64) -> Measurement {
+fn time_blocks(runner: Runner, chain: &Chain, block: usize, seconds: f64, min_blocks: usize) -> Result<Measurement> {
     let designed = chain.design(48_000.0).expect("bench chains are valid");
     let channels = 2;
-    let blocks = ((seconds * 48_000.0) as usize / block).max(1000);
+    let blocks = ((seconds * 48_000.0) as usize / block).max(min_blocks);
     let input = noise(channels, block * 64, 7);
     let mut engine = Engine::new(&designed, channels, block);
+    let mut gpu = match runner {
+        Runner::Cpu => None,
+        Runner::Wgpu(ctx) => Some(GpuRun::new(ctx, &designed, channels, block)?),
+    };
     let (mut l, mut r) = (vec![0.0f32; block], vec![0.0f32; block]);
     let mut times = Vec::with_capacity(blocks);
     for i in 0..blocks + 100 {
@@ -214,7 +296,10 @@ fn time_blocks(chain: &Chain, block: usize, seconds: f64) -> Measurement {
         l.copy_from_slice(&input[0][k..k + block]);
         r.copy_from_slice(&input[1][k..k + block]);
         let t0 = Instant::now();
-        engine.process(&mut [&mut l[..], &mut r[..]]);
+        match gpu.as_mut() {
+            None => engine.process(&mut [&mut l[..], &mut r[..]]),
+            Some(g) => g.process(&mut [&mut l[..], &mut r[..]], block)?,
+        }
         let dt = t0.elapsed().as_secs_f64();
         if i >= 100 {
             times.push(dt);
@@ -223,8 +308,9 @@ fn time_blocks(chain: &Chain, block: usize, seconds: f64) -> Measurement {
     times.sort_by(f64::total_cmp);
     let p999 = times[((times.len() as f64 * 0.999) as usize).min(times.len() - 1)];
     let (sections, taps) = shape(chain);
-    Measurement {
+    Ok(Measurement {
         workload: "realtime_block",
+        backend: runner.name(),
         channels,
         frames: block,
         sections,
@@ -233,21 +319,22 @@ fn time_blocks(chain: &Chain, block: usize, seconds: f64) -> Measurement {
         median_s: times[times.len() / 2],
         min_s: times[0],
         block: Some((block, p999)),
-    }
+    })
 }
 
 /// Every measurement of one workload.
-pub fn run_workload(w: Workload, quick: bool) -> Vec<Measurement> {
+pub fn run_workload(runner: Runner, w: Workload, quick: bool) -> Result<Vec<Measurement>> {
     let runs = if quick { 3 } else { 7 };
     let secs = |full: f64| if quick { (full / 60.0).clamp(0.2, 1.0) } else { full };
-    match w {
-        Workload::ApiChain => vec![time_stream("api_chain", &api_chain(), 8, secs(120.0), runs)],
+    let stream = |name, chain: &Chain, ch, s, runs| time_stream(runner, name, chain, ch, s, runs);
+    Ok(match w {
+        Workload::ApiChain => vec![stream("api_chain", &api_chain(), 8, secs(120.0), runs)?],
         Workload::IirChain => {
             let chain = iir_chain();
             let mut out = Vec::new();
             for ch in [1, 2, 8, 12] {
                 for s in [5.0, 60.0, 180.0] {
-                    out.push(time_stream("iir_chain", &chain, ch, secs(s), runs));
+                    out.push(stream("iir_chain", &chain, ch, secs(s), runs)?);
                 }
             }
             out
@@ -257,23 +344,31 @@ pub fn run_workload(w: Workload, quick: bool) -> Vec<Measurement> {
             let mut out = Vec::new();
             for ch in [1, 2, 8, 12] {
                 for s in [5.0, 60.0] {
-                    out.push(time_stream("fir_chain", &chain, ch, secs(s), runs));
+                    out.push(stream("fir_chain", &chain, ch, secs(s), runs)?);
                 }
             }
             out
         }
-        Workload::LongFir => vec![time_stream("long_fir", &long_fir(), 2, secs(60.0), if quick { 1 } else { 3 })],
+        Workload::LongFir => vec![stream("long_fir", &long_fir(), 2, secs(60.0), if quick { 1 } else { 3 })?],
         Workload::RealtimeBlock => {
             let chain = realtime_chain();
-            [32, 64, 128, 256, 512, 1024].iter().map(|&b| time_blocks(&chain, b, if quick { 1.0 } else { 20.0 })).collect()
+            let min_blocks = match (runner, quick) {
+                (Runner::Wgpu(_), true) => 100,
+                _ => 1000,
+            };
+            let mut out = Vec::new();
+            for b in [32, 64, 128, 256, 512, 1024] {
+                out.push(time_blocks(runner, &chain, b, if quick { 1.0 } else { 20.0 }, min_blocks)?);
+            }
+            out
         }
-    }
+    })
 }
 
 fn print(m: &Measurement, json_out: bool) {
     if json_out {
         let mut v = json!({
-            "workload": m.workload, "backend": "cpu", "channels": m.channels, "frames": m.frames,
+            "workload": m.workload, "backend": m.backend, "channels": m.channels, "frames": m.frames,
             "sections": m.sections, "taps": m.taps, "runs": m.runs, "median_s": m.median_s,
             "min_s": m.min_s, "ns_per_sample": m.ns_per_sample(),
         });
@@ -292,8 +387,9 @@ fn print(m: &Measurement, json_out: bool) {
         Some((block, p999)) => {
             let budget = block as f64 / 48_000.0;
             println!(
-                "{:<15} {:>2} ch  block {:>5}  median {:>8.2} us ({:.4}% of budget)  p99.9 {:>8.2} us ({:.4}%)",
+                "{:<15} {:<4} {:>2} ch  block {:>5}  median {:>8.2} us ({:.4}% of budget)  p99.9 {:>8.2} us ({:.4}%)",
                 m.workload,
+                m.backend,
                 m.channels,
                 block,
                 m.median_s * 1e6,
@@ -303,8 +399,9 @@ fn print(m: &Measurement, json_out: bool) {
             );
         }
         None => println!(
-            "{:<15} {:>2} ch {:>9} frames  median {:>9.4} s  min {:>9.4} s  {:>8.3} ns/sample  {}  {:.0}x realtime",
+            "{:<15} {:<4} {:>2} ch {:>9} frames  median {:>9.4} s  min {:>9.4} s  {:>8.3} ns/sample  {}  {:.0}x realtime",
             m.workload,
+            m.backend,
             m.channels,
             m.frames,
             m.median_s,
@@ -327,23 +424,63 @@ pub fn run(args: BenchArgs) -> ExitCode {
 }
 
 fn run_inner(args: BenchArgs) -> Result<()> {
-    for b in &args.backends {
+    let mut backends = args.backends.clone();
+    if backends.is_empty() {
+        backends.push(BenchBackend::Cpu);
+    }
+    backends.dedup();
+    // Open every requested backend first: a missing one is an error before any timing.
+    let mut gpu = None;
+    for b in &backends {
         match b {
             BenchBackend::Cpu => {}
-            BenchBackend::Wgpu => bail!("backend wgpu is not available: this build has no wgpu backend yet"),
-            BenchBackend::Cuda => bail!("backend cuda is not available: this build has no CUDA backend yet"),
+            BenchBackend::Wgpu => {
+                let ctx = WgpuContext::new().map_err(|e| anyhow::anyhow!("backend wgpu is not available: {e}"))?;
+                gpu = Some(ctx);
+            }
+            BenchBackend::Cuda => bail!("backend cuda is not available: this build has no CUDA backend (the CUDA kernels are not built yet)"),
         }
     }
     let workloads = if args.workloads.is_empty() { Workload::ALL.to_vec() } else { args.workloads.clone() };
-    if !args.json {
-        println!("cpu backend, single thread, {} ({})", std::env::consts::ARCH, ferrofx::simd_level());
-    }
-    for w in workloads {
-        if !args.json {
-            eprintln!("running {} ...", w.name());
+    for b in &backends {
+        let runner = match (b, gpu.as_ref()) {
+            (BenchBackend::Wgpu, Some(ctx)) => Runner::Wgpu(ctx),
+            _ => Runner::Cpu,
+        };
+        match runner {
+            Runner::Cpu if !args.json => {
+                println!("cpu backend, single thread, {} ({})", std::env::consts::ARCH, ferrofx::simd_level())
+            }
+            Runner::Wgpu(ctx) => {
+                let line = format!(
+                    "wgpu backend on {}; offline workloads in blocks of {GPU_STREAM_BLOCK} frames, realtime_block as one synchronous round trip per block",
+                    ctx.report()
+                );
+                let cpu_note = "note: this adapter is a CPU rasteriser (lavapipe/llvmpipe): these figures test the wgpu path, they are not GPU speed";
+                if args.json {
+                    eprintln!("{line}");
+                    if ctx.report().is_cpu() {
+                        eprintln!("{cpu_note}");
+                    }
+                } else {
+                    println!("{line}");
+                    if ctx.report().is_cpu() {
+                        println!("{cpu_note}");
+                    }
+                }
+            }
+            Runner::Cpu => {}
         }
-        for m in run_workload(w, args.quick) {
-            print(&m, args.json);
+        for &w in &workloads {
+            if !args.json {
+                eprintln!("running {} ({}) ...", w.name(), runner.name());
+            }
+            match run_workload(runner, w, args.quick) {
+                Ok(ms) => ms.iter().for_each(|m| print(m, args.json)),
+                // A workload the GPU path cannot run is reported and skipped, not fatal.
+                Err(e) if matches!(runner, Runner::Wgpu(_)) => eprintln!("skipped {} on wgpu: {e:#}", w.name()),
+                Err(e) => return Err(e),
+            }
         }
     }
     Ok(())

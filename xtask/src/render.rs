@@ -4,17 +4,21 @@
 use crate::audio::{AtomicWavWriter, AudioReader};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use ferrofx::{Chain, Engine};
+use ferrofx::gpu::router::{Route, Router, RouterConfig};
+use ferrofx::gpu::wgpu_backend::{GpuChain, WgpuContext};
+use ferrofx::{Chain, DesignedChain, Engine};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Mutex, OnceLock};
+use std::time::Instant;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
-    /// The engine's own choice (the CPU in this build).
+    /// The engine's own choice: the cost model times the CPU and the GPU on a probe block
+    /// and takes the GPU only when it is clearly faster (short inputs stay on the CPU).
     Auto,
     Cpu,
     Wgpu,
@@ -58,10 +62,136 @@ pub struct Rendered {
     pub sample_rate: u32,
 }
 
-/// Renders one file: decode block by block, filter, write atomically. The channels are
-/// split over up to `dsp_threads` engines running in parallel on each block (channels
-/// are independent, so the result is the same as one engine's).
-pub fn render_file(chain: &Chain, input: &Path, output: &Path, block_size: usize, dsp_threads: usize) -> Result<Rendered> {
+/// Inputs with fewer samples (frames x channels) than this stay on the CPU under `auto`:
+/// they end before a GPU's set-up and probing would pay for themselves.
+const AUTO_MIN_SAMPLES: u64 = 4 << 20;
+
+/// The GPU context, opened at most once per run (`Err` says why there is none).
+pub type GpuSlot = OnceLock<Result<WgpuContext, String>>;
+
+fn gpu_context(slot: &GpuSlot) -> Result<&WgpuContext, String> {
+    slot.get_or_init(|| WgpuContext::new().map_err(|e| e.to_string())).as_ref().map_err(Clone::clone)
+}
+
+/// Opens the device for `--backend wgpu`; an error is the user's one-line answer.
+pub fn require_gpu(slot: &GpuSlot) -> Result<()> {
+    gpu_context(slot).map(|_| ()).map_err(|why| anyhow::anyhow!("backend wgpu is not available: {why}"))
+}
+
+/// Where one file is filtered.
+enum Processor {
+    Cpu(Vec<Engine>),
+    Gpu { chain: GpuChain, state: ferrofx::engine::ChainState, planar: Vec<f32> },
+}
+
+impl Processor {
+    fn cpu(designed: &DesignedChain, channels: usize, block_size: usize, dsp_threads: usize) -> Processor {
+        let groups = dsp_threads.clamp(1, channels);
+        let per_group = channels.div_ceil(groups);
+        Processor::Cpu(
+            (0..channels)
+                .step_by(per_group)
+                .map(|first| Engine::new(designed, per_group.min(channels - first), block_size))
+                .collect(),
+        )
+    }
+
+    fn gpu(ctx: &WgpuContext, designed: &DesignedChain, channels: usize, block_size: usize) -> Result<Processor> {
+        let chain = GpuChain::new(ctx, designed, channels, block_size)?;
+        let engine = Engine::with_options(designed, channels, 1, ferrofx::gpu::offload::OFFLOAD_ENGINE_OPTIONS);
+        let state = engine.new_state()?;
+        Ok(Processor::Gpu { chain, state, planar: vec![0.0; channels * block_size] })
+    }
+
+    fn process(&mut self, slices: &mut [&mut [f32]], frames: usize) -> Result<()> {
+        match self {
+            Processor::Cpu(engines) => process_split(engines, slices),
+            Processor::Gpu { chain, state, planar } => {
+                let planar = &mut planar[..slices.len() * frames];
+                for (dst, src) in planar.chunks_exact_mut(frames).zip(slices.iter()) {
+                    dst.copy_from_slice(&src[..frames]);
+                    ferrofx::engine::sanitize_input(dst);
+                }
+                chain.process(planar, frames, state)?;
+                for (src, dst) in planar.chunks_exact(frames).zip(slices.iter_mut()) {
+                    dst[..frames].copy_from_slice(src);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `auto` choice for one file: times a probe block of noise on both paths and asks
+/// the router (offline: no deadline, so only speed counts). Returns the processor and a
+/// line saying what was chosen and why.
+fn choose_auto(
+    slot: &GpuSlot,
+    designed: &DesignedChain,
+    channels: usize,
+    block_size: usize,
+    dsp_threads: usize,
+    frames: Option<u64>,
+) -> (Processor, String) {
+    let cpu = || Processor::cpu(designed, channels, block_size, dsp_threads);
+    if let Some(f) = frames.filter(|f| f * channels as u64 <= AUTO_MIN_SAMPLES) {
+        return (cpu(), format!("cpu (auto: {f} frames are too short to repay GPU set-up)"));
+    }
+    let ctx = match gpu_context(slot) {
+        Ok(ctx) => ctx,
+        Err(why) => return (cpu(), format!("cpu (auto: {why})")),
+    };
+    let mut gpu = match Processor::gpu(ctx, designed, channels, block_size) {
+        Ok(g) => g,
+        Err(e) => return (cpu(), format!("cpu (auto: {e:#})")),
+    };
+    let mut cpu_proc = cpu();
+    let config = RouterConfig { hold: 1, min_samples: 3, ..RouterConfig::default() };
+    let mut router = Router::new(config);
+    let mut block: Vec<Vec<f32>> = (0..channels)
+        .map(|c| (0..block_size).map(|n| (((n * 7919 + c * 104_729) % 2003) as f32 / 1001.5) - 1.0).collect())
+        .collect();
+    for _ in 0..4 {
+        for (p, gpu_side) in [(&mut cpu_proc, false), (&mut gpu, true)] {
+            let mut slices: Vec<&mut [f32]> = block.iter_mut().map(|c| &mut c[..]).collect();
+            let t = Instant::now();
+            if p.process(&mut slices, block_size).is_err() {
+                router.set_gpu_available(false);
+            }
+            let s = t.elapsed().as_secs_f64();
+            if gpu_side { router.record_gpu(s) } else { router.record_cpu(s) }
+        }
+    }
+    let d = router.decide(f64::INFINITY);
+    let figures = format!(
+        "CPU {:.2} ms, GPU {:.2} ms per {block_size}-frame block on {}",
+        d.cpu_median_s * 1e3,
+        d.gpu_median_s * 1e3,
+        ctx.report()
+    );
+    match d.route {
+        Route::Gpu => {
+            // The probe ran noise through the GPU path's state: start the file from silence.
+            let fresh = Processor::gpu(ctx, designed, channels, block_size).unwrap_or(gpu);
+            (fresh, format!("wgpu (auto: {}; {figures})", d.reason))
+        }
+        Route::Cpu => (Processor::cpu(designed, channels, block_size, dsp_threads), format!("cpu (auto: {}; {figures})", d.reason)),
+    }
+}
+
+/// Renders one file: decode block by block, filter, write atomically. On the CPU the
+/// channels are split over up to `dsp_threads` engines running in parallel on each block
+/// (channels are independent, so the result is the same as one engine's); on the GPU one
+/// chain runs all channels. Returns what was rendered and the backend line.
+pub fn render_file(
+    chain: &Chain,
+    input: &Path,
+    output: &Path,
+    block_size: usize,
+    dsp_threads: usize,
+    backend: Backend,
+    gpu: &GpuSlot,
+) -> Result<(Rendered, String)> {
     if same_file(input, output) {
         bail!("the output {} would replace its own input", output.display());
     }
@@ -74,15 +204,18 @@ pub fn render_file(chain: &Chain, input: &Path, output: &Path, block_size: usize
         bail!("sample rate {} Hz is out of range (8000..=384000 Hz)", info.sample_rate);
     }
     let designed = chain.design(f64::from(info.sample_rate)).context("chain")?;
-    let groups = dsp_threads.clamp(1, info.channels);
-    let per_group = info.channels.div_ceil(groups);
-    let mut engines: Vec<Engine> = (0..info.channels)
-        .step_by(per_group)
-        .map(|first| Engine::new(&designed, per_group.min(info.channels - first), block_size))
-        .collect();
+    let (mut processor, used) = match backend {
+        Backend::Wgpu => {
+            let ctx = gpu_context(gpu).map_err(|why| anyhow::anyhow!("backend wgpu is not available: {why}"))?;
+            let p = Processor::gpu(ctx, &designed, info.channels, block_size).context("backend wgpu")?;
+            (p, format!("wgpu on {}", ctx.report()))
+        }
+        Backend::Auto => choose_auto(gpu, &designed, info.channels, block_size, dsp_threads, info.frames),
+        Backend::Cpu | Backend::Cuda => (Processor::cpu(&designed, info.channels, block_size, dsp_threads), "cpu".to_string()),
+    };
     let writer = AtomicWavWriter::create(output, info.channels, info.sample_rate)?;
-    let frames = pipeline(reader, &mut engines, writer, info.channels, block_size, info.frames)?;
-    Ok(Rendered { frames, channels: info.channels, sample_rate: info.sample_rate })
+    let frames = pipeline(reader, &mut processor, writer, info.channels, block_size, info.frames)?;
+    Ok((Rendered { frames, channels: info.channels, sample_rate: info.sample_rate }, used))
 }
 
 /// Decoding, filtering and writing overlap: a reader thread and a writer thread around
@@ -90,7 +223,7 @@ pub fn render_file(chain: &Chain, input: &Path, output: &Path, block_size: usize
 /// Any error stops all three; the temporary output is then deleted, never committed.
 fn pipeline(
     mut reader: AudioReader,
-    engines: &mut [Engine],
+    processor: &mut Processor,
     mut writer: AtomicWavWriter,
     channels: usize,
     block_size: usize,
@@ -125,7 +258,7 @@ fn pipeline(
             for msg in from_reader {
                 let (mut buf, n) = msg?;
                 let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[..n]).collect();
-                process_split(engines, &mut slices);
+                processor.process(&mut slices, n)?;
                 frames += n as u64;
                 if to_writer.send((buf, n)).is_err() {
                     break; // the writer failed; its error is reported below
@@ -204,10 +337,13 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
     if args.block_size == 0 {
         bail!("--block-size must be at least 1");
     }
+    let gpu = GpuSlot::new();
     match args.backend {
         Backend::Auto | Backend::Cpu => {}
-        Backend::Wgpu => bail!("backend wgpu is not available: this build has no wgpu backend yet (use --backend cpu or auto)"),
-        Backend::Cuda => bail!("backend cuda is not available: this build has no CUDA backend yet (use --backend cpu or auto)"),
+        Backend::Wgpu => require_gpu(&gpu)?,
+        Backend::Cuda => bail!(
+            "backend cuda is not available: this build has no CUDA backend (the CUDA kernels are not built yet; use --backend wgpu, cpu or auto)"
+        ),
     }
     let chain = load_chain(&args.chain)?;
     if let Some(output) = &args.output {
@@ -221,10 +357,10 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
         // One file: its channels may use the cores the reader and writer threads leave.
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let dsp_threads = args.threads.unwrap_or(cores.saturating_sub(2).max(1));
-        let r = render_file(&chain, input, output, args.block_size, dsp_threads)
+        let (r, used) = render_file(&chain, input, output, args.block_size, dsp_threads, args.backend, &gpu)
             .with_context(|| input.display().to_string())?;
         println!(
-            "wrote {} ({} frames, {} channels, {} Hz, backend cpu)",
+            "wrote {} ({} frames, {} channels, {} Hz, backend {used})",
             output.display(),
             r.frames,
             r.channels,
@@ -234,7 +370,7 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
     }
     let out_dir = args.out_dir.as_deref().unwrap_or(Path::new("."));
     std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    render_many(&chain, &args.inputs, out_dir, args.block_size)
+    render_many(&chain, &args.inputs, out_dir, args.block_size, args.backend, &gpu)
 }
 
 /// The output path for `input` in `out_dir`: same file name, `.wav` extension.
@@ -244,7 +380,7 @@ fn output_name(input: &Path, out_dir: &Path) -> Option<PathBuf> {
 }
 
 /// Renders many files over all cores; a bad file is reported and the rest go on.
-fn render_many(chain: &Chain, inputs: &[PathBuf], out_dir: &Path, block_size: usize) -> Result<ExitCode> {
+fn render_many(chain: &Chain, inputs: &[PathBuf], out_dir: &Path, block_size: usize, backend: Backend, gpu: &GpuSlot) -> Result<ExitCode> {
     // Two inputs must not race for one output name.
     let mut jobs: Vec<(PathBuf, Result<PathBuf, String>)> = Vec::new();
     let mut taken: HashMap<PathBuf, PathBuf> = HashMap::new();
@@ -278,7 +414,7 @@ fn render_many(chain: &Chain, inputs: &[PathBuf], out_dir: &Path, block_size: us
                 bar.set_message(input.display().to_string());
                 let result = match out {
                     // Files already run in parallel: one engine per file.
-                    Ok(out) => render_file(chain, input, out, block_size, 1),
+                    Ok(out) => render_file(chain, input, out, block_size, 1, backend, gpu).map(|_| ()),
                     Err(why) => Err(anyhow::anyhow!("{why}")),
                 };
                 if let Err(e) = result {
