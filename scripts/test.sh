@@ -16,6 +16,14 @@ if [ ! -f "$FERROFX_REFERENCE_DIR/index.json" ]; then
     exit 1
 fi
 
+# The wgpu backend's tests run on a real adapter (lavapipe where there is no GPU) and
+# must not skip; lavapipe wants a private runtime folder.
+export FERROFX_REQUIRE_GPU=1
+if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
+    export XDG_RUNTIME_DIR="$(mktemp -d)"
+    chmod 700 "$XDG_RUNTIME_DIR"
+fi
+
 echo "== plugin bundles, debug build (nice-plug's allocation checks on): cargo xtask bundle ferrofx"
 cargo xtask bundle ferrofx
 # The host tests (clack-host for CLAP, pedalboard for VST3) load these and must not skip.
@@ -23,8 +31,9 @@ export FERROFX_BUNDLE_DIR="$CARGO_TARGET_DIR/bundled" FERROFX_REQUIRE_BUNDLES=1
 
 echo "== cargo test (workspace; includes the CLAP host tests)"
 cargo test --workspace -- --skip every_reference_case_meets_the_tolerances
-echo "== SciPy reference cases"
+echo "== SciPy reference cases (CPU engine, then the wgpu backend)"
 cargo test --workspace --test reference -- --nocapture
+cargo test --test gpu_wgpu every_reference_case -- --nocapture
 
 echo "== README main job (release): cargo xtask render"
 tmp="$(mktemp -d)"

@@ -16,6 +16,10 @@ use ferrofx::gpu::wgpu_backend::{GpuChain, WgpuContext};
 use ferrofx::DesignedChain;
 use std::sync::OnceLock;
 
+/// Counts allocations inside `assert_no_alloc` (the audio side of the offload).
+#[global_allocator]
+static ALLOCATOR: assert_no_alloc::AllocDisabler = assert_no_alloc::AllocDisabler;
+
 const TIME_TOLERANCE: f64 = 1e-4;
 
 fn context() -> Option<&'static WgpuContext> {
@@ -166,19 +170,21 @@ mod offload {
             .unwrap()
     }
 
-    /// 10 s of stereo noise through `off`, `pace` between blocks; then the CPU engine's
-    /// stream delayed by one block, for comparison.
-    fn stream(off: &mut Offload, pace: Duration, mid: impl Fn(usize)) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
-        let frames = (FS as usize * 10) / BLOCK * BLOCK;
+    /// `seconds` of stereo noise through `off`, `pace` between blocks; then the CPU
+    /// engine's stream delayed by one block, for comparison.
+    fn stream(off: &mut Offload, seconds: usize, pace: Duration, mid: impl Fn(usize)) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+        let frames = (FS as usize * seconds) / BLOCK * BLOCK;
         let input = noise(2, frames, 11);
         let mut out = input.clone();
+        let before = assert_no_alloc::violation_count();
         for (k, start) in (0..frames).step_by(BLOCK).enumerate() {
             mid(k);
             let (l, r) = out.split_at_mut(1);
             let mut bufs = [&mut l[0][start..start + BLOCK], &mut r[0][start..start + BLOCK]];
-            off.process(&mut bufs).unwrap();
+            assert_no_alloc::assert_no_alloc(|| off.process(&mut bufs).unwrap());
             std::thread::sleep(pace);
         }
+        assert_eq!(assert_no_alloc::violation_count(), before, "the audio side allocated");
         let mut cpu = Engine::with_options(&chain(), 2, BLOCK, OFFLOAD_ENGINE_OPTIONS);
         let mut y = input;
         let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..]).collect();
@@ -207,7 +213,7 @@ mod offload {
             die_at: None,
         };
         let mut off = Offload::new(&chain(), 2, BLOCK, gpu, faults).unwrap();
-        let (out, want) = stream(&mut off, Duration::from_millis(4), |_| {});
+        let (out, want) = stream(&mut off, 10, Duration::from_millis(8), |_| {});
         let e = rel_error(&out, &want);
         let st = off.stats();
         println!("late jobs: {st:?}, error vs CPU {e:.2e}, last worker time {:.2e} s", off.last_worker_seconds());
@@ -219,17 +225,17 @@ mod offload {
     #[test]
     fn a_dying_worker_and_a_lost_device_leave_an_exact_cpu_stream() {
         let Some(ctx) = context() else { return };
-        let faults = Faults { delay: None, die_at: Some(300) };
+        let faults = Faults { delay: None, die_at: Some(100) };
         let mut off = Offload::new(&chain(), 2, BLOCK, GpuChain::new(ctx, &chain(), 2, BLOCK).unwrap(), faults).unwrap();
-        let (out, want) = stream(&mut off, Duration::from_millis(2), |_| {});
+        let (out, want) = stream(&mut off, 3, Duration::from_millis(12), |_| {});
         assert!(rel_error(&out, &want) <= TIME_TOLERANCE);
         assert!(off.worker_lost() && off.stats().offloaded > 0, "{:?}", off.stats());
 
         // A device of its own, destroyed mid-stream.
         let own = WgpuContext::new().unwrap();
         let mut off = Offload::new(&chain(), 2, BLOCK, GpuChain::new(&own, &chain(), 2, BLOCK).unwrap(), Faults::default()).unwrap();
-        let (out, want) = stream(&mut off, Duration::from_millis(2), |k| {
-            if k == 400 {
+        let (out, want) = stream(&mut off, 3, Duration::from_millis(12), |k| {
+            if k == 150 {
                 own.simulate_device_loss();
             }
         });
