@@ -155,6 +155,32 @@ fn fir_stages_and_mixed_chains_match_the_cpu_and_hand_state_back() {
     assert!(e <= TIME_TOLERANCE, "GPU then CPU from the returned state: {e:.3e}");
 }
 
+#[test]
+fn long_firs_take_the_fft_path_and_match_the_cpu() {
+    let Some(ctx) = context() else { return };
+    // A 6 s decaying-noise "reverb" of 262,144 taps and a 700-tap FIR, around an IIR.
+    let mut x = 12345u64;
+    let taps: Vec<f64> = (0..262_144)
+        .map(|k| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * (-(k as f64) / 40_000.0).exp() * 0.01
+        })
+        .collect();
+    let short: Vec<f64> = (0..700).map(|k| ((k as f64) * 0.05).cos() / 700.0).collect();
+    let chain = Fir::coefficients(short) | Butterworth::lowpass(8000.0, 4) | Fir::coefficients(taps);
+    let designed = chain.design(44_100.0).unwrap();
+    let input = noise(2, 150_000, 5);
+    let cpu = run_engine(&designed, &input, 4096, EngineOptions::default());
+    for block in [65536usize, 4096, 777] {
+        let y = run_gpu(ctx, &designed, &input, block, None);
+        let e = rel_error(&y, &cpu);
+        println!("262144-tap FIR, block {block}: {e:.2e} vs the CPU engine");
+        assert!(e <= TIME_TOLERANCE, "block {block}: {e:.3e}");
+    }
+}
+
 mod offload {
     use super::*;
     use ferrofx::gpu::offload::{Faults, Offload, OFFLOAD_ENGINE_OPTIONS};

@@ -8,8 +8,10 @@
 //! audio thread: the realtime path goes through [`crate::gpu::offload`].
 //!
 //! Shaders: `shaders/sos.wgsl` (sequential and time-parallel scan of the delta form of
-//! [`crate::gpu::realize`]) and `shaders/fir.wgsl` (direct convolution with workgroup
-//! tiling, plus the history update).
+//! [`crate::gpu::realize`]), `shaders/fir.wgsl` (direct convolution with workgroup
+//! tiling for FIRs up to [`DIRECT_MAX_TAPS`], plus the history update) and
+//! `shaders/fft_fir.wgsl` (uniformly partitioned overlap-save with a radix-2 Stockham FFT
+//! for longer FIRs). A FIR's job state is its time-domain history either way.
 
 use super::realize::{chunking, Realization, SCAN_STEPS};
 use super::GpuError;
@@ -22,11 +24,14 @@ use std::time::Duration;
 
 const SOS_WGSL: &str = include_str!("../../shaders/sos.wgsl");
 const FIR_WGSL: &str = include_str!("../../shaders/fir.wgsl");
+const FFT_WGSL: &str = include_str!("../../shaders/fft_fir.wgsl");
 
 /// Blocks up to this many frames take the sequential path; longer ones the scan.
 pub const SEQUENTIAL_MAX_FRAMES: usize = 512;
-/// Longest FIR the GPU runs (direct convolution; the FFT path is not built yet).
-pub const MAX_GPU_FIR_TAPS: usize = 1 << 16;
+/// Longest FIR the GPU runs (the chain format's limit).
+pub const MAX_GPU_FIR_TAPS: usize = crate::fir::MAX_TAPS;
+/// FIRs up to this many taps run by direct convolution, longer ones FFT-partitioned.
+pub const DIRECT_MAX_TAPS: usize = 512;
 /// Uniform slots are this far apart (WebGPU's guaranteed minimum alignment).
 const PARAM_SLOT: u64 = 256;
 /// Longest wait for one job before the device is considered lost.
@@ -136,7 +141,44 @@ impl WgpuContext {
 /// Per-stage dispatch plan.
 enum StagePlan {
     Sos { first: usize, count: usize, bind: wgpu::BindGroup },
-    Fir { tap_base: usize, taps: usize, hist_base: usize, bind: wgpu::BindGroup },
+    Fir { tap_base: usize, taps: usize, hist_base: usize, bind: wgpu::BindGroup, fft: Option<FftPlan> },
+}
+
+/// An FFT-partitioned FIR stage: partitions of `part` taps, FFTs of `2 part` points.
+#[derive(Clone, Copy)]
+struct FftPlan {
+    part: usize,
+    pcount: usize,
+    log2n: usize,
+    kernel_base: usize,
+    /// First of this stage's `2 log2n + 3` slots in the FFT parameter buffer.
+    slot_base: usize,
+}
+
+impl FftPlan {
+    fn n(&self) -> usize {
+        2 * self.part
+    }
+    fn slots(&self) -> usize {
+        2 * self.log2n + 3
+    }
+    /// Partition size for `taps` taps: about 64 partitions, 256..=16384 taps each.
+    fn part_for(taps: usize) -> usize {
+        (taps.next_power_of_two() / 64).clamp(256, 16_384)
+    }
+}
+
+/// The FFT path's pipelines, buffers and bind groups (only when a chain has a long FIR).
+struct FftKit {
+    segments: wgpu::ComputePipeline,
+    pass: wgpu::ComputePipeline,
+    mac: wgpu::ComputePipeline,
+    extract: wgpu::ComputePipeline,
+    params: wgpu::Buffer,
+    /// Bind groups reading A writing B, and reading B writing A.
+    a_to_b: wgpu::BindGroup,
+    b_to_a: wgpu::BindGroup,
+    n_max: usize,
 }
 
 /// A designed chain prepared on a device for `channels` channels and blocks of up to
@@ -165,6 +207,7 @@ pub struct GpuChain {
     state_f32: Vec<[f32; 2]>,
     table_scratch: Vec<[f32; 4]>,
     sequential_max: usize,
+    fft: Option<FftKit>,
 }
 
 fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -228,9 +271,14 @@ impl GpuChain {
         let mut taps_all: Vec<f32> = Vec::new();
         let mut layout = Vec::new(); // (is_sos, first, count | taps, hist_base)
         let mut fir_len = 0usize;
+        let mut fft_plans: Vec<Option<FftPlan>> = Vec::new();
+        let mut kernel_spectra: Vec<[f32; 2]> = Vec::new();
+        let mut fft_slots = 0usize;
+        let mut spec_len = 0usize;
         for (index, stage) in chain.stages.iter().enumerate() {
             match stage {
                 DesignedStage::Sos(sections) => {
+                    fft_plans.push(None);
                     layout.push((true, realizations.len(), sections.len(), 0));
                     realizations.extend(sections.iter().map(|s| Realization::new(&SosCoefs::from(s))));
                 }
@@ -238,12 +286,28 @@ impl GpuChain {
                     if taps.len() > MAX_GPU_FIR_TAPS {
                         return Err(GpuError::Unsupported {
                             what: format!(
-                                "stage {index}: a FIR of {} taps (the GPU runs FIRs up to {MAX_GPU_FIR_TAPS} taps by direct convolution; the FFT path is not built)",
+                                "stage {index}: a FIR of {} taps (the GPU runs FIRs up to {MAX_GPU_FIR_TAPS} taps)",
                                 taps.len()
                             ),
                         });
                     }
                     let taps_len = taps.len().max(1);
+                    if taps_len > DIRECT_MAX_TAPS {
+                        let part = FftPlan::part_for(taps_len);
+                        let plan = FftPlan {
+                            part,
+                            pcount: taps_len.div_ceil(part),
+                            log2n: (2 * part).trailing_zeros() as usize,
+                            kernel_base: kernel_spectra.len(),
+                            slot_base: fft_slots,
+                        };
+                        fft_slots += plan.slots();
+                        kernel_spectra.extend(partition_spectra(taps, part));
+                        spec_len = spec_len.max(channels * (max_frames.div_ceil(part) + plan.pcount) * plan.n());
+                        fft_plans.push(Some(plan));
+                    } else {
+                        fft_plans.push(None);
+                    }
                     layout.push((false, taps_all.len(), taps_len, fir_len));
                     taps_all.extend(taps.iter().map(|&t| t as f32));
                     if taps.is_empty() {
@@ -257,11 +321,11 @@ impl GpuChain {
         let work_bytes = (channels * max_frames * 4) as u64;
         let state_bytes = (channels * total_sections * 8) as u64;
         let hist_bytes = (fir_len * 4) as u64;
-        let biggest = work_bytes.max(hist_bytes).max((taps_all.len() * 4) as u64);
+        let biggest = work_bytes.max(hist_bytes).max((taps_all.len() * 4) as u64).max((spec_len * 8) as u64);
         if biggest > u64::from(ctx.limits.max_storage_buffer_binding_size) {
             return Err(GpuError::Unsupported {
                 what: format!(
-                    "a buffer of {biggest} bytes ({channels} channels x {max_frames} frames, FIR history {fir_len} samples); the adapter binds at most {}",
+                    "a buffer of {biggest} bytes ({channels} channels x {max_frames} frames, FIR history {fir_len} samples, FFT spectra {spec_len} bins); the adapter binds at most {}",
                     ctx.limits.max_storage_buffer_binding_size
                 ),
             });
@@ -368,10 +432,82 @@ impl GpuChain {
                             wgpu::BindGroupEntry { binding: 5, resource: whole(&hist_out) },
                         ],
                     });
-                    StagePlan::Fir { tap_base: first, taps: count, hist_base, bind }
+                    StagePlan::Fir { tap_base: first, taps: count, hist_base, bind, fft: fft_plans[i] }
                 }
             })
             .collect::<Vec<_>>();
+        let fft = if fft_slots == 0 {
+            None
+        } else {
+            let n_max = fft_plans.iter().flatten().map(FftPlan::n).max().unwrap_or(2);
+            let twiddles: Vec<[f32; 2]> = (0..n_max / 2)
+                .map(|m| {
+                    let a = -2.0 * std::f64::consts::PI * m as f64 / n_max as f64;
+                    [a.cos() as f32, a.sin() as f32]
+                })
+                .collect();
+            let kernel_buf = buffer("fft kernel", (kernel_spectra.len() * 8) as u64, U::STORAGE | U::COPY_DST);
+            let tw_buf = buffer("fft twiddles", (twiddles.len() * 8) as u64, U::STORAGE | U::COPY_DST);
+            ctx.queue.write_buffer(&kernel_buf, 0, f32x2_bytes(&kernel_spectra));
+            ctx.queue.write_buffer(&tw_buf, 0, f32x2_bytes(&twiddles));
+            let spec_a = buffer("fft spectra a", (spec_len * 8) as u64, U::STORAGE);
+            let spec_b = buffer("fft spectra b", (spec_len * 8) as u64, U::STORAGE);
+            let fft_params = buffer("fft params", fft_slots as u64 * PARAM_SLOT, U::UNIFORM | U::COPY_DST);
+            let mut entries = vec![wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: true,
+                    min_binding_size: None,
+                },
+                count: None,
+            }];
+            entries.extend([
+                storage_entry(1, true),
+                storage_entry(2, true),
+                storage_entry(3, true),
+                storage_entry(4, true),
+                storage_entry(5, false),
+                storage_entry(6, false),
+                storage_entry(7, false),
+            ]);
+            let fft_layout =
+                device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("fft"), entries: &entries });
+            let group = |from: &wgpu::Buffer, to: &wgpu::Buffer| {
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("fft"),
+                    layout: &fft_layout,
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                buffer: &fft_params,
+                                offset: 0,
+                                size: std::num::NonZeroU64::new(64),
+                            }),
+                        },
+                        wgpu::BindGroupEntry { binding: 1, resource: whole(&work) },
+                        wgpu::BindGroupEntry { binding: 2, resource: whole(&history) },
+                        wgpu::BindGroupEntry { binding: 3, resource: whole(&kernel_buf) },
+                        wgpu::BindGroupEntry { binding: 4, resource: whole(&tw_buf) },
+                        wgpu::BindGroupEntry { binding: 5, resource: whole(from) },
+                        wgpu::BindGroupEntry { binding: 6, resource: whole(to) },
+                        wgpu::BindGroupEntry { binding: 7, resource: whole(&tmp) },
+                    ],
+                })
+            };
+            Some(FftKit {
+                segments: pipeline(FFT_WGSL, &fft_layout, "segments"),
+                pass: pipeline(FFT_WGSL, &fft_layout, "fft_pass"),
+                mac: pipeline(FFT_WGSL, &fft_layout, "mac"),
+                extract: pipeline(FFT_WGSL, &fft_layout, "extract"),
+                a_to_b: group(&spec_a, &spec_b),
+                b_to_a: group(&spec_b, &spec_a),
+                params: fft_params,
+                n_max,
+            })
+        };
         Ok(GpuChain {
             ctx: ctx.clone(),
             channels,
@@ -394,6 +530,7 @@ impl GpuChain {
             state_f32: vec![[0.0; 2]; channels * total_sections],
             table_scratch: vec![[0.0; 4]; total_sections * SCAN_STEPS],
             sequential_max: SEQUENTIAL_MAX_FRAMES,
+            fft,
         })
     }
 
@@ -463,7 +600,10 @@ impl GpuChain {
                     state_base += channels * count;
                     w.map(|v| v as u32)
                 }
-                StagePlan::Fir { tap_base, taps, hist_base, .. } => {
+                StagePlan::Fir { tap_base, taps, hist_base, fft, .. } => {
+                    if let (Some(plan), Some(kit)) = (fft, self.fft.as_ref()) {
+                        write_fft_params(&queue, kit, &plan, taps, frames, hist_base);
+                    }
                     [frames, taps, frames, tap_base, hist_base, 0, 0, 0].map(|v| v as u32)
                 }
             };
@@ -492,14 +632,20 @@ impl GpuChain {
                     pass.set_bind_group(0, bind, &[]);
                     pass.dispatch_workgroups(channels as u32, 1, 1);
                 }
-                StagePlan::Fir { taps, hist_base, bind, .. } => {
+                StagePlan::Fir { taps, hist_base, bind, fft, .. } => {
                     let hist = taps - 1;
                     {
                         let mut pass =
                             encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("fir"), timestamp_writes: None });
+                        match (fft, self.fft.as_ref()) {
+                            (Some(plan), Some(kit)) => encode_fft(&mut pass, kit, plan, channels, frames),
+                            _ => {
+                                pass.set_bind_group(0, bind, &[]);
+                                pass.set_pipeline(&self.fir_pipeline);
+                                pass.dispatch_workgroups(frames.div_ceil(256) as u32, channels as u32, 1);
+                            }
+                        }
                         pass.set_bind_group(0, bind, &[]);
-                        pass.set_pipeline(&self.fir_pipeline);
-                        pass.dispatch_workgroups(frames.div_ceil(256) as u32, channels as u32, 1);
                         if hist > 0 {
                             pass.set_pipeline(&self.hist_pipeline);
                             pass.dispatch_workgroups(hist.div_ceil(256) as u32, channels as u32, 1);
@@ -628,4 +774,89 @@ impl WgpuContext {
         self.device.destroy();
         self.lost.store(true, Ordering::Release);
     }
+}
+
+/// `H_q = FFT_2P(taps[qP, (q+1)P))` for every partition, all `2P` bins, rounded to `f32`.
+fn partition_spectra(taps: &[f64], part: usize) -> Vec<[f32; 2]> {
+    let n = 2 * part;
+    let mut planner = realfft::RealFftPlanner::<f64>::new();
+    let fwd = planner.plan_fft_forward(n);
+    let mut time = fwd.make_input_vec();
+    let mut spec = fwd.make_output_vec();
+    let mut out = Vec::with_capacity(taps.len().div_ceil(part) * n);
+    for chunk in taps.chunks(part) {
+        time.fill(0.0);
+        time[..chunk.len()].copy_from_slice(chunk);
+        // Same plan and lengths: cannot fail.
+        let _ = fwd.process(&mut time, &mut spec);
+        for k in 0..n {
+            let c = if k <= part { spec[k] } else { spec[n - k].conj() };
+            out.push([c.re as f32, c.im as f32]);
+        }
+    }
+    out
+}
+
+/// Writes the FFT path's per-dispatch parameters for a block of `frames`.
+fn write_fft_params(queue: &wgpu::Queue, kit: &FftKit, plan: &FftPlan, taps: usize, frames: usize, hist_base: usize) {
+    let n = plan.n();
+    let outs = frames.div_ceil(plan.part);
+    let segs = outs + plan.pcount;
+    let base = |half_span: usize, r: usize| -> [u32; 16] {
+        [n, half_span, r, kit.n_max / n, plan.part, plan.pcount, segs, outs, taps, frames, frames, hist_base, plan.kernel_base, 0, 0, 0]
+            .map(|v| v as u32)
+    };
+    let mut slot = plan.slot_base;
+    let mut put = |words: [u32; 16]| {
+        queue.write_buffer(&kit.params, slot as u64 * PARAM_SLOT, u32_bytes(&words));
+        slot += 1;
+    };
+    // Slots: segments, the forward stages, mac, the inverse stages, extract.
+    put(base(0, 0));
+    for q in 1..=plan.log2n {
+        put(base(1 << (q - 1), n >> q));
+    }
+    put(base(0, 0));
+    for q in 1..=plan.log2n {
+        put(base(1 << (q - 1), n >> q));
+    }
+    put(base(0, 0)); // extract
+}
+
+/// Encodes one FFT-partitioned FIR stage: its output lands in `tmp`.
+fn encode_fft(pass: &mut wgpu::ComputePass<'_>, kit: &FftKit, plan: &FftPlan, channels: usize, frames: usize) {
+    let n = plan.n();
+    let outs = frames.div_ceil(plan.part);
+    let segs = outs + plan.pcount;
+    let offset = |k: usize| ((plan.slot_base + k) as u64 * PARAM_SLOT) as u32;
+    // `cur`: which spectrum buffer holds the data (false: A, true: B).
+    let mut cur = false;
+    let group = |from_b: bool| if from_b { &kit.b_to_a } else { &kit.a_to_b };
+    // segments: B -> A (writes A)
+    pass.set_pipeline(&kit.segments);
+    pass.set_bind_group(0, &kit.b_to_a, &[offset(0)]);
+    pass.dispatch_workgroups((n / 256) as u32, segs as u32, channels as u32);
+    let mut k = 1;
+    pass.set_pipeline(&kit.pass);
+    for _ in 0..plan.log2n {
+        pass.set_bind_group(0, group(cur), &[offset(k)]);
+        pass.dispatch_workgroups((n / 2).div_ceil(256) as u32, (channels * segs) as u32, 1);
+        cur = !cur;
+        k += 1;
+    }
+    pass.set_pipeline(&kit.mac);
+    pass.set_bind_group(0, group(cur), &[offset(k)]);
+    pass.dispatch_workgroups((n / 256) as u32, outs as u32, channels as u32);
+    cur = !cur;
+    k += 1;
+    pass.set_pipeline(&kit.pass);
+    for _ in 0..plan.log2n {
+        pass.set_bind_group(0, group(cur), &[offset(k)]);
+        pass.dispatch_workgroups((n / 2).div_ceil(256) as u32, (channels * outs) as u32, 1);
+        cur = !cur;
+        k += 1;
+    }
+    pass.set_pipeline(&kit.extract);
+    pass.set_bind_group(0, group(cur), &[offset(k)]);
+    pass.dispatch_workgroups(plan.part.div_ceil(256) as u32, outs as u32, channels as u32);
 }
