@@ -198,13 +198,28 @@ mod offload {
 
     /// `seconds` of stereo noise through `off`, `pace` between blocks; then the CPU
     /// engine's stream delayed by one block, for comparison.
-    fn stream(off: &mut Offload, seconds: usize, pace: Duration, mid: impl Fn(usize)) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+    ///
+    /// The test's audio clock waits (up to 2 s) for every job `on_time(k)` says should be
+    /// on time, so a loaded machine cannot make it late; the others get only `pace`.
+    fn stream(
+        off: &mut Offload,
+        seconds: usize,
+        pace: Duration,
+        on_time: impl Fn(u64) -> bool,
+        mid: impl Fn(usize),
+    ) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
         let frames = (FS as usize * seconds) / BLOCK * BLOCK;
         let input = noise(2, frames, 11);
         let mut out = input.clone();
         let before = assert_no_alloc::violation_count();
         for (k, start) in (0..frames).step_by(BLOCK).enumerate() {
             mid(k);
+            if k > 0 && on_time(k as u64 - 1) {
+                let t = std::time::Instant::now();
+                while off.job_in_flight() && !off.poll_ready() && !off.worker_lost() && t.elapsed() < Duration::from_secs(2) {
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+            }
             let (l, r) = out.split_at_mut(1);
             let mut bufs = [&mut l[0][start..start + BLOCK], &mut r[0][start..start + BLOCK]];
             assert_no_alloc::assert_no_alloc(|| off.process(&mut bufs).unwrap());
@@ -230,21 +245,23 @@ mod offload {
     fn late_gpu_jobs_are_replaced_by_the_cpu_sample_for_sample() {
         let Some(ctx) = context() else { return };
         let gpu = GpuChain::new(ctx, &chain(), 2, BLOCK).unwrap();
-        // A random third of the jobs are held back 30 ms (about three blocks).
+        // A random third of the jobs are held back 4 ms: four blocks of this test's 1 ms
+        // audio clock (the proportion of 40 ms at 48 kHz and 512 frames).
+        let late = |seq: u64| (seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 61) % 3 == 0;
         let faults = Faults {
-            delay: Some(Arc::new(|seq| {
-                let h = seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 61;
-                Duration::from_millis(if h % 3 == 0 { 30 } else { 0 })
-            })),
+            delay: Some(Arc::new(move |seq| Duration::from_millis(if late(seq) { 4 } else { 0 }))),
             die_at: None,
         };
         let mut off = Offload::new(&chain(), 2, BLOCK, gpu, faults).unwrap();
-        let (out, want) = stream(&mut off, 10, Duration::from_millis(8), |_| {});
+        let (out, want) = stream(&mut off, 10, Duration::from_millis(1), |seq| !late(seq), |_| {});
         let e = rel_error(&out, &want);
         let st = off.stats();
         println!("late jobs: {st:?}, error vs CPU {e:.2e}, last worker time {:.2e} s", off.last_worker_seconds());
         assert!(e <= TIME_TOLERANCE, "{e:.3e}");
-        assert!(st.offloaded >= 20 && st.fallbacks > st.blocks / 5, "{st:?}");
+        // Every delayed job is late, and so are the jobs queued behind one in the worker
+        // (they are handed back unrun); the rest come back in time (measured: ~30%
+        // offloaded, ~70% computed on the audio side).
+        assert!(st.offloaded >= st.blocks / 5 && st.fallbacks >= st.blocks / 4, "{st:?}");
         assert!(!off.worker_lost());
     }
 
@@ -253,14 +270,14 @@ mod offload {
         let Some(ctx) = context() else { return };
         let faults = Faults { delay: None, die_at: Some(100) };
         let mut off = Offload::new(&chain(), 2, BLOCK, GpuChain::new(ctx, &chain(), 2, BLOCK).unwrap(), faults).unwrap();
-        let (out, want) = stream(&mut off, 3, Duration::from_millis(12), |_| {});
+        let (out, want) = stream(&mut off, 3, Duration::from_millis(1), |_| true, |_| {});
         assert!(rel_error(&out, &want) <= TIME_TOLERANCE);
         assert!(off.worker_lost() && off.stats().offloaded > 0, "{:?}", off.stats());
 
         // A device of its own, destroyed mid-stream.
         let own = WgpuContext::new().unwrap();
         let mut off = Offload::new(&chain(), 2, BLOCK, GpuChain::new(&own, &chain(), 2, BLOCK).unwrap(), Faults::default()).unwrap();
-        let (out, want) = stream(&mut off, 3, Duration::from_millis(12), |k| {
+        let (out, want) = stream(&mut off, 3, Duration::from_millis(1), |_| true, |k| {
             if k == 150 {
                 own.simulate_device_loss();
             }

@@ -145,6 +145,8 @@ pub struct Offload {
     worker: Option<JoinHandle<()>>,
     stats: OffloadStats,
     last_worker_seconds: f64,
+    /// The in-flight job, collected early by [`Offload::poll_ready`].
+    arrived: Option<Box<Job>>,
 }
 
 impl Offload {
@@ -202,6 +204,7 @@ impl Offload {
             worker,
             stats: OffloadStats::default(),
             last_worker_seconds: f64::NAN,
+            arrived: None,
         })
     }
 
@@ -237,24 +240,18 @@ impl Offload {
         }
         let (block, channels) = (self.block, self.channels);
         // 1. Collect the job in flight, or compute its block here if it is late.
-        if let Some(seq) = self.in_flight.take() {
-            let mut got = false;
-            while let Ok(job) = self.done.pop() {
-                if job.seq == seq && !got {
-                    self.last_worker_seconds = job.worker_seconds;
-                    self.ready.copy_from_slice(&job.output[..channels * block]);
-                    self.state.sos.copy_from_slice(&job.state.sos);
-                    self.state.fir.copy_from_slice(&job.state.fir);
-                    got = true;
-                }
-                // A late job from an earlier block is simply recycled.
+        if self.poll_ready() {
+            if let Some(job) = self.arrived.take() {
+                self.ready.copy_from_slice(&job.output[..channels * block]);
+                self.state.sos.copy_from_slice(&job.state.sos);
+                self.state.fir.copy_from_slice(&job.state.fir);
+                self.last_worker_seconds = job.worker_seconds;
                 self.spare.push(job);
-            }
-            if got {
                 self.stats.offloaded += 1;
-            } else {
-                self.fallback();
             }
+            self.in_flight = None;
+        } else if self.in_flight.take().is_some() {
+            self.fallback();
         }
         // 2. Submit this block (with the state it starts from) and keep its input, with
         //    the engine's non-finite policy applied once for both paths.
@@ -270,6 +267,31 @@ impl Offload {
         }
         self.stats.blocks += 1;
         Ok(())
+    }
+
+    /// True when a block was handed to the worker and has not been collected yet.
+    pub fn job_in_flight(&self) -> bool {
+        matches!(self.in_flight, Some(s) if s != u64::MAX)
+    }
+
+    /// True when the job in flight has come back (it is then kept for the next
+    /// [`Offload::process`]); late results of earlier jobs are recycled on the way. Never
+    /// blocks or allocates: a host (or a test's audio clock) may call it at any time.
+    pub fn poll_ready(&mut self) -> bool {
+        if self.arrived.is_some() {
+            return true;
+        }
+        // With nothing in flight this still recycles late results, so jobs never run out.
+        let wanted = self.in_flight.filter(|&s| s != u64::MAX);
+        while let Ok(job) = self.done.pop() {
+            if Some(job.seq) == wanted {
+                self.arrived = Some(job);
+                return true;
+            }
+            // A late job from an earlier block.
+            self.spare.push(job);
+        }
+        false
     }
 
     /// Computes the pending block on this thread from the held state.

@@ -679,7 +679,18 @@ impl GpuChain {
         // be the one that runs it), so wait for it rather than assume it ran in ours.
         let deadline = std::time::Instant::now() + JOB_TIMEOUT;
         loop {
-            let polled = self.ctx.device.poll(wgpu::PollType::Wait { submission_index: Some(index.clone()), timeout: Some(JOB_TIMEOUT) });
+            if self.ctx.is_lost() {
+                return Err(GpuError::DeviceLost { why: "the device was lost during the job".into() });
+            }
+            // Short waits, so a device lost mid-job is noticed promptly.
+            let polled = self.ctx.device.poll(wgpu::PollType::Wait {
+                submission_index: Some(index.clone()),
+                timeout: Some(Duration::from_millis(100)),
+            });
+            let polled = match polled {
+                Err(wgpu::PollError::Timeout) if std::time::Instant::now() < deadline => continue,
+                other => other,
+            };
             if let Err(e) = polled {
                 return Err(GpuError::DeviceLost { why: e.to_string() });
             }
