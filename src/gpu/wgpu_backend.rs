@@ -668,7 +668,7 @@ impl GpuChain {
         if hist_bytes > 0 {
             encoder.copy_buffer_to_buffer(&self.history, 0, &self.readback, block_bytes + state_bytes, hist_bytes);
         }
-        let index = queue.submit([encoder.finish()]);
+        queue.submit([encoder.finish()]);
         let total_bytes = block_bytes + state_bytes + hist_bytes;
         let slice = self.readback.slice(..total_bytes);
         let (tx, rx) = mpsc::channel();
@@ -683,10 +683,9 @@ impl GpuChain {
                 return Err(GpuError::DeviceLost { why: "the device was lost during the job".into() });
             }
             // Short waits, so a device lost mid-job is noticed promptly.
-            let polled = self.ctx.device.poll(wgpu::PollType::Wait {
-                submission_index: Some(index.clone()),
-                timeout: Some(Duration::from_millis(100)),
-            });
+            // No submission index: wgpu-core 30 can trip an internal assertion when
+            // threads sharing a device wait on specific indices concurrently.
+            let polled = self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(100)) });
             let polled = match polled {
                 Err(wgpu::PollError::Timeout) if std::time::Instant::now() < deadline => continue,
                 other => other,
