@@ -322,7 +322,7 @@ impl GpuChain {
         let state_bytes = (channels * total_sections * 8) as u64;
         let hist_bytes = (fir_len * 4) as u64;
         let biggest = work_bytes.max(hist_bytes).max((taps_all.len() * 4) as u64).max((spec_len * 8) as u64);
-        if biggest > u64::from(ctx.limits.max_storage_buffer_binding_size) {
+        if biggest > ctx.limits.max_storage_buffer_binding_size {
             return Err(GpuError::Unsupported {
                 what: format!(
                     "a buffer of {biggest} bytes ({channels} channels x {max_frames} frames, FIR history {fir_len} samples, FFT spectra {spec_len} bins); the adapter binds at most {}",

@@ -81,7 +81,7 @@ pub fn require_gpu(slot: &GpuSlot) -> Result<()> {
 /// Where one file is filtered.
 enum Processor {
     Cpu(Vec<Engine>),
-    Gpu { chain: GpuChain, state: ferrofx::engine::ChainState, planar: Vec<f32> },
+    Gpu { chain: Box<GpuChain>, state: ferrofx::engine::ChainState, planar: Vec<f32> },
 }
 
 impl Processor {
@@ -97,7 +97,7 @@ impl Processor {
     }
 
     fn gpu(ctx: &WgpuContext, designed: &DesignedChain, channels: usize, block_size: usize) -> Result<Processor> {
-        let chain = GpuChain::new(ctx, designed, channels, block_size)?;
+        let chain = Box::new(GpuChain::new(ctx, designed, channels, block_size)?);
         let engine = Engine::with_options(designed, channels, 1, ferrofx::gpu::offload::OFFLOAD_ENGINE_OPTIONS);
         let state = engine.new_state()?;
         Ok(Processor::Gpu { chain, state, planar: vec![0.0; channels * block_size] })
