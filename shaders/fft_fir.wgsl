@@ -7,7 +7,8 @@
 //   y[jP + m] = Re(FFT(conj Y_j))[P + m] / n                 ("extract": the inverse FFT)
 // The FFT is an iterative radix-2 Stockham autosort ("fft_pass", one dispatch per stage,
 // ping-ponging between two buffers) with twiddles computed on the host in float64: GPU
-// sin/cos are far too coarse for this.
+// sin/cos are far too coarse for this. `input_at` comes from fir_input.wgsl, appended by
+// the host.
 
 struct Params {
     n: u32,           // FFT size 2P
@@ -36,17 +37,6 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> src: array<vec2<f32>>;
 @group(0) @binding(6) var<storage, read_write> dst: array<vec2<f32>>;
 @group(0) @binding(7) var<storage, read_write> out: array<f32>;
-
-fn input_at(ch: u32, u: i32) -> f32 {
-    let hist_len = i32(p.taps) - 1;
-    if (u >= i32(p.frames) || u < -hist_len) {
-        return 0.0;
-    }
-    if (u >= 0) {
-        return work[ch * p.stride + u32(u)];
-    }
-    return history[p.hist_base + ch * u32(hist_len) + u32(hist_len + u)];
-}
 
 fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);

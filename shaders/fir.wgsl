@@ -6,6 +6,7 @@
 // they touch in workgroup memory.
 // `history_main` then writes the new history (last taps-1 samples of history ++ block)
 // into `hist_out`; the host copies it back over `history` after the pass.
+// `input_at` comes from fir_input.wgsl, appended by the host.
 
 struct Params {
     frames: u32,
@@ -27,21 +28,6 @@ struct Params {
 
 var<workgroup> hs: array<f32, 256>;
 var<workgroup> xs: array<f32, 512>;
-
-// Input sample m of channel ch (m may be negative: history).
-fn input_at(ch: u32, m: i32) -> f32 {
-    let hist_len = i32(p.taps) - 1;
-    if (m >= i32(p.frames)) {
-        return 0.0;
-    }
-    if (m >= 0) {
-        return work[ch * p.stride + u32(m)];
-    }
-    if (m < -hist_len) {
-        return 0.0;
-    }
-    return history[p.hist_base + ch * u32(hist_len) + u32(hist_len + m)];
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {

@@ -265,7 +265,7 @@ impl SosCascade {
 }
 
 /// Resets a channel whose state became non-finite and flushes tiny state values to zero.
-fn sanitize_state(state: &mut [[f64; 2]]) {
+pub(crate) fn sanitize_state(state: &mut [[f64; 2]]) {
     if state.iter().flatten().any(|v| !v.is_finite()) {
         state.fill([0.0; 2]);
     }

@@ -12,7 +12,7 @@ use common::{chain_of, load_cases, rel_error, run_engine};
 use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Elliptic, Fir};
 use ferrofx::engine::{ChainState, Engine, EngineOptions};
 use ferrofx::fir::FirMode;
-use ferrofx::gpu::wgpu_backend::{GpuChain, WgpuContext};
+use ferrofx::gpu::wgpu_backend::{GpuChain, GpuStream, WgpuContext};
 use ferrofx::DesignedChain;
 use std::sync::OnceLock;
 
@@ -40,29 +40,14 @@ fn context() -> Option<&'static WgpuContext> {
 
 /// Runs `input` through the GPU in blocks of `block` frames, state carried between jobs.
 fn run_gpu(ctx: &WgpuContext, designed: &DesignedChain, input: &[Vec<f32>], block: usize, sequential_max: Option<usize>) -> Vec<Vec<f32>> {
-    let channels = input.len();
-    let engine = Engine::with_options(designed, channels, block, EngineOptions { fir_mode: FirMode::Direct });
-    let mut state = engine.new_state().unwrap();
-    let mut gpu = GpuChain::new(ctx, designed, channels, block).unwrap();
+    let mut gpu = GpuStream::new(ctx, designed, input.len(), block).unwrap();
     if let Some(m) = sequential_max {
-        gpu.set_sequential_max(m);
+        gpu.chain_mut().set_sequential_max(m);
     }
-    let n = input[0].len();
-    let mut out = vec![Vec::with_capacity(n); channels];
-    let mut planar = Vec::new();
-    let mut start = 0;
-    while start < n {
-        let frames = block.min(n - start);
-        planar.clear();
-        for ch in input {
-            planar.extend_from_slice(&ch[start..start + frames]);
-        }
-        gpu.process(&mut planar, frames, &mut state).unwrap();
-        for (c, o) in out.iter_mut().enumerate() {
-            o.extend_from_slice(&planar[c * frames..(c + 1) * frames]);
-        }
-        start += frames;
-    }
+    let mut out = input.to_vec();
+    let mut slices: Vec<&mut [f32]> = out.iter_mut().map(|c| &mut c[..]).collect();
+    // GpuStream cuts the whole input into blocks of the chain's largest block.
+    gpu.process(&mut slices).unwrap();
     out
 }
 
@@ -144,6 +129,7 @@ fn fir_stages_and_mixed_chains_match_the_cpu_and_hand_state_back() {
     let mut engine = Engine::with_options(&designed, 3, 4096, options);
     let mut state: ChainState = engine.new_state().unwrap();
     let mut gpu = GpuChain::new(ctx, &designed, 3, 25_000).unwrap();
+    assert_eq!(gpu.new_state(), state, "the GPU chain and the CPU engine share one state layout");
     let mut first: Vec<f32> = input.iter().flat_map(|c| c[..25_000].iter().copied()).collect();
     gpu.process(&mut first, 25_000, &mut state).unwrap();
     engine.load_state(&state).unwrap();

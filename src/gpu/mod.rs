@@ -28,6 +28,4 @@ pub enum GpuError {
     Job { why: String },
     #[error("the GPU device was lost: {why}")]
     DeviceLost { why: String },
-    #[error("this build has no wgpu backend (built without the `wgpu` feature)")]
-    NotBuilt,
 }

@@ -58,6 +58,14 @@ pub struct DeltaSection {
     pub _pad: [f32; 3],
 }
 
+impl DeltaSection {
+    /// The record as the shader's `Section` struct lays it out.
+    pub fn words(&self) -> [f32; 12] {
+        let (d, b, c) = (self.delta, self.b, self.c);
+        [d[0], d[1], d[2], d[3], b[0], b[1], c[0], c[1], self.d, 0.0, 0.0, 0.0]
+    }
+}
+
 /// A section's delta form with its `f64` pieces for state conversion and scan tables.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Realization {

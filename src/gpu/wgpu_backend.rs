@@ -19,12 +19,13 @@ use crate::chain::{DesignedChain, DesignedStage};
 use crate::engine::ChainState;
 use crate::sos::SosCoefs;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 const SOS_WGSL: &str = include_str!("../../shaders/sos.wgsl");
-const FIR_WGSL: &str = include_str!("../../shaders/fir.wgsl");
-const FFT_WGSL: &str = include_str!("../../shaders/fft_fir.wgsl");
+// Both FIR shaders read their input through `input_at` (shaders/fir_input.wgsl).
+const FIR_WGSL: &str = concat!(include_str!("../../shaders/fir.wgsl"), include_str!("../../shaders/fir_input.wgsl"));
+const FFT_WGSL: &str = concat!(include_str!("../../shaders/fft_fir.wgsl"), include_str!("../../shaders/fir_input.wgsl"));
 
 /// Blocks up to this many frames take the sequential path; longer ones the scan.
 pub const SEQUENTIAL_MAX_FRAMES: usize = 512;
@@ -71,6 +72,11 @@ pub struct WgpuContext {
     report: AdapterReport,
     limits: wgpu::Limits,
     lost: Arc<AtomicBool>,
+    /// Serialises submissions and polls of every user of this device: wgpu-core 30 trips
+    /// an internal assertion ("current submission index should be at least the wait
+    /// submission index") when one thread submits while another polls. GPU work of
+    /// different chains still overlaps; only the calls themselves take turns.
+    gate: Arc<Mutex<()>>,
 }
 
 impl WgpuContext {
@@ -125,7 +131,7 @@ impl WgpuContext {
             let lost = lost.clone();
             device.set_device_lost_callback(move |_, _| lost.store(true, Ordering::Release));
         }
-        Ok(WgpuContext { device, queue, report, limits, lost })
+        Ok(WgpuContext { device, queue, report, limits, lost, gate: Arc::new(Mutex::new(())) })
     }
 
     pub fn report(&self) -> &AdapterReport {
@@ -161,6 +167,11 @@ impl FftPlan {
     }
     fn slots(&self) -> usize {
         2 * self.log2n + 3
+    }
+    /// `(output segments, input segments)` per channel for a block of `frames`.
+    fn segments(&self, frames: usize) -> (usize, usize) {
+        let outs = frames.div_ceil(self.part);
+        (outs, outs + self.pcount)
     }
     /// Partition size for `taps` taps: about 64 partitions, 256..=16384 taps each.
     fn part_for(taps: usize) -> usize {
@@ -223,38 +234,18 @@ fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
     }
 }
 
-fn uniform_entry() -> wgpu::BindGroupLayoutEntry {
+/// Binding 0 of every layout: the parameters (at a dynamic offset on the FFT path).
+fn uniform_entry(has_dynamic_offset: bool) -> wgpu::BindGroupLayoutEntry {
     wgpu::BindGroupLayoutEntry {
         binding: 0,
         visibility: wgpu::ShaderStages::COMPUTE,
         ty: wgpu::BindingType::Buffer {
             ty: wgpu::BufferBindingType::Uniform,
-            has_dynamic_offset: false,
+            has_dynamic_offset,
             min_binding_size: None,
         },
         count: None,
     }
-}
-
-fn f32_bytes(v: &[f32]) -> &[u8] {
-    // SAFETY: f32 has no padding and every byte pattern is a valid u8; the slice covers
-    // exactly the same memory with the same lifetime.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-fn f32x2_bytes(v: &[[f32; 2]]) -> &[u8] {
-    // SAFETY: as `f32_bytes`: arrays of f32 have no padding.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-fn f32x4_bytes(v: &[[f32; 4]]) -> &[u8] {
-    // SAFETY: as `f32_bytes`: arrays of f32 have no padding.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-fn u32_bytes(v: &[u32]) -> &[u8] {
-    // SAFETY: u32 has no padding; same memory and lifetime.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
 
 impl GpuChain {
@@ -346,24 +337,18 @@ impl GpuChain {
         let hist_out = buffer("hist_out", hist_bytes, U::STORAGE | U::COPY_SRC);
         let readback = buffer("readback", work_bytes + state_bytes + hist_bytes, U::MAP_READ | U::COPY_DST);
 
-        let records: Vec<f32> = realizations
-            .iter()
-            .flat_map(|r| {
-                let g = r.to_gpu();
-                [g.delta[0], g.delta[1], g.delta[2], g.delta[3], g.b[0], g.b[1], g.c[0], g.c[1], g.d, 0.0, 0.0, 0.0]
-            })
-            .collect();
-        ctx.queue.write_buffer(&sections_buf, 0, f32_bytes(&records));
-        ctx.queue.write_buffer(&taps_buf, 0, f32_bytes(&taps_all));
+        let records: Vec<[f32; 12]> = realizations.iter().map(|r| r.to_gpu().words()).collect();
+        ctx.queue.write_buffer(&sections_buf, 0, bytemuck::cast_slice(&records));
+        ctx.queue.write_buffer(&taps_buf, 0, bytemuck::cast_slice(&taps_all));
 
         let sos_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("sos"),
-            entries: &[uniform_entry(), storage_entry(1, false), storage_entry(2, true), storage_entry(3, true), storage_entry(4, false)],
+            entries: &[uniform_entry(false), storage_entry(1, false), storage_entry(2, true), storage_entry(3, true), storage_entry(4, false)],
         });
         let fir_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("fir"),
             entries: &[
-                uniform_entry(),
+                uniform_entry(false),
                 storage_entry(1, true),
                 storage_entry(2, true),
                 storage_entry(3, true),
@@ -448,22 +433,13 @@ impl GpuChain {
                 .collect();
             let kernel_buf = buffer("fft kernel", (kernel_spectra.len() * 8) as u64, U::STORAGE | U::COPY_DST);
             let tw_buf = buffer("fft twiddles", (twiddles.len() * 8) as u64, U::STORAGE | U::COPY_DST);
-            ctx.queue.write_buffer(&kernel_buf, 0, f32x2_bytes(&kernel_spectra));
-            ctx.queue.write_buffer(&tw_buf, 0, f32x2_bytes(&twiddles));
+            ctx.queue.write_buffer(&kernel_buf, 0, bytemuck::cast_slice(&kernel_spectra));
+            ctx.queue.write_buffer(&tw_buf, 0, bytemuck::cast_slice(&twiddles));
             let spec_a = buffer("fft spectra a", (spec_len * 8) as u64, U::STORAGE);
             let spec_b = buffer("fft spectra b", (spec_len * 8) as u64, U::STORAGE);
             let fft_params = buffer("fft params", fft_slots as u64 * PARAM_SLOT, U::UNIFORM | U::COPY_DST);
-            let mut entries = vec![wgpu::BindGroupLayoutEntry {
-                binding: 0,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Uniform,
-                    has_dynamic_offset: true,
-                    min_binding_size: None,
-                },
-                count: None,
-            }];
-            entries.extend([
+            let entries = [
+                uniform_entry(true),
                 storage_entry(1, true),
                 storage_entry(2, true),
                 storage_entry(3, true),
@@ -471,7 +447,7 @@ impl GpuChain {
                 storage_entry(5, false),
                 storage_entry(6, false),
                 storage_entry(7, false),
-            ]);
+            ];
             let fft_layout =
                 device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("fft"), entries: &entries });
             let group = |from: &wgpu::Buffer, to: &wgpu::Buffer| {
@@ -546,6 +522,12 @@ impl GpuChain {
         self.ctx.report()
     }
 
+    /// A zeroed state of this chain's shape (the same layout as
+    /// [`crate::engine::Engine::new_state`] for the same chain and channels).
+    pub fn new_state(&self) -> ChainState {
+        ChainState { sos: vec![[0.0; 2]; self.state_f32.len()], fir: vec![0.0; self.fir_len] }
+    }
+
     /// Blocks up to `frames` take the sequential path (tests use this to force either path).
     pub fn set_sequential_max(&mut self, frames: usize) {
         self.sequential_max = frames;
@@ -588,7 +570,7 @@ impl GpuChain {
             for (r, out) in self.realizations.iter().zip(self.table_scratch.chunks_exact_mut(SCAN_STEPS)) {
                 out.copy_from_slice(&r.scan_table(chunk_len));
             }
-            queue.write_buffer(&self.tables, 0, f32x4_bytes(&self.table_scratch));
+            queue.write_buffer(&self.tables, 0, bytemuck::cast_slice(&self.table_scratch));
             self.table_chunk_len = chunk_len;
         }
         // Parameters of every stage for this block length.
@@ -607,17 +589,17 @@ impl GpuChain {
                     [frames, taps, frames, tap_base, hist_base, 0, 0, 0].map(|v| v as u32)
                 }
             };
-            queue.write_buffer(&self.params, i as u64 * PARAM_SLOT, u32_bytes(&words));
+            queue.write_buffer(&self.params, i as u64 * PARAM_SLOT, bytemuck::cast_slice(&words));
         }
         // Input and state in. The shader's state layout is the engine's ([stage][channel]
         // [section]), converted to each section's delta form.
-        queue.write_buffer(&self.work, 0, f32_bytes(&data[..channels * frames]));
+        queue.write_buffer(&self.work, 0, bytemuck::cast_slice(&data[..channels * frames]));
         self.convert_states_in(state);
         if !self.state_f32.is_empty() {
-            queue.write_buffer(&self.states, 0, f32x2_bytes(&self.state_f32));
+            queue.write_buffer(&self.states, 0, bytemuck::cast_slice(&self.state_f32));
         }
         if !state.fir.is_empty() {
-            queue.write_buffer(&self.history, 0, f32_bytes(&state.fir));
+            queue.write_buffer(&self.history, 0, bytemuck::cast_slice(&state.fir));
         }
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("job") });
         let block_bytes = (channels * frames * 4) as u64;
@@ -668,7 +650,10 @@ impl GpuChain {
         if hist_bytes > 0 {
             encoder.copy_buffer_to_buffer(&self.history, 0, &self.readback, block_bytes + state_bytes, hist_bytes);
         }
-        queue.submit([encoder.finish()]);
+        {
+            let _turn = self.ctx.gate.lock().unwrap_or_else(|e| e.into_inner());
+            queue.submit([encoder.finish()]);
+        }
         let total_bytes = block_bytes + state_bytes + hist_bytes;
         let slice = self.readback.slice(..total_bytes);
         let (tx, rx) = mpsc::channel();
@@ -682,10 +667,12 @@ impl GpuChain {
             if self.ctx.is_lost() {
                 return Err(GpuError::DeviceLost { why: "the device was lost during the job".into() });
             }
-            // Short waits, so a device lost mid-job is noticed promptly.
-            // No submission index: wgpu-core 30 can trip an internal assertion when
-            // threads sharing a device wait on specific indices concurrently.
-            let polled = self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(100)) });
+            // Short waits, so other users of the device get their turn and a device lost
+            // mid-job is noticed promptly.
+            let polled = {
+                let _turn = self.ctx.gate.lock().unwrap_or_else(|e| e.into_inner());
+                self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(1)) })
+            };
             let polled = match polled {
                 Err(wgpu::PollError::Timeout) if std::time::Instant::now() < deadline => continue,
                 other => other,
@@ -693,7 +680,7 @@ impl GpuChain {
             if let Err(e) = polled {
                 return Err(GpuError::DeviceLost { why: e.to_string() });
             }
-            match rx.recv_timeout(Duration::from_millis(5)) {
+            match rx.recv_timeout(Duration::from_millis(1)) {
                 Ok(Ok(())) => break,
                 Ok(Err(e)) => return Err(GpuError::DeviceLost { why: e.to_string() }),
                 Err(_) if std::time::Instant::now() < deadline && !self.ctx.is_lost() => continue,
@@ -748,15 +735,7 @@ impl GpuChain {
                         state.sos[at] = r.state_from_gpu(self.state_f32[at]);
                         at += 1;
                     }
-                    let ch = &mut state.sos[start..at];
-                    if ch.iter().flatten().any(|v| !v.is_finite()) {
-                        ch.fill([0.0; 2]);
-                    }
-                    for v in ch.iter_mut().flatten() {
-                        if v.abs() < crate::sos::FLUSH_BELOW {
-                            *v = 0.0;
-                        }
-                    }
+                    crate::sos::sanitize_state(&mut state.sos[start..at]);
                 }
             }
         }
@@ -765,6 +744,65 @@ impl GpuChain {
                 *v = 0.0;
             }
         }
+    }
+}
+
+/// A [`GpuChain`] with its own state, filtering channel buffers the way
+/// [`crate::engine::Engine::process`] does (same non-finite input policy; blocks longer than
+/// the chain's largest are processed in pieces). One synchronous round trip per block: for
+/// offline rendering and benchmarks, never the audio thread (see [`super::offload`]).
+pub struct GpuStream {
+    chain: GpuChain,
+    state: ChainState,
+    planar: Vec<f32>,
+}
+
+impl GpuStream {
+    pub fn new(ctx: &WgpuContext, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<GpuStream, GpuError> {
+        let chain = GpuChain::new(ctx, chain, channels, max_frames)?;
+        let state = chain.new_state();
+        let planar = vec![0.0; chain.channels * chain.max_frames];
+        Ok(GpuStream { chain, state, planar })
+    }
+
+    pub fn chain_mut(&mut self) -> &mut GpuChain {
+        &mut self.chain
+    }
+
+    pub fn state(&self) -> &ChainState {
+        &self.state
+    }
+
+    /// Back to silence (as at construction).
+    pub fn reset(&mut self) {
+        self.state.sos.fill([0.0; 2]);
+        self.state.fir.fill(0.0);
+    }
+
+    /// Filters the buffers in place (one per channel, the chain's channel count; all for
+    /// the length of the shortest).
+    pub fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), GpuError> {
+        if buffers.len() != self.chain.channels {
+            return Err(GpuError::Job {
+                why: format!("{} channel buffers for a chain set up for {}", buffers.len(), self.chain.channels),
+            });
+        }
+        let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
+        let mut done = 0;
+        while done < frames {
+            let n = (frames - done).min(self.chain.max_frames);
+            let planar = &mut self.planar[..buffers.len() * n];
+            for (dst, src) in planar.chunks_exact_mut(n).zip(buffers.iter()) {
+                dst.copy_from_slice(&src[done..done + n]);
+                crate::engine::sanitize_input(dst);
+            }
+            self.chain.process(planar, n, &mut self.state)?;
+            for (src, dst) in planar.chunks_exact(n).zip(buffers.iter_mut()) {
+                dst[done..done + n].copy_from_slice(src);
+            }
+            done += n;
+        }
+        Ok(())
     }
 }
 
@@ -810,15 +848,14 @@ fn partition_spectra(taps: &[f64], part: usize) -> Vec<[f32; 2]> {
 /// Writes the FFT path's per-dispatch parameters for a block of `frames`.
 fn write_fft_params(queue: &wgpu::Queue, kit: &FftKit, plan: &FftPlan, taps: usize, frames: usize, hist_base: usize) {
     let n = plan.n();
-    let outs = frames.div_ceil(plan.part);
-    let segs = outs + plan.pcount;
+    let (outs, segs) = plan.segments(frames);
     let base = |half_span: usize, r: usize| -> [u32; 16] {
         [n, half_span, r, kit.n_max / n, plan.part, plan.pcount, segs, outs, taps, frames, frames, hist_base, plan.kernel_base, 0, 0, 0]
             .map(|v| v as u32)
     };
     let mut slot = plan.slot_base;
     let mut put = |words: [u32; 16]| {
-        queue.write_buffer(&kit.params, slot as u64 * PARAM_SLOT, u32_bytes(&words));
+        queue.write_buffer(&kit.params, slot as u64 * PARAM_SLOT, bytemuck::cast_slice(&words));
         slot += 1;
     };
     // Slots: segments, the forward stages, mac, the inverse stages, extract.
@@ -836,8 +873,7 @@ fn write_fft_params(queue: &wgpu::Queue, kit: &FftKit, plan: &FftPlan, taps: usi
 /// Encodes one FFT-partitioned FIR stage: its output lands in `tmp`.
 fn encode_fft(pass: &mut wgpu::ComputePass<'_>, kit: &FftKit, plan: &FftPlan, channels: usize, frames: usize) {
     let n = plan.n();
-    let outs = frames.div_ceil(plan.part);
-    let segs = outs + plan.pcount;
+    let (outs, segs) = plan.segments(frames);
     let offset = |k: usize| ((plan.slot_base + k) as u64 * PARAM_SLOT) as u32;
     // `cur`: which spectrum buffer holds the data (false: A, true: B).
     let mut cur = false;

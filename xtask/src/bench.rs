@@ -8,10 +8,8 @@
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Fir};
-use ferrofx::engine::ChainState;
-use ferrofx::gpu::offload::OFFLOAD_ENGINE_OPTIONS;
-use ferrofx::gpu::wgpu_backend::{GpuChain, WgpuContext};
-use ferrofx::{DesignedChain, Engine};
+use ferrofx::gpu::wgpu_backend::{GpuStream, WgpuContext};
+use ferrofx::Engine;
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -34,33 +32,6 @@ impl Runner<'_> {
             Runner::Cpu => "cpu",
             Runner::Wgpu(_) => "wgpu",
         }
-    }
-}
-
-/// A GPU chain with its state, processing planar blocks synchronously (one round trip).
-struct GpuRun {
-    chain: GpuChain,
-    state: ChainState,
-    planar: Vec<f32>,
-}
-
-impl GpuRun {
-    fn new(ctx: &WgpuContext, designed: &DesignedChain, channels: usize, block: usize) -> Result<GpuRun> {
-        let chain = GpuChain::new(ctx, designed, channels, block)?;
-        let state = Engine::with_options(designed, channels, 1, OFFLOAD_ENGINE_OPTIONS).new_state()?;
-        Ok(GpuRun { chain, state, planar: vec![0.0; channels * block] })
-    }
-
-    fn process(&mut self, bufs: &mut [&mut [f32]], frames: usize) -> Result<()> {
-        let planar = &mut self.planar[..bufs.len() * frames];
-        for (d, s) in planar.chunks_exact_mut(frames).zip(bufs.iter()) {
-            d.copy_from_slice(&s[..frames]);
-        }
-        self.chain.process(planar, frames, &mut self.state)?;
-        for (s, d) in planar.chunks_exact(frames).zip(bufs.iter_mut()) {
-            d[..frames].copy_from_slice(s);
-        }
-        Ok(())
     }
 }
 
@@ -240,7 +211,7 @@ fn time_stream(
         let mut engine = Engine::new(&designed, channels, RENDER_BLOCK);
         let mut gpu = match runner {
             Runner::Cpu => None,
-            Runner::Wgpu(ctx) => Some(GpuRun::new(ctx, &designed, channels, block)?),
+            Runner::Wgpu(ctx) => Some(GpuStream::new(ctx, &designed, channels, block)?),
         };
         for (b, i) in buf.iter_mut().zip(&input) {
             b.copy_from_slice(i);
@@ -252,7 +223,7 @@ fn time_stream(
             let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[start..end]).collect();
             match gpu.as_mut() {
                 None => engine.process(&mut slices),
-                Some(g) => g.process(&mut slices, end - start)?,
+                Some(g) => g.process(&mut slices)?,
             }
             start = end;
         }
@@ -287,7 +258,7 @@ fn time_blocks(runner: Runner, chain: &Chain, block: usize, seconds: f64, min_bl
     let mut engine = Engine::new(&designed, channels, block);
     let mut gpu = match runner {
         Runner::Cpu => None,
-        Runner::Wgpu(ctx) => Some(GpuRun::new(ctx, &designed, channels, block)?),
+        Runner::Wgpu(ctx) => Some(GpuStream::new(ctx, &designed, channels, block)?),
     };
     let (mut l, mut r) = (vec![0.0f32; block], vec![0.0f32; block]);
     let mut times = Vec::with_capacity(blocks);
@@ -298,7 +269,7 @@ fn time_blocks(runner: Runner, chain: &Chain, block: usize, seconds: f64, min_bl
         let t0 = Instant::now();
         match gpu.as_mut() {
             None => engine.process(&mut [&mut l[..], &mut r[..]]),
-            Some(g) => g.process(&mut [&mut l[..], &mut r[..]], block)?,
+            Some(g) => g.process(&mut [&mut l[..], &mut r[..]])?,
         }
         let dt = t0.elapsed().as_secs_f64();
         if i >= 100 {

@@ -5,7 +5,7 @@ use crate::audio::{AtomicWavWriter, AudioReader};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use ferrofx::gpu::router::{Route, Router, RouterConfig};
-use ferrofx::gpu::wgpu_backend::{GpuChain, WgpuContext};
+use ferrofx::gpu::wgpu_backend::{GpuStream, WgpuContext};
 use ferrofx::{Chain, DesignedChain, Engine};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::HashMap;
@@ -81,7 +81,7 @@ pub fn require_gpu(slot: &GpuSlot) -> Result<()> {
 /// Where one file is filtered.
 enum Processor {
     Cpu(Vec<Engine>),
-    Gpu { chain: Box<GpuChain>, state: ferrofx::engine::ChainState, planar: Vec<f32> },
+    Gpu(Box<GpuStream>),
 }
 
 impl Processor {
@@ -97,26 +97,22 @@ impl Processor {
     }
 
     fn gpu(ctx: &WgpuContext, designed: &DesignedChain, channels: usize, block_size: usize) -> Result<Processor> {
-        let chain = Box::new(GpuChain::new(ctx, designed, channels, block_size)?);
-        let engine = Engine::with_options(designed, channels, 1, ferrofx::gpu::offload::OFFLOAD_ENGINE_OPTIONS);
-        let state = engine.new_state()?;
-        Ok(Processor::Gpu { chain, state, planar: vec![0.0; channels * block_size] })
+        Ok(Processor::Gpu(Box::new(GpuStream::new(ctx, designed, channels, block_size)?)))
     }
 
-    fn process(&mut self, slices: &mut [&mut [f32]], frames: usize) -> Result<()> {
+    /// Clears all filter state.
+    fn reset(&mut self) {
+        match self {
+            Processor::Cpu(engines) => engines.iter_mut().for_each(Engine::reset),
+            Processor::Gpu(stream) => stream.reset(),
+        }
+    }
+
+    /// Filters the buffers (all `frames` long) in place.
+    fn process(&mut self, slices: &mut [&mut [f32]]) -> Result<()> {
         match self {
             Processor::Cpu(engines) => process_split(engines, slices),
-            Processor::Gpu { chain, state, planar } => {
-                let planar = &mut planar[..slices.len() * frames];
-                for (dst, src) in planar.chunks_exact_mut(frames).zip(slices.iter()) {
-                    dst.copy_from_slice(&src[..frames]);
-                    ferrofx::engine::sanitize_input(dst);
-                }
-                chain.process(planar, frames, state)?;
-                for (src, dst) in planar.chunks_exact(frames).zip(slices.iter_mut()) {
-                    dst[..frames].copy_from_slice(src);
-                }
-            }
+            Processor::Gpu(stream) => stream.process(slices)?,
         }
         Ok(())
     }
@@ -155,7 +151,7 @@ fn choose_auto(
         for (p, gpu_side) in [(&mut cpu_proc, false), (&mut gpu, true)] {
             let mut slices: Vec<&mut [f32]> = block.iter_mut().map(|c| &mut c[..]).collect();
             let t = Instant::now();
-            if p.process(&mut slices, block_size).is_err() {
+            if p.process(&mut slices).is_err() {
                 router.set_gpu_available(false);
             }
             let s = t.elapsed().as_secs_f64();
@@ -169,14 +165,13 @@ fn choose_auto(
         d.gpu_median_s * 1e3,
         ctx.report()
     );
-    match d.route {
-        Route::Gpu => {
-            // The probe ran noise through the GPU path's state: start the file from silence.
-            let fresh = Processor::gpu(ctx, designed, channels, block_size).unwrap_or(gpu);
-            (fresh, format!("wgpu (auto: {}; {figures})", d.reason))
-        }
-        Route::Cpu => (Processor::cpu(designed, channels, block_size, dsp_threads), format!("cpu (auto: {}; {figures})", d.reason)),
-    }
+    let (mut chosen, name) = match d.route {
+        Route::Gpu => (gpu, "wgpu"),
+        Route::Cpu => (cpu_proc, "cpu"),
+    };
+    // The probe ran noise through the chosen path: start the file from silence.
+    chosen.reset();
+    (chosen, format!("{name} (auto: {}; {figures})", d.reason))
 }
 
 /// Renders one file: decode block by block, filter, write atomically. On the CPU the
@@ -258,7 +253,7 @@ fn pipeline(
             for msg in from_reader {
                 let (mut buf, n) = msg?;
                 let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[..n]).collect();
-                processor.process(&mut slices, n)?;
+                processor.process(&mut slices)?;
                 frames += n as u64;
                 if to_writer.send((buf, n)).is_err() {
                     break; // the writer failed; its error is reported below

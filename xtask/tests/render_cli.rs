@@ -375,6 +375,32 @@ fn wgpu_renders_equal_cpu_renders_on_stereo_and_8_channel_files() {
     }
 }
 
+/// A file long enough for `auto` to probe both paths: the output line says what it chose
+/// and why, and the render equals that backend's own render (the probe leaves no state).
+#[test]
+fn auto_probes_long_files_and_renders_like_its_choice() {
+    let chain_path = repo_root().join("examples/chains/everything.json");
+    let dir = tempfile::tempdir().unwrap();
+    let input: Vec<Vec<f32>> = (0..8).map(|c| noise(600_000, c as u64 + 90)).collect();
+    let in_path = dir.path().join("long8.wav");
+    write_wav_f32(&in_path, &input, 48_000);
+    let auto_out = dir.path().join("auto.wav");
+    let o = run(xtask().args(["render", "--backend", "auto", "--chain"]).arg(&chain_path).arg("--output").arg(&auto_out).arg(&in_path));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(line.contains("(auto: "), "{line}");
+    let chosen = if line.contains("backend wgpu") { "wgpu" } else { "cpu" };
+    if gpu_available() {
+        assert!(line.contains("GPU") && line.contains("ms per 4096-frame block"), "the probe's figures: {line}");
+    }
+    let own_out = dir.path().join("own.wav");
+    let o = run(xtask().args(["render", "--backend", chosen, "--chain"]).arg(&chain_path).arg("--output").arg(&own_out).arg(&in_path));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (_, a) = read_wav(&auto_out);
+    let (_, b) = read_wav(&own_out);
+    assert_eq!(a, b, "auto chose {chosen}: its render must be {chosen}'s render");
+}
+
 #[test]
 fn sixty_four_channels_render_and_sixty_five_are_refused() {
     let dir = tempfile::tempdir().unwrap();
