@@ -1,287 +1,222 @@
-//! Realtime guarantees of `Engine`: no allocation in `process`/`update`/`reset`,
-//! coefficient replacement keeps state, non-finite input never poisons the engine,
-//! subnormals are flushed.
+//! The realtime stream a plugin runs (`ferrofx::gpu::realtime`): host blocks of any size
+//! re-blocked through an offload, exactly one offload block of latency, routed by policy.
+//! Run here with the CPU executor on the worker thread (the GPU executor is checked the
+//! same way in `gpu_wgpu.rs`): whatever the host's block sizes, the route or the
+//! worker's timing, the output is the CPU engine's output delayed by one block, sample
+//! for sample, and the audio side never allocates.
 
 use assert_no_alloc::{assert_no_alloc, violation_count, AllocDisabler};
-use ferrofx::chain::{Biquad, Butterworth, Chain, Elliptic, Fir};
-use ferrofx::engine::{Engine, EngineOptions};
-use ferrofx::fir::FirMode;
+use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Elliptic};
+use ferrofx::gpu::offload::{CpuExecutor, Faults, Offload, OFFLOAD_ENGINE_OPTIONS};
+use ferrofx::gpu::realtime::{Policy, RealtimeOffload};
+use ferrofx::gpu::router::{Reason, Route};
+use ferrofx::{DesignedChain, Engine};
+use std::sync::Arc;
+use std::time::Duration;
 
 #[global_allocator]
 static ALLOCATOR: AllocDisabler = AllocDisabler;
 
-/// Deterministic white noise in [-1, 1).
-fn noise(seed: u64, n: usize) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+const BLOCK: usize = 1024;
+const FS: f64 = 48_000.0;
+
+fn chain_a() -> DesignedChain {
+    let chain: Chain = Butterworth::highpass(20.0, 4)
+        | ferrofx::chain::Fir::lowpass(63, 12_000.0)
+        | Chebyshev1::lowpass(9000.0, 6, 0.5)
+        | Biquad::peaking(1000.0, 2.0, 6.0);
+    chain.design(FS).unwrap()
+}
+
+fn chain_b() -> DesignedChain {
+    let chain: Chain = Elliptic::lowpass(2000.0, 6, 0.5, 60.0) | Biquad::peaking(300.0, 1.0, -4.0);
+    chain.design(FS).unwrap()
+}
+
+fn noise(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
             ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect()
 }
 
-/// A chain with every processor kind: cascade, direct FIR, partitioned FIR, cascade.
-fn busy_chain(peak_db: f64) -> Chain {
-    Butterworth::highpass(30.0, 4)
-        | Biquad::peaking(1000.0, 1.4, peak_db)
-        | Fir::lowpass(31, 8000.0)
-        | Fir::coefficients((0..3000).map(|i| (-(i as f64) / 400.0).exp() * ((i * 7919 % 13) as f64 - 6.0) / 60.0).collect())
-        | Elliptic::lowpass(15000.0, 5, 0.5, 60.0)
+fn input(frames: usize) -> Vec<Vec<f32>> {
+    (0..2).map(|c| noise(frames, c + 7)).collect()
+}
+
+/// `x` through the CPU engine (the offload's own options) from zero state.
+fn cpu(chain: &DesignedChain, x: &[Vec<f32>]) -> Vec<Vec<f32>> {
+    let mut y = x.to_vec();
+    let mut engine = Engine::with_options(chain, y.len(), BLOCK, OFFLOAD_ENGINE_OPTIONS);
+    let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..]).collect();
+    engine.process(&mut s);
+    y
+}
+
+/// `y` delayed by `d` samples (zeros first), same length.
+fn delayed(y: &[Vec<f32>], d: usize) -> Vec<Vec<f32>> {
+    y.iter()
+        .map(|c| {
+            let mut o = vec![0.0f32; d.min(c.len())];
+            o.extend_from_slice(&c[..c.len() - o.len()]);
+            o
+        })
+        .collect()
+}
+
+/// Host block sizes: a fixed pseudo-random sequence in 1..=BLOCK (most not dividing it).
+fn irregular_sizes() -> impl FnMut() -> usize {
+    let mut s = 0x2545_F491_4F6C_DD1Du64;
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        1 + (s % BLOCK as u64) as usize
+    }
+}
+
+/// Runs `x` through the stream in host blocks from `sizes`, sleeping `pace` after each
+/// (the audio clock); `between(call, stream, offload)` runs between calls. Returns the
+/// output and the allocations seen inside `process`.
+fn run(
+    stream: &mut RealtimeOffload,
+    offload: &mut Offload,
+    x: &[Vec<f32>],
+    mut sizes: impl FnMut() -> usize,
+    pace: Duration,
+    mut between: impl FnMut(usize, &mut RealtimeOffload, &mut Offload),
+) -> (Vec<Vec<f32>>, u32) {
+    let mut y = x.to_vec();
+    let frames = x[0].len();
+    let before = violation_count();
+    let (mut start, mut call) = (0, 0);
+    while start < frames {
+        let n = sizes().min(frames - start);
+        let (l, r) = y.split_at_mut(1);
+        let mut bufs = [&mut l[0][start..start + n], &mut r[0][start..start + n]];
+        assert_no_alloc(|| stream.process(offload, &mut bufs));
+        start += n;
+        call += 1;
+        if !pace.is_zero() {
+            std::thread::sleep(pace);
+        }
+        between(call, stream, offload);
+    }
+    (y, violation_count() - before)
 }
 
 #[test]
-fn the_harness_detects_allocations() {
-    // Proves the checks below can fail: an allocation inside is counted.
-    let before = violation_count();
-    assert_no_alloc(|| {
-        let v = vec![1u8; 100];
-        std::hint::black_box(v);
-    });
-    assert!(violation_count() > before);
+fn any_host_block_sizes_give_the_cpu_stream_one_block_late() {
+    let frames = 48_000 * 3;
+    let x = input(frames);
+    let expected = delayed(&cpu(&chain_a(), &x), BLOCK);
+    for policy in [Policy::Gpu, Policy::Auto] {
+        let mut stream = RealtimeOffload::new(2, BLOCK, FS, policy);
+        assert_eq!(stream.latency_samples(), BLOCK);
+        let mut off = Offload::new(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK), Faults::default()).unwrap();
+        let (y, allocs) = run(&mut stream, &mut off, &x, irregular_sizes(), Duration::ZERO, |_, _, _| {});
+        println!("{policy:?}, irregular blocks: {:?}", stream.stats());
+        assert_eq!(allocs, 0, "the audio side allocated");
+        assert_eq!(y, expected, "{policy:?}: the output must be the CPU stream delayed by {BLOCK}");
+    }
 }
 
 #[test]
-fn process_update_and_reset_do_not_allocate() {
-    let fs = 48_000.0;
-    let designed_a = busy_chain(-6.0).design(fs).unwrap();
-    let designed_b = busy_chain(4.0).design(fs).unwrap();
-    let channels = 6;
-    let max_block = 512;
-    let mut engine = Engine::new(&designed_a, channels, max_block);
-    assert!(engine.processors().len() >= 3);
-    let mut bufs: Vec<Vec<f32>> = (0..channels).map(|c| noise(c as u64, max_block)).collect();
-    // Irregular block sizes, including 1 and the maximum; a block longer than the maximum.
-    let sizes = [1usize, 7, 64, 512, 333, 2, 128, 511, 1000];
-    let before = violation_count();
-    for round in 0..200 {
-        let n = sizes[round % sizes.len()].min(max_block);
-        // The slice list is built outside the checked closure: only the engine is under test.
-        let mut slices_storage: Vec<&mut [f32]> = bufs.iter_mut().map(|b| &mut b[..n]).collect();
-        let slices = &mut slices_storage;
-        assert_no_alloc(|| {
-            engine.process(slices);
-            if round % 10 == 3 {
-                engine.update(if round % 20 == 3 { &designed_b } else { &designed_a }).unwrap();
-            }
-            if round == 150 {
-                engine.reset();
+fn aligned_host_blocks_reach_the_worker() {
+    let frames = 48_000 * 3;
+    let x = input(frames);
+    let expected = delayed(&cpu(&chain_a(), &x), BLOCK);
+    // Host blocks of the offload block, and of a quarter of it: the worker gets one host
+    // period per block; paced at 2 ms per call, it keeps up.
+    for host in [BLOCK, BLOCK / 4] {
+        let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Gpu);
+        let mut off = Offload::new(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK), Faults::default()).unwrap();
+        let (y, allocs) = run(&mut stream, &mut off, &x, || host, Duration::from_millis(2), |_, _, _| {});
+        let st = stream.stats();
+        println!("host blocks of {host}: {st:?}");
+        assert_eq!(allocs, 0);
+        assert_eq!(y, expected);
+        assert!(st.on_worker > st.blocks / 2, "{st:?}: most blocks should come back from the worker");
+        let d = stream.decision();
+        assert!(d.gpu_median_s.is_finite(), "the worker's times are measured: {d:?}");
+    }
+}
+
+#[test]
+fn auto_leaves_a_worker_that_misses_its_deadlines() {
+    // Every job is held 2 deadlines; calls come every 1 ms (faster than real time), so
+    // the worker misses nearly every block.
+    let frames = 48_000 * 4;
+    let x = input(frames);
+    let expected = delayed(&cpu(&chain_a(), &x), BLOCK);
+    let faults = Faults { delay: Some(Arc::new(|_| Duration::from_millis(40))), die_at: None };
+    let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Auto);
+    let mut off = Offload::new(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK), faults).unwrap();
+    let (y, allocs) = run(&mut stream, &mut off, &x, || BLOCK, Duration::from_millis(1), |_, _, _| {});
+    let (st, d) = (stream.stats(), stream.decision());
+    println!("slow worker: {st:?}\n{d:?}");
+    assert_eq!(allocs, 0);
+    assert_eq!(y, expected, "late jobs are replaced by the CPU, sample for sample");
+    assert_eq!(d.route, Route::Cpu);
+    assert_eq!(d.reason, Reason::GpuTailTooLong, "{d:?}");
+    assert!(d.cpu_median_s.is_finite() && d.gpu_tail_s >= d.deadline_s);
+    // Once decided, only the probes go to the worker.
+    assert!(st.on_cpu > st.blocks / 2, "{st:?}");
+}
+
+#[test]
+fn a_chain_swapped_mid_stream_continues_without_a_gap() {
+    let frames = 48_000 * 2;
+    let x = input(frames);
+    let host = BLOCK / 2;
+    for swap_after_calls in [41usize, 42] {
+        let pos = swap_after_calls * host;
+        // Blocks the old offload finished; the rest run through the new chain from a
+        // zero state (the block in flight at the swap included).
+        let s = pos.div_ceil(BLOCK) - 1;
+        let a = cpu(&chain_a(), &x);
+        let tail: Vec<Vec<f32>> = x.iter().map(|c| c[s * BLOCK..].to_vec()).collect();
+        let b = cpu(&chain_b(), &tail);
+        let joined: Vec<Vec<f32>> =
+            a.iter().zip(&b).map(|(a, b)| a[..s * BLOCK].iter().chain(b).copied().collect()).collect();
+        let expected = delayed(&joined, BLOCK);
+
+        let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Gpu);
+        let mut off = Offload::new(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK), Faults::default()).unwrap();
+        let mut next =
+            Some(Offload::new(&chain_b(), 2, BLOCK, CpuExecutor::new(&chain_b(), 2, BLOCK), Faults::default()).unwrap());
+        let mut old = None;
+        let (y, _) = run(&mut stream, &mut off, &x, || host, Duration::ZERO, |call, _, off| {
+            if call == swap_after_calls {
+                let mut new = next.take().unwrap();
+                new.adopt(off);
+                old = Some(std::mem::replace(off, new));
             }
         });
-        for b in slices_storage.iter_mut() {
-            for v in b.iter_mut() {
-                // Keep the signal alive and bounded.
-                *v = (*v * 0.5 + 0.25).clamp(-1.0, 1.0);
-            }
-        }
-    }
-    assert_eq!(violation_count(), before, "the engine allocated on the audio path");
-}
-
-#[test]
-fn update_keeps_state_and_equals_a_fresh_run_when_unchanged() {
-    // Replacing coefficients with the same design must not disturb the stream at all.
-    let fs = 44_100.0;
-    let designed = busy_chain(-6.0).design(fs).unwrap();
-    let input = noise(9, 8192);
-    let mut reference = input.clone();
-    Engine::new(&designed, 1, 8192).process(&mut [&mut reference[..]]);
-    let mut engine = Engine::new(&designed, 1, 256);
-    let mut out = input.clone();
-    for (i, chunk) in out.chunks_mut(256).enumerate() {
-        if i % 3 == 1 {
-            engine.update(&designed).unwrap();
-        }
-        engine.process(&mut [chunk]);
-    }
-    assert_eq!(out, reference);
-}
-
-#[test]
-fn update_rejects_a_different_shape_and_changes_nothing() {
-    let fs = 48_000.0;
-    let a = (Butterworth::lowpass(1000.0, 4) | Fir::lowpass(31, 5000.0)).design(fs).unwrap();
-    let b = (Butterworth::lowpass(1000.0, 6) | Fir::lowpass(31, 5000.0)).design(fs).unwrap();
-    let c = (Butterworth::lowpass(1000.0, 4) | Fir::lowpass(33, 5000.0)).design(fs).unwrap();
-    let d = Chain::from(Butterworth::lowpass(1000.0, 4)).design(fs).unwrap();
-    let mut engine = Engine::new(&a, 1, 64);
-    assert!(engine.update(&b).unwrap_err().to_string().contains("stage 0"));
-    assert!(engine.update(&c).unwrap_err().to_string().contains("31 taps"));
-    assert!(engine.update(&d).unwrap_err().to_string().contains("2 stages"));
-    // Still runs design `a` exactly.
-    let input = noise(3, 512);
-    let mut x = input.clone();
-    engine.process(&mut [&mut x[..]]);
-    let mut y = input.clone();
-    Engine::new(&a, 1, 64).process(&mut [&mut y[..]]);
-    assert_eq!(x, y);
-}
-
-#[test]
-fn reset_returns_to_the_initial_state() {
-    let designed = busy_chain(-6.0).design(48_000.0).unwrap();
-    let input = noise(4, 4096);
-    let mut engine = Engine::new(&designed, 1, 4096);
-    let mut first = input.clone();
-    engine.process(&mut [&mut first[..]]);
-    let mut scratch = noise(5, 1234);
-    engine.process(&mut [&mut scratch[..]]);
-    engine.reset();
-    let mut second = input.clone();
-    engine.process(&mut [&mut second[..]]);
-    assert_eq!(first, second);
-}
-
-#[test]
-fn nan_and_infinity_count_as_silence() {
-    // The documented policy: a NaN or infinite input sample is replaced by 0.0, so the
-    // output equals, sample for sample, the output for the input with those samples zeroed.
-    for fir_mode in [FirMode::Direct, FirMode::Partitioned { partition: 64 }] {
-        let designed = busy_chain(-6.0).design(48_000.0).unwrap();
-        let options = EngineOptions { fir_mode };
-        let mut engine = Engine::with_options(&designed, 2, 256, options);
-        let mut expected_engine = Engine::with_options(&designed, 2, 256, options);
-        for block in 0..40u64 {
-            let clean = noise(block, 256);
-            let (mut l, mut r) = (clean.clone(), clean.clone());
-            let (mut el, mut er) = (clean.clone(), clean.clone());
-            if block < 4 {
-                let bad = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -f32::NAN][block as usize];
-                for i in (block as usize..256).step_by(17) {
-                    l[i] = bad;
-                    el[i] = 0.0;
-                }
-                r[100] = bad;
-                er[100] = 0.0;
-            }
-            engine.process(&mut [&mut l[..], &mut r[..]]);
-            expected_engine.process(&mut [&mut el[..], &mut er[..]]);
-            assert!(l.iter().chain(&r).all(|v| v.is_finite()), "{fir_mode:?}: block {block} not finite");
-            assert_eq!((l, r), (el, er), "{fir_mode:?}: block {block}");
-        }
+        assert_eq!(y, expected, "swap after {swap_after_calls} calls: old chain up to block {s}, then the new one");
     }
 }
 
 #[test]
-fn huge_finite_input_recovers_to_finite_output() {
-    // f32::MAX overflows float32 outputs (inf inside the chain); once the bad samples have
-    // passed, the cascade resets non-finite state, the FIR forgets, and output is finite.
-    for fir_mode in [FirMode::Direct, FirMode::Partitioned { partition: 64 }] {
-        let designed = busy_chain(-6.0).design(48_000.0).unwrap();
-        let mut engine = Engine::with_options(&designed, 2, 256, EngineOptions { fir_mode });
-        let mut l = noise(1, 256);
-        let mut r = noise(2, 256);
-        l[10] = f32::MAX;
-        r[20] = -f32::MAX;
-        r[21] = f32::MAX;
-        engine.process(&mut [&mut l[..], &mut r[..]]);
-        let mut finite_blocks = 0;
-        for block in 0..400 {
-            let x = noise(100 + block, 256);
-            let (mut l, mut r) = (x.clone(), x.clone());
-            engine.process(&mut [&mut l[..], &mut r[..]]);
-            if l.iter().chain(&r).all(|v| v.is_finite()) {
-                finite_blocks += 1;
-            } else {
-                assert_eq!(finite_blocks, 0, "{fir_mode:?}: output became non-finite again at block {block}");
-            }
-        }
-        // Finite from some point on, and for most of the 102,400 samples.
-        assert!(finite_blocks > 300, "{fir_mode:?}: only {finite_blocks} finite blocks");
-    }
-}
-
-#[test]
-fn subnormal_input_is_flushed_and_state_decays_to_exact_zero() {
-    let designed = (Butterworth::lowpass(20.0, 8) | Biquad::peaking(100.0, 4.0, 12.0)).design(48_000.0).unwrap();
-    let mut engine = Engine::new(&designed, 1, 512);
-    // A burst, then a long tail of subnormal input (1e-40 is subnormal in f32).
-    let mut burst = noise(1, 512);
-    engine.process(&mut [&mut burst[..]]);
-    let mut last = vec![0.0f32; 512];
-    for _ in 0..4000 {
-        last = vec![1e-40f32; 512];
-        engine.process(&mut [&mut last[..]]);
-    }
-    // Subnormal input counts as silence and the state has been flushed to exact zero.
-    assert!(last.iter().all(|&v| v == 0.0), "output did not settle to zero: {:?}", &last[..4]);
-}
-
-#[test]
-fn audio_thread_redesign_and_section_count_changes_do_not_allocate() {
-    use ferrofx::design::{butterworth_into, rbj, BiquadKind, Response, Sos};
-    use ferrofx::sos::{Isa, SosCascade};
-    let fs = 48_000.0;
-    let mut cascade = SosCascade::with_capacity(9, 2, Isa::detect());
-    let mut sections = [Sos::IDENTITY; 9];
-    let (mut l, mut r) = (noise(1, 64), noise(2, 64));
-    let before = violation_count();
-    for step in 0..400usize {
-        let order = 1 + step % 16; // a cut sweeping 6..96 dB/oct
-        let cutoff = 40.0 * 1.01f64.powi(step as i32);
-        assert_no_alloc(|| {
-            let n = butterworth_into(Response::Highpass, order, cutoff, fs, &mut sections[..8]);
-            sections[n] = rbj::biquad(BiquadKind::Peaking, 1000.0 + step as f64, 1.2, -3.0, fs);
-            cascade.set_sections(&sections[..=n]).unwrap();
-            cascade.process(&mut [&mut l[..], &mut r[..]], 64);
-        });
-        // Finite, though not click-free: a section count change moves states between
-        // sections of different shape (the plugin crossfades such changes).
-        assert!(l.iter().chain(&r).all(|v| v.is_finite()), "step {step} order {order}");
-        // Fresh noise each block (the test is about allocation, not re-filtering).
-        l.copy_from_slice(&noise(step as u64 + 10, 64));
-        r.copy_from_slice(&noise(step as u64 + 11, 64));
-    }
-    assert_eq!(violation_count(), before, "re-design or a section-count change allocated");
-    assert!(cascade.set_sections(&[Sos::IDENTITY; 10]).is_err());
-}
-
-#[test]
-fn changing_the_section_count_keeps_the_state_of_the_sections_that_stay() {
-    use ferrofx::design::{rbj, BiquadKind};
-    use ferrofx::sos::{Isa, SosCascade};
-    let fs = 48_000.0;
-    let a = rbj::biquad(BiquadKind::Lowpass, 500.0, 0.7, 0.0, fs);
-    let b = rbj::biquad(BiquadKind::Peaking, 2000.0, 1.0, 6.0, fs);
-    let c = rbj::biquad(BiquadKind::Highpass, 50.0, 0.7, 0.0, fs);
-    let x = noise(3, 2048);
-    for channels in [1usize, 3] {
-        // Cascade that grows from [a] to [a, b, c] mid-stream ...
-        let mut grow = SosCascade::with_capacity(3, channels, Isa::detect());
-        grow.set_sections(&[a]).unwrap();
-        let mut y: Vec<Vec<f32>> = (0..channels).map(|_| x.clone()).collect();
-        {
-            let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..1000]).collect();
-            grow.process(&mut s, 1000);
-        }
-        grow.set_sections(&[a, b, c]).unwrap();
-        {
-            let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[1000..]).collect();
-            grow.process(&mut s, 1048);
-        }
-        // ... equals section `a` over the whole stream followed by [b, c] started at 1000.
-        let mut want = x.clone();
-        SosCascade::new(&[a], 1).process(&mut [&mut want[..]], 2048);
-        let mut tail = want[1000..].to_vec();
-        SosCascade::new(&[b, c], 1).process(&mut [&mut tail[..]], 1048);
-        want[1000..].copy_from_slice(&tail);
-        for ch in &y {
-            let err = ch.iter().zip(&want).map(|(p, q)| (p - q).abs()).fold(0.0f32, f32::max);
-            assert!(err < 1e-6, "{channels} ch: {err}");
-        }
-        // And shrinking back keeps `a`'s state: [a] after [a, b, c] continues `a` exactly.
-        grow.set_sections(&[a]).unwrap();
-        let mut more = x[..100].to_vec();
-        let mut sl: Vec<Vec<f32>> = (0..channels).map(|_| more.clone()).collect();
-        let mut s: Vec<&mut [f32]> = sl.iter_mut().map(|c| &mut c[..]).collect();
-        grow.process(&mut s, 100);
-        let mut cont = x.clone();
-        cont.extend_from_slice(&x[..100]);
-        SosCascade::new(&[a], 1).process(&mut [&mut cont[..]], 2148);
-        more.copy_from_slice(&cont[2048..]);
-        for ch in &sl {
-            let err = ch.iter().zip(&more).map(|(p, q)| (p - q).abs()).fold(0.0f32, f32::max);
-            assert!(err < 1e-6, "{channels} ch after shrinking: {err}");
-        }
-    }
+fn cpu_only_offload_and_mismatched_offload_keep_the_latency() {
+    let frames = 20_000;
+    let x = input(frames);
+    // No worker: computed here, still one block late.
+    let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Gpu);
+    let mut off = Offload::cpu_only(&chain_a(), 2, BLOCK).unwrap();
+    assert!(!off.has_worker() && !off.worker_lost());
+    let (y, allocs) = run(&mut stream, &mut off, &x, irregular_sizes(), Duration::ZERO, |_, _, _| {});
+    assert_eq!(allocs, 0);
+    assert_eq!(y, delayed(&cpu(&chain_a(), &x), BLOCK));
+    assert_eq!(stream.stats().on_worker, 0);
+    // An offload of another block size: the audio passes through, delayed, unfiltered.
+    let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Gpu);
+    let mut other = Offload::cpu_only(&chain_a(), 2, BLOCK / 2).unwrap();
+    let (y, _) = run(&mut stream, &mut other, &x, irregular_sizes(), Duration::ZERO, |_, _, _| {});
+    assert_eq!(y, delayed(&x, BLOCK));
 }

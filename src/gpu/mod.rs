@@ -8,9 +8,12 @@
 //! - [`offload`]: the audio side: pipelined jobs through lock-free rings, each carrying
 //!   its filter state in and out, with an exact CPU fallback for late jobs.
 //! - [`router`]: the cost model that decides CPU or GPU, with hysteresis.
+//! - [`realtime`]: a host's blocks of any size re-blocked through an offload, routed by
+//!   policy (GPU or the router), one offload block of latency: what the plugin runs.
 
 pub mod offload;
 pub mod realize;
+pub mod realtime;
 pub mod router;
 #[cfg(feature = "wgpu")]
 pub mod wgpu_backend;

@@ -116,8 +116,11 @@ pub struct OffloadStats {
     pub blocks: u64,
     /// Blocks the worker returned in time.
     pub offloaded: u64,
-    /// Blocks computed on the audio side because the job was late (or the worker gone).
+    /// Blocks computed on the audio side: late jobs, blocks routed to the CPU, and every
+    /// block once the worker is gone.
     pub fallbacks: u64,
+    /// Of those, blocks handed to the worker that had not come back in time.
+    pub late: u64,
 }
 
 /// The audio side of the pipelined offload of one designed chain.
@@ -130,8 +133,7 @@ pub struct Offload {
     /// `Box<Job>`), never copying its buffers.
     #[allow(clippy::vec_box)]
     spare: Vec<Box<Job>>,
-    /// Sequence number of the job in flight.
-    in_flight: Option<u64>,
+    in_flight: InFlight,
     next_seq: u64,
     /// State after the last block whose output is known (the authoritative state).
     state: ChainState,
@@ -147,6 +149,30 @@ pub struct Offload {
     last_worker_seconds: f64,
     /// The in-flight job, collected early by [`Offload::poll_ready`].
     arrived: Option<Box<Job>>,
+    /// False for [`Offload::cpu_only`]: there never was a worker.
+    has_worker: bool,
+}
+
+/// How [`Offload::finish`] completed the block in flight.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Finished {
+    /// Nothing was in flight (the start of the stream, or after a reset).
+    Nothing,
+    /// The worker's result came back in time; `seconds` of worker time.
+    Worker { seconds: f64 },
+    /// Computed on this thread in `seconds`. `late`: it had been handed to the worker and
+    /// had not come back (otherwise it was routed to the CPU, or no worker was there).
+    Cpu { seconds: f64, late: bool },
+}
+
+/// What is in flight between [`Offload::submit`] and [`Offload::finish`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum InFlight {
+    None,
+    /// With the worker, as job `seq`.
+    Worker(u64),
+    /// To be computed here at the next finish.
+    Cpu,
 }
 
 impl Offload {
@@ -193,7 +219,7 @@ impl Offload {
             submit,
             done,
             spare,
-            in_flight: None,
+            in_flight: InFlight::None,
             next_seq: 0,
             state: zero_state,
             pending: vec![0.0; channels * block],
@@ -205,7 +231,39 @@ impl Offload {
             stats: OffloadStats::default(),
             last_worker_seconds: f64::NAN,
             arrived: None,
+            has_worker: true,
         })
+    }
+
+    /// An offload with no worker: every block is computed on this thread at
+    /// [`Offload::finish`], still one block late. For chains the worker cannot run (and
+    /// as a pure delay for an empty chain), so a stream keeps one latency whatever runs.
+    pub fn cpu_only(chain: &DesignedChain, channels: usize, block: usize) -> Result<Offload, StateError> {
+        struct Never;
+        impl Executor for Never {
+            fn execute(&mut self, _job: &mut Job) -> Result<(), ExecError> {
+                Err(ExecError::DeviceLost("no worker".into()))
+            }
+        }
+        let mut off = Offload::new(chain, channels, block, Never, Faults { die_at: Some(0), delay: None })?;
+        // The worker exits before its first job; no job is ever handed to it.
+        off.has_worker = false;
+        off.alive.store(false, Ordering::Release);
+        Ok(off)
+    }
+
+    /// Frames per block.
+    pub fn block(&self) -> usize {
+        self.block
+    }
+
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// True when blocks can go to a worker (built with one, and it is still running).
+    pub fn has_worker(&self) -> bool {
+        self.has_worker && !self.worker_lost()
     }
 
     /// Latency the offloaded path adds: one block.
@@ -214,9 +272,9 @@ impl Offload {
     }
 
     /// True once the worker has stopped (panic, device loss): every block then runs on
-    /// the CPU, still with one block of latency.
+    /// the CPU, still with one block of latency. False for [`Offload::cpu_only`].
     pub fn worker_lost(&self) -> bool {
-        !self.alive.load(Ordering::Acquire)
+        self.has_worker && !self.alive.load(Ordering::Acquire)
     }
 
     pub fn stats(&self) -> OffloadStats {
@@ -230,7 +288,8 @@ impl Offload {
     }
 
     /// Processes one block in place: the output is the previous block filtered (one block
-    /// of latency). No allocation, lock or blocking wait.
+    /// of latency). No allocation, lock or blocking wait. [`Offload::finish`] then
+    /// [`Offload::submit`] with the block (to the worker), then the finished block out.
     pub fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), OffloadError> {
         if buffers.len() != self.channels {
             return Err(OffloadError::Channels { expected: self.channels, found: buffers.len() });
@@ -238,40 +297,109 @@ impl Offload {
         if let Some(b) = buffers.iter().find(|b| b.len() != self.block) {
             return Err(OffloadError::BlockSize { expected: self.block, found: b.len() });
         }
+        let block = self.block;
+        self.finish();
+        self.submit(true, |pending| {
+            for (c, b) in buffers.iter().enumerate() {
+                pending[c * block..(c + 1) * block].copy_from_slice(b);
+            }
+        });
+        for (c, b) in buffers.iter_mut().enumerate() {
+            b.copy_from_slice(self.ready(c));
+        }
+        Ok(())
+    }
+
+    /// Completes the block in flight: collects the worker's result, or computes the block
+    /// here from the held state if it is late (or was routed to the CPU). Its output is
+    /// then [`Offload::ready`]. No allocation, lock or blocking wait.
+    pub fn finish(&mut self) -> Finished {
         let (block, channels) = (self.block, self.channels);
-        // 1. Collect the job in flight, or compute its block here if it is late.
-        if self.poll_ready() {
-            if let Some(job) = self.arrived.take() {
+        let in_flight = self.in_flight;
+        let done = match in_flight {
+            InFlight::None => Finished::Nothing,
+            InFlight::Worker(_) if self.poll_ready() => {
+                let job = self.arrived.take().expect("poll_ready keeps the arrived job");
                 self.ready.copy_from_slice(&job.output[..channels * block]);
                 self.state.sos.copy_from_slice(&job.state.sos);
                 self.state.fir.copy_from_slice(&job.state.fir);
                 self.last_worker_seconds = job.worker_seconds;
+                let seconds = job.worker_seconds;
                 self.spare.push(job);
                 self.stats.offloaded += 1;
+                Finished::Worker { seconds }
             }
-            self.in_flight = None;
-        } else if self.in_flight.take().is_some() {
-            self.fallback();
+            InFlight::Worker(_) => {
+                self.stats.late += 1;
+                Finished::Cpu { seconds: self.fallback(), late: true }
+            }
+            InFlight::Cpu => Finished::Cpu { seconds: self.fallback(), late: false },
+        };
+        if done != Finished::Nothing {
+            self.stats.blocks += 1;
         }
-        // 2. Submit this block (with the state it starts from) and keep its input, with
-        //    the engine's non-finite policy applied once for both paths.
-        for (c, b) in buffers.iter().enumerate() {
-            let dst = &mut self.pending[c * block..(c + 1) * block];
-            dst.copy_from_slice(b);
-            sanitize_input(dst);
+        self.in_flight = InFlight::None;
+        done
+    }
+
+    /// Channel `c` of the block completed by the last [`Offload::finish`].
+    pub fn ready(&self, c: usize) -> &[f32] {
+        &self.ready[c * self.block..(c + 1) * self.block]
+    }
+
+    /// Starts the next block: `fill` writes its planar input (`channels x block`); the
+    /// engine's non-finite policy is applied once for both paths. `to_worker`: hand it to
+    /// the worker (when there is one); otherwise the next [`Offload::finish`] computes it
+    /// here. A block still in flight is finished first (its output is then dropped).
+    pub fn submit(&mut self, to_worker: bool, fill: impl FnOnce(&mut [f32])) {
+        if self.in_flight != InFlight::None {
+            self.finish();
         }
-        self.submit_pending();
-        // 3. Emit the previous block's output.
-        for (c, b) in buffers.iter_mut().enumerate() {
-            b.copy_from_slice(&self.ready[c * block..(c + 1) * block]);
+        fill(&mut self.pending);
+        sanitize_input(&mut self.pending);
+        // Nothing is in flight now: every job waiting in the done ring is a late one.
+        self.poll_ready();
+        self.in_flight = InFlight::Cpu;
+        if to_worker && self.has_worker() {
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            if let Some(mut job) = self.spare.pop() {
+                job.seq = seq;
+                job.input.copy_from_slice(&self.pending);
+                job.state.sos.copy_from_slice(&self.state.sos);
+                job.state.fir.copy_from_slice(&self.state.fir);
+                match self.submit.push(job) {
+                    Ok(()) => self.in_flight = InFlight::Worker(seq),
+                    // No room: computed here at the next finish, exactly like a late job.
+                    Err(rtrb::PushError::Full(job)) => self.spare.push(job),
+                }
+            }
         }
-        self.stats.blocks += 1;
-        Ok(())
+    }
+
+    /// Takes over the block `old` has in flight (same channels and block size), to be
+    /// computed by this offload's chain from its current state at the next finish: a
+    /// new chain swapped in mid-stream continues the signal without a gap. No allocation.
+    pub fn adopt(&mut self, old: &Offload) {
+        if old.in_flight != InFlight::None && old.pending.len() == self.pending.len() {
+            self.pending.copy_from_slice(&old.pending);
+            self.in_flight = InFlight::Cpu;
+        }
+    }
+
+    /// Clears the filter state and forgets the block in flight (its late result is
+    /// recycled when it comes back). No allocation.
+    pub fn reset(&mut self) {
+        self.in_flight = InFlight::None;
+        self.arrived.take().map(|job| self.spare.push(job));
+        self.state.sos.fill([0.0; 2]);
+        self.state.fir.fill(0.0);
+        self.ready.fill(0.0);
     }
 
     /// True when a block was handed to the worker and has not been collected yet.
     pub fn job_in_flight(&self) -> bool {
-        matches!(self.in_flight, Some(s) if s != u64::MAX)
+        matches!(self.in_flight, InFlight::Worker(_))
     }
 
     /// True when the job in flight has come back (it is then kept for the next
@@ -282,7 +410,10 @@ impl Offload {
             return true;
         }
         // With nothing in flight this still recycles late results, so jobs never run out.
-        let wanted = self.in_flight.filter(|&s| s != u64::MAX);
+        let wanted = match self.in_flight {
+            InFlight::Worker(seq) => Some(seq),
+            _ => None,
+        };
         while let Ok(job) = self.done.pop() {
             if Some(job.seq) == wanted {
                 self.arrived = Some(job);
@@ -294,8 +425,10 @@ impl Offload {
         false
     }
 
-    /// Computes the pending block on this thread from the held state.
-    fn fallback(&mut self) {
+    /// Computes the pending block on this thread from the held state; returns the
+    /// seconds it took.
+    fn fallback(&mut self) -> f64 {
+        let started = std::time::Instant::now();
         self.stats.fallbacks += 1;
         self.ready.copy_from_slice(&self.pending);
         // Same shape by construction (the state was made by this engine).
@@ -304,29 +437,7 @@ impl Offload {
         let cpu = &mut self.cpu;
         with_planar(&mut self.ready, channels, block, |bufs| cpu.process(bufs));
         let _ = self.cpu.save_state(&mut self.state);
-    }
-
-    fn submit_pending(&mut self) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        if !self.worker_lost() {
-            if let Some(mut job) = self.spare.pop() {
-                job.seq = seq;
-                job.input.copy_from_slice(&self.pending);
-                job.state.sos.copy_from_slice(&self.state.sos);
-                job.state.fir.copy_from_slice(&self.state.fir);
-                match self.submit.push(job) {
-                    Ok(()) => {
-                        self.in_flight = Some(seq);
-                        return;
-                    }
-                    Err(rtrb::PushError::Full(job)) => self.spare.push(job),
-                }
-            }
-        }
-        // No worker or no free job: the block is computed on the CPU at the next call,
-        // exactly like a late job.
-        self.in_flight = Some(u64::MAX);
+        started.elapsed().as_secs_f64()
     }
 }
 
