@@ -99,7 +99,7 @@ fn run(
         let n = sizes().min(frames - start);
         let (l, r) = y.split_at_mut(1);
         let mut bufs = [&mut l[0][start..start + n], &mut r[0][start..start + n]];
-        assert_no_alloc(|| stream.process(offload, &mut bufs));
+        assert_no_alloc(|| stream.process(Some(&mut *offload), &mut bufs));
         start += n;
         call += 1;
         if !pace.is_zero() {
@@ -218,5 +218,17 @@ fn cpu_only_offload_and_mismatched_offload_keep_the_latency() {
     let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Gpu);
     let mut other = Offload::cpu_only(&chain_a(), 2, BLOCK / 2).unwrap();
     let (y, _) = run(&mut stream, &mut other, &x, irregular_sizes(), Duration::ZERO, |_, _, _| {});
+    assert_eq!(y, delayed(&x, BLOCK));
+    // No offload at all (an empty chain): the same delay.
+    let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Auto);
+    let mut y = x.clone();
+    let mut sizes = irregular_sizes();
+    let mut start = 0;
+    while start < frames {
+        let n = sizes().min(frames - start);
+        let (l, r) = y.split_at_mut(1);
+        stream.process(None, &mut [&mut l[0][start..start + n], &mut r[0][start..start + n]]);
+        start += n;
+    }
     assert_eq!(y, delayed(&x, BLOCK));
 }

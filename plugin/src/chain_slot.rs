@@ -10,7 +10,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use ferrofx::{Chain, ChainError, Engine};
+use ferrofx::gpu::offload::Offload;
+use ferrofx::{Chain, ChainError, DesignedChain, Engine};
 use nice_plug::params::persist::PersistentField;
 use nice_plug::prelude::*;
 use rtrb::{Consumer, Producer, RingBuffer};
@@ -24,14 +25,22 @@ pub struct AudioConfig {
     pub sample_rate_hz: f32,
     pub channels: usize,
     pub max_block_frames: usize,
+    /// The GPU path is on: the chain stages run through an offload in blocks of
+    /// `max_block_frames`, that many samples late (see `crate::gpu`).
+    pub offload: bool,
 }
 
-/// A chain built for one configuration (`engine` is `None` when the chain has no enabled
-/// stage or does not design at this sample rate). Chains reach the audio thread in the
-/// order they were installed; it keeps the newest that matches its configuration.
+/// A chain built for one configuration (`engine` and `offload` are `None` when the chain
+/// has no enabled stage or does not design at this sample rate). Chains reach the audio
+/// thread in the order they were installed; it keeps the newest that matches its
+/// configuration. With `config.offload` the stages run through `offload`, or, for a
+/// chain the offload does not take, through `engine` (then delayed to the same latency).
 pub struct Built {
     pub config: AudioConfig,
     pub engine: Option<Engine>,
+    pub offload: Option<Offload>,
+    /// The chain has enabled stages (whether or not they designed).
+    pub has_stages: bool,
 }
 
 /// The audio thread's ends of the rings and the engine it runs.
@@ -42,25 +51,44 @@ pub struct AudioSide {
 }
 
 impl AudioSide {
-    /// Takes the newest engine built for `config`, if any, returning replaced ones.
-    /// Never allocates, frees or blocks.
-    pub fn poll(&mut self, config: AudioConfig) {
+    /// Takes the newest engine built for `config`, if any, returning replaced ones; true
+    /// when the chain changed. A new offload takes over the old one's block in flight,
+    /// so the stream has no gap. Never allocates, frees or blocks.
+    pub fn poll(&mut self, config: AudioConfig) -> bool {
+        let mut changed = false;
         while self.returning.slots() > 0 {
-            let Ok(next) = self.incoming.pop() else { break };
+            let Ok(mut next) = self.incoming.pop() else { break };
             if next.config == config {
+                if let (Some(new), Some(old)) =
+                    (next.offload.as_mut(), self.current.as_ref().and_then(|c| c.offload.as_ref()))
+                {
+                    new.adopt(old);
+                }
                 if let Some(old) = self.current.replace(next) {
                     // Cannot fail: a slot was free before this pop.
                     let _ = self.returning.push(old);
                 }
+                changed = true;
             } else {
                 let _ = self.returning.push(next);
             }
         }
+        changed
     }
 
     /// The engine to run, if any.
     pub fn engine(&mut self) -> Option<&mut Engine> {
         self.current.as_mut().and_then(|b| b.engine.as_mut())
+    }
+
+    /// The offload to run, if any.
+    pub fn offload(&mut self) -> Option<&mut Offload> {
+        self.current.as_mut().and_then(|b| b.offload.as_mut())
+    }
+
+    /// The current chain has enabled stages.
+    pub fn has_stages(&self) -> bool {
+        self.current.as_ref().is_some_and(|b| b.has_stages)
     }
 
     /// Drops everything waiting (for `activate`/`deactivate`, not the audio thread).
@@ -81,6 +109,7 @@ struct Inner {
     returned: Mutex<Consumer<Box<Built>>>,
     audio_side: Mutex<Option<AudioSide>>,
     status: Mutex<String>,
+    gpu_status: Mutex<String>,
 }
 
 /// The persisted chain file plus the handover to the audio thread. Cloning shares it.
@@ -108,6 +137,7 @@ impl Default for ChainSlot {
                 returned: Mutex::new(returned),
                 audio_side: Mutex::new(Some(AudioSide { incoming, returning, current: None })),
                 status: Mutex::new(String::from("no chain stages")),
+                gpu_status: Mutex::new(String::from("CPU backend")),
             }),
         }
     }
@@ -133,6 +163,16 @@ impl ChainSlot {
     /// A line for the editor: what runs, or why not.
     pub fn status(&self) -> String {
         lock(&self.inner.status).clone()
+    }
+
+    /// A line for the editor: where the chain stages' blocks go, or why not the GPU.
+    pub fn gpu_status(&self) -> String {
+        lock(&self.inner.gpu_status).clone()
+    }
+
+    /// Sets [`ChainSlot::gpu_status`] (from `activate`).
+    pub fn set_gpu_status(&self, text: String) {
+        *lock(&self.inner.gpu_status) = text;
     }
 
     /// Replaces the stored chain with the chain file `text`. On error nothing changes.
@@ -193,22 +233,39 @@ impl ChainSlot {
 
     fn build(&self, config: AudioConfig) -> Box<Built> {
         let chain = self.chain();
-        let (engine, status) = if chain.stages.iter().all(|s| !s.enabled) {
-            (None, String::from("no chain stages"))
+        let has_stages = chain.stages.iter().any(|s| s.enabled);
+        let mut built = Built { config, engine: None, offload: None, has_stages };
+        let status = if !has_stages {
+            String::from("no chain stages")
         } else {
             match chain.design(config.sample_rate_hz as f64) {
-                Ok(designed) => (
-                    Some(Engine::new(&designed, config.channels, config.max_block_frames)),
-                    describe(&chain),
-                ),
+                Ok(designed) => {
+                    self.build_processing(&designed, &mut built);
+                    describe(&chain)
+                }
                 Err(e) => {
                     nice_warn!("chain stages not run at {} Hz: {e}", config.sample_rate_hz);
-                    (None, format!("chain not run at {} Hz: {e}", config.sample_rate_hz))
+                    format!("chain not run at {} Hz: {e}", config.sample_rate_hz)
                 }
             }
         };
         *lock(&self.inner.status) = status;
-        Box::new(Built { config, engine })
+        Box::new(built)
+    }
+
+    /// The engine (CPU path) or the offload (GPU path) of a designed chain.
+    fn build_processing(&self, designed: &DesignedChain, built: &mut Built) {
+        let config = built.config;
+        if !config.offload {
+            built.engine = Some(Engine::new(designed, config.channels, config.max_block_frames));
+            return;
+        }
+        let (offload, text) = crate::gpu::build_offload(designed, config.channels, config.max_block_frames);
+        if offload.is_none() {
+            built.engine = Some(Engine::new(designed, config.channels, config.max_block_frames));
+        }
+        built.offload = offload;
+        self.set_gpu_status(format!("{text}; latency {} samples", config.max_block_frames));
     }
 }
 

@@ -199,12 +199,7 @@ impl EditorApp {
             ui.add(ParamSlider::for_param(&self.params.gpu_min_block, setter).with_width(90.0));
         });
         ui.horizontal(|ui| {
-            let choice = self.params.backend.value();
-            let running = match choice {
-                BackendChoice::Cpu => "running on CPU".to_string(),
-                _ => format!("running on CPU ({choice:?} chosen: the GPU worker is not in this build)"),
-            };
-            ui.label(running);
+            ui.label(gpu_line(&self.params, t));
             ui.separator();
             ui.label(format!("latency {} samples", t.latency_samples.load(Ordering::Relaxed)));
             ui.separator();
@@ -221,6 +216,10 @@ impl EditorApp {
     }
 
     fn chain_row(&mut self, ui: &mut egui::Ui, setter: &ParamSetter) {
+        ui.horizontal(|ui| {
+            ui.label("Chain stages run:");
+            ui.label(self.params.chain.gpu_status());
+        });
         ui.horizontal(|ui| {
             ui.label("Chain:");
             ui.label(self.params.chain.status());
@@ -377,4 +376,40 @@ impl NiceEguiApp for EditorApp {
     fn editor_closed(&mut self) {
         self.gui = None;
     }
+}
+
+/// Where the chain stages' blocks go now, and why, with the router's figures.
+pub fn gpu_line(params: &FerroParams, t: &Telemetry) -> String {
+    let g = &t.gpu;
+    let block = g.block_frames.load(Ordering::Relaxed);
+    let choice = params.backend.value();
+    if block == 0 {
+        return match choice {
+            BackendChoice::Cpu => String::from("CPU"),
+            _ => format!("CPU ({choice:?} chosen; see the chain line for why)"),
+        };
+    }
+    let us = |a: &std::sync::atomic::AtomicU32| f32::from_bits(a.load(Ordering::Relaxed));
+    let fmt = |v: f32| if v.is_finite() { format!("{v:.0} µs") } else { String::from("–") };
+    let route = if g.worker_lost.load(Ordering::Relaxed) {
+        "CPU (GPU worker lost)"
+    } else if g.route_gpu.load(Ordering::Relaxed) {
+        "GPU"
+    } else {
+        "CPU"
+    };
+    let why = match choice {
+        BackendChoice::Gpu => String::from("forced"),
+        _ => crate::gpu::reason_of(g.reason.load(Ordering::Relaxed)).to_string(),
+    };
+    format!(
+        "{route} ({why}): CPU {} / GPU {} median, {} tail, deadline {}; blocks GPU {} CPU {} late {}",
+        fmt(us(&g.cpu_median_us)),
+        fmt(us(&g.gpu_median_us)),
+        fmt(us(&g.gpu_tail_us)),
+        fmt(us(&g.deadline_us)),
+        g.on_worker.load(Ordering::Relaxed),
+        g.on_cpu.load(Ordering::Relaxed),
+        g.late.load(Ordering::Relaxed),
+    )
 }

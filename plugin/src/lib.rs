@@ -20,6 +20,7 @@ use nice_plug::prelude::*;
 pub mod bands;
 pub mod chain_slot;
 pub mod editor;
+pub mod gpu;
 pub mod params;
 pub mod preset;
 pub mod svf;
@@ -28,6 +29,7 @@ pub use ferrofx;
 
 use bands::{Equaliser, BANDS};
 use chain_slot::{AudioConfig, AudioSide};
+use ferrofx::gpu::realtime::RealtimeOffload;
 use params::FerroParams;
 
 /// Bypass crossfade time.
@@ -46,6 +48,40 @@ pub struct Telemetry {
     pub last_block_frames: AtomicU32,
     /// Sections the equaliser runs.
     pub eq_sections: AtomicU32,
+    /// The GPU path's route and figures.
+    pub gpu: gpu::GpuTelemetry,
+}
+
+/// A fixed delay of `len` frames on every channel (the dry signal's, so the bypass
+/// crossfade lines up with the latency of the GPU path). Allocated once.
+struct DelayLine {
+    lines: Vec<Vec<f32>>,
+    pos: usize,
+}
+
+impl DelayLine {
+    fn new(channels: usize, len: usize) -> DelayLine {
+        DelayLine { lines: vec![vec![0.0; len.max(1)]; channels], pos: 0 }
+    }
+
+    /// Delays `frames` frames of each channel in place. No allocation.
+    fn process(&mut self, bufs: &mut [Vec<f32>], frames: usize) {
+        let len = self.lines.first().map_or(1, |l| l.len());
+        for (line, b) in self.lines.iter_mut().zip(bufs.iter_mut()) {
+            let mut pos = self.pos;
+            for v in b[..frames].iter_mut() {
+                std::mem::swap(v, &mut line[pos]);
+                pos = if pos + 1 == len { 0 } else { pos + 1 };
+            }
+        }
+        self.pos = (self.pos + frames) % len;
+    }
+
+    fn clear(&mut self) {
+        for l in self.lines.iter_mut() {
+            l.fill(0.0);
+        }
+    }
 }
 
 /// The plugin.
@@ -60,6 +96,14 @@ pub struct FerroFx {
     /// 1.0 = fully processed, 0.0 = fully bypassed.
     wet_mix: f32,
     wet_step: f32,
+    /// The GPU path's stream (re-blocking, routing), when it is on.
+    realtime: Option<RealtimeOffload>,
+    /// The dry signal's delay on the GPU path.
+    dry_delay: Option<DelayLine>,
+    /// Whether a GPU adapter was found (`None`: never looked, the CPU backend so far).
+    gpu_found: Option<bool>,
+    /// Latency last reported to the host.
+    reported_latency: u32,
 }
 
 impl Default for FerroFx {
@@ -75,6 +119,10 @@ impl Default for FerroFx {
             dry: Vec::new(),
             wet_mix: 1.0,
             wet_step: 1.0,
+            realtime: None,
+            dry_delay: None,
+            gpu_found: None,
+            reported_latency: 0,
         }
     }
 }
@@ -117,6 +165,27 @@ impl FerroFx {
         if let Some(engine) = self.audio_side.engine() {
             engine.reset();
         }
+        if let Some(rt) = self.realtime.as_mut() {
+            rt.reset(self.audio_side.offload());
+        }
+        if let Some(d) = self.dry_delay.as_mut() {
+            d.clear();
+        }
+    }
+
+    /// The latency the current settings ask for: the host's largest block when the GPU
+    /// path should run (a GPU or Auto backend, host blocks of at least the GPU minimum,
+    /// chain stages to offload, and no failed search for an adapter), else 0.
+    fn wanted_latency(&self, max_block: usize, has_stages: bool) -> u32 {
+        let wants = gpu::policy(self.params.backend.value()).is_some()
+            && max_block >= self.params.gpu_min_block.value().max(1) as usize
+            && has_stages
+            && self.gpu_found != Some(false);
+        if wants {
+            max_block as u32
+        } else {
+            0
+        }
     }
 
     /// Filters one sub-block (≤ `max_block_frames`) in place.
@@ -130,9 +199,14 @@ impl FerroFx {
         // The filters keep running while bypassed (their output unused), so un-bypassing
         // crossfades to a settled filter instead of one starting from silence.
         let bypassed = bypass && !fading;
-        if fading || bypassed {
+        // On the GPU path the dry signal runs through a delay of the path's latency,
+        // which must see every block.
+        if fading || bypassed || self.dry_delay.is_some() {
             for (d, b) in self.dry.iter_mut().zip(buffers.iter()) {
                 d[..frames].copy_from_slice(&b[start..start + frames]);
+            }
+            if let Some(delay) = self.dry_delay.as_mut() {
+                delay.process(&mut self.dry, frames);
             }
         }
         // Sub-slices without allocating: at most 64 channels (the widest layout is 8).
@@ -146,8 +220,13 @@ impl FerroFx {
         if let Some(eq) = self.eq.as_mut() {
             eq.process(refs);
         }
+        // A chain the offload does not take runs on the CPU engine, and is then delayed
+        // with the rest of the GPU path.
         if let Some(engine) = self.audio_side.engine() {
             engine.process(refs);
+        }
+        if let Some(rt) = self.realtime.as_mut() {
+            rt.process(self.audio_side.offload(), refs);
         }
         // Output gain (smoothed per sample), then the bypass crossfade.
         let mut non_finite = false;
@@ -245,7 +324,34 @@ impl Plugin for FerroFx {
             nice_error!("sample rate {fs} Hz is outside 1 kHz..768 kHz");
             return false;
         }
-        let config = AudioConfig { sample_rate_hz: fs, channels, max_block_frames: max_block };
+        // The GPU path (chain stages re-blocked to the host's largest block, that many
+        // samples late) or the CPU path (no latency); see `gpu.rs`.
+        let has_stages = self.params.chain.chain().stages.iter().any(|s| s.enabled);
+        let policy = gpu::policy(self.params.backend.value());
+        let min_block = self.params.gpu_min_block.value().max(1) as usize;
+        if policy.is_some() && max_block >= min_block && has_stages {
+            if let Err(why) = gpu::context() {
+                nice_warn!("GPU backend chosen, running on the CPU: {why}");
+                self.params.chain.set_gpu_status(format!("CPU: {why}"));
+                self.gpu_found = Some(false);
+            } else {
+                self.gpu_found = Some(true);
+            }
+        }
+        let latency = self.wanted_latency(max_block, has_stages);
+        let offload = latency > 0;
+        if !offload {
+            let text = match policy {
+                None => String::from("CPU backend"),
+                Some(_) if max_block < min_block => {
+                    format!("CPU: host blocks of at most {max_block} frames are below the GPU minimum of {min_block}")
+                }
+                Some(_) if !has_stages => String::from("CPU: no chain stages to offload (the bands always run on the CPU)"),
+                Some(_) => self.params.chain.gpu_status(),
+            };
+            self.params.chain.set_gpu_status(text);
+        }
+        let config = AudioConfig { sample_rate_hz: fs, channels, max_block_frames: max_block, offload };
         let mut eq = Equaliser::new(fs as f64, channels, max_block);
         for (i, band) in self.params.bands().iter().enumerate() {
             eq.set_band(i, *band);
@@ -256,16 +362,18 @@ impl Plugin for FerroFx {
         self.audio_side.current = Some(self.params.chain.configure(config));
         self.config = Some(config);
         self.dry = vec![vec![0.0; max_block]; channels];
+        self.realtime = policy.filter(|_| offload).map(|p| RealtimeOffload::new(channels, max_block, fs as f64, p));
+        self.dry_delay = offload.then(|| DelayLine::new(channels, max_block));
         self.wet_step = 1.0 / (BYPASS_FADE_MS * 1e-3 * fs).max(1.0);
         self.wet_mix = if self.params.bypass.value() { 0.0 } else { 1.0 };
-        // The CPU path adds no latency. (The GPU worker is not in this build: the backend
-        // parameter exists and runs on the CPU.)
-        context.set_latency_samples(0);
+        context.set_latency_samples(latency);
+        self.reported_latency = latency;
         let t = &self.telemetry;
         t.sample_rate_bits.store(fs.to_bits(), Ordering::Relaxed);
         t.channels.store(channels as u32, Ordering::Relaxed);
         t.max_block_frames.store(max_block as u32, Ordering::Relaxed);
-        t.latency_samples.store(0, Ordering::Relaxed);
+        t.latency_samples.store(latency, Ordering::Relaxed);
+        t.gpu.block_frames.store(latency, Ordering::Relaxed);
         true
     }
 
@@ -281,6 +389,22 @@ impl Plugin for FerroFx {
     }
 
     fn deactivate(&mut self) {
+        if let Some(rt) = self.realtime.as_ref() {
+            // Off the audio thread: what the GPU path did while active.
+            let st = rt.stats();
+            let lost = self.audio_side.offload().is_some_and(|o| o.worker_lost());
+            nice_log!(
+                "GPU path ({:?}, blocks of {}): {} blocks, {} on the GPU worker, {} on the CPU, {} late{}; last decision {:?}",
+                rt.policy(),
+                rt.block(),
+                st.blocks,
+                st.on_worker,
+                st.on_cpu,
+                st.late,
+                if lost { ", worker lost" } else { "" },
+                rt.decision()
+            );
+        }
         self.params.chain.unconfigure(&mut self.audio_side);
         self.config = None;
     }
@@ -289,10 +413,22 @@ impl Plugin for FerroFx {
         &mut self,
         buffer: &mut Buffer,
         _aux: &mut AuxiliaryBuffers,
-        _context: &mut impl ProcessContext<Self>,
+        context: &mut impl ProcessContext<Self>,
     ) -> ProcessStatus {
         let Some(config) = self.config else { return ProcessStatus::Normal };
-        self.audio_side.poll(config);
+        if self.audio_side.poll(config) {
+            if let Some(rt) = self.realtime.as_mut() {
+                rt.clear_measurements();
+            }
+        }
+        // A backend, minimum block or chain change that moves the GPU path on or off
+        // changes the latency: the host is asked to restart the plugin (`activate` then
+        // builds the other path); until then the current path keeps running.
+        let wanted = self.wanted_latency(config.max_block_frames, self.audio_side.has_stages());
+        if wanted != self.reported_latency {
+            context.set_latency_samples(wanted);
+            self.reported_latency = wanted;
+        }
         if let Some(eq) = self.eq.as_mut() {
             for i in 0..BANDS {
                 eq.set_band(i, self.params.bands[i].band());
@@ -311,6 +447,9 @@ impl Plugin for FerroFx {
         t.last_block_frames.store(frames as u32, Ordering::Relaxed);
         if let Some(eq) = self.eq.as_ref() {
             t.eq_sections.store(eq.sections().len() as u32, Ordering::Relaxed);
+        }
+        if let Some(rt) = self.realtime.as_ref() {
+            t.gpu.publish(rt, self.audio_side.offload().map(|o| &*o));
         }
         ProcessStatus::Normal
     }

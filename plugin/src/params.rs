@@ -124,13 +124,17 @@ impl ShapeChoice {
 /// Processing backend.
 #[derive(Enum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendChoice {
-    /// CPU unless the GPU is faster with margin (the GPU worker is not in this build, so
-    /// this is the CPU).
+    /// The chain stages' blocks go wherever the router measures them cheaper (GPU only
+    /// when faster by its margin and its tail fits the deadline); one host block of
+    /// latency, like `Gpu`.
     #[id = "auto"]
     Auto,
+    /// No latency; everything on the CPU (the default).
     #[id = "cpu"]
     #[name = "CPU"]
     Cpu,
+    /// The chain stages' blocks go to the GPU worker (late ones computed on the CPU);
+    /// one host block of latency.
     #[id = "gpu"]
     #[name = "GPU"]
     Gpu,
@@ -227,7 +231,7 @@ impl Default for FerroParams {
                 .with_value_to_string(formatters::v2s_bool_bypass())
                 .with_string_to_value(formatters::s2v_bool_bypass())
                 .make_bypass(),
-            backend: EnumParam::new("Backend", BackendChoice::Auto),
+            backend: EnumParam::new("Backend", BackendChoice::Cpu),
             gpu_min_block: IntParam::new("GPU Min Block", 1024, ranges::gpu_min_block()).with_unit(" frames"),
             chain: ChainSlot::default(),
             editor_state: nice_plug_egui::EguiEditorState::from_size(nice_plug::editor::dpi::LogicalSize::new(920.0f32, 640.0f32), 1.0),

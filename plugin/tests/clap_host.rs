@@ -656,6 +656,105 @@ fn reported_latency_is_the_real_delay() {
     assert!(y[0].abs() > 1e-3, "a zero-latency filter answers at the impulse itself");
 }
 
+/// Backend index of the parameter's enum (Auto, CPU, GPU).
+const BACKEND_AUTO: f64 = 0.0;
+const BACKEND_GPU: f64 = 2.0;
+
+/// The GPU path in a real host: with the GPU (or Auto) backend, chain stages and host
+/// blocks of at least the GPU minimum, the plugin reports one host block of latency,
+/// and its output is the core engine's (bands + chain stages) delayed by exactly that,
+/// with aligned and with irregular host blocks (those re-block; blocks that are due
+/// before the GPU could answer run on the CPU). Bypassed, it passes the input through
+/// delayed by the same latency. The debug bundle aborts on any allocation in `process`.
+#[test]
+fn gpu_backend_reports_its_block_of_latency_and_matches_the_engine() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let max_block = 2048;
+    let (settings, chain) = settings();
+    let extra = Elliptic::lowpass(12_000.0, 5, 0.5, 60.0)
+        | Fir::coefficients(noise(257, 9, 0.05).iter().map(|&v| v as f64).collect());
+    let mut full = chain.clone();
+    let gain = full.stages.pop().unwrap();
+    full.stages.extend(extra.stages.clone());
+    full.stages.push(gain);
+    let signal = stereo_noise(fs as usize, 31);
+    let input = with_lead_in(fs, &signal);
+    let lead = settle_frames(fs);
+    let expected = engine_output(&full, fs, &signal);
+    // The host paces the blocks (a real host calls at the audio clock): aligned blocks
+    // leave the worker a whole host period.
+    let log = std::env::var("NICE_LOG").map(PathBuf::from).ok();
+    for (backend, blocks, pace_ms) in [
+        (BACKEND_GPU, vec![max_block], 20),
+        (BACKEND_GPU, vec![max_block, 1000, 48, 512, 1], 2),
+        (BACKEND_AUTO, vec![max_block], 20),
+    ] {
+        let log_start = log.as_ref().and_then(|l| std::fs::metadata(l).ok()).map_or(0, |m| m.len() as usize);
+        // Parameters (the backend included) set by a first run, the chain put into the
+        // state, loaded into the instance that plays: the GPU path is chosen at activation.
+        let mut a = Plugin::new(entry);
+        let mut evs = events(&a, 0, &settings);
+        evs.push((0, a.id("Backend").0, backend));
+        a.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
+        let mut state = state_json(&a.save());
+        state["fields"]["chain"] = serde_json::Value::String(serde_json::to_string(&extra.to_json()).unwrap());
+        let mut b = Plugin::new(entry);
+        assert!(b.load(&state_bytes(&state)));
+        let pace = std::time::Duration::from_millis(pace_ms);
+        let (out, _) = b.run_with(fs, &blocks, &input, &[], |_, _, _| std::thread::sleep(pace), None);
+        let latency = b.latency() as usize;
+        if latency == 0 {
+            let msg = "the plugin found no GPU adapter and stayed on the CPU path";
+            if std::env::var("FERROFX_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("{msg} (FERROFX_REQUIRE_GPU=1)");
+            }
+            println!("SKIPPED: {msg}");
+            return;
+        }
+        assert_eq!(latency, max_block, "one host block (the largest) of latency");
+        let mut worst = 0.0f32;
+        for (o, e) in out.iter().zip(&expected) {
+            assert!(o[..lead + latency].iter().all(|&v| v.abs() < 1e-30), "silence before the delayed signal");
+            let err = max_abs_diff(&o[lead + latency..], &e[..e.len() - latency]);
+            worst = worst.max(err);
+        }
+        // What the plugin says it did (logged at deactivation, off the audio thread).
+        let said = log
+            .as_ref()
+            .and_then(|l| std::fs::read(l).ok())
+            .map(|b| String::from_utf8_lossy(&b[log_start.min(b.len())..]).into_owned())
+            .unwrap_or_default();
+        let line = said.lines().rev().find(|l| l.contains("GPU path (")).unwrap_or("").to_string();
+        println!("backend {backend}, host blocks {blocks:?}: latency {latency}, max error vs the engine {worst:e}\n  {line}");
+        assert!(worst <= 2e-5, "the output is the engine's delayed by the reported latency: error {worst:e}");
+        if backend == BACKEND_GPU && blocks.len() == 1 {
+            let on_gpu: u64 = line
+                .split(", ")
+                .find_map(|p| p.strip_suffix(" on the GPU worker").and_then(|n| n.trim().parse().ok()))
+                .unwrap_or(0);
+            assert!(on_gpu > 0, "aligned, paced blocks should come back from the GPU worker: {line:?}");
+        }
+    }
+
+    // Bypassed on the GPU path: the input, delayed by the reported latency, bit for bit.
+    let mut a = Plugin::new(entry);
+    let mut evs = events(&a, 0, &settings);
+    evs.push((0, a.id("Backend").0, BACKEND_GPU));
+    evs.push((0, a.id("Bypass").0, 1.0));
+    a.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
+    let mut state = state_json(&a.save());
+    state["fields"]["chain"] = serde_json::Value::String(serde_json::to_string(&extra.to_json()).unwrap());
+    let mut b = Plugin::new(entry);
+    assert!(b.load(&state_bytes(&state)));
+    let (out, _) = b.run_with(fs, &[max_block, 300], &signal, &[], |_, _, _| {}, None);
+    let latency = b.latency() as usize;
+    assert_eq!(latency, max_block);
+    for (o, x) in out.iter().zip(&signal) {
+        assert_eq!(&o[latency..], &x[..x.len() - latency], "bypassed: the input delayed by the latency");
+    }
+}
+
 /// The automation of the torture test: every parameter follows its own sweep, and jumps
 /// to a random value (held 100 ms) about twice a second. A pure function of time, so the
 /// settings at any instant can be replayed without modulation.

@@ -124,26 +124,29 @@ impl RealtimeOffload {
 
     /// Clears the buffered audio (and `offload`'s filter state): the stream restarts
     /// from silence. No allocation.
-    pub fn reset(&mut self, offload: &mut Offload) {
+    pub fn reset(&mut self, offload: Option<&mut Offload>) {
         self.input.fill(0.0);
         self.output.fill(0.0);
         self.fill = 0;
-        offload.reset();
+        if let Some(off) = offload {
+            off.reset();
+        }
     }
 
     /// Processes one host block in place, of any length; the output is the input
     /// filtered by `offload`'s chain, [`RealtimeOffload::latency_samples`] late.
-    /// `offload` must have this stream's channels and block size (else the audio passes
-    /// through delayed, unfiltered). No allocation, lock or blocking wait.
-    pub fn process(&mut self, offload: &mut Offload, buffers: &mut [&mut [f32]]) {
-        let matches = offload.block() == self.block && offload.channels() == self.channels;
+    /// `offload` must have this stream's channels and block size; without one (or with
+    /// another shape) the audio passes through delayed, unfiltered. No allocation, lock
+    /// or blocking wait.
+    pub fn process(&mut self, mut offload: Option<&mut Offload>, buffers: &mut [&mut [f32]]) {
+        let matches = offload.as_ref().is_some_and(|o| o.block() == self.block && o.channels() == self.channels);
         let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
         let channels = buffers.len().min(self.channels);
         let block = self.block;
         let mut pos = 0;
         while pos < frames {
             if self.fill == 0 {
-                if matches {
+                if let (true, Some(offload)) = (matches, offload.as_deref_mut()) {
                     self.finish(offload);
                 } else {
                     // No usable chain: a plain delay keeps the latency.
@@ -163,7 +166,7 @@ impl RealtimeOffload {
             pos += m;
             if self.fill == block {
                 self.fill = 0;
-                if matches {
+                if let (true, Some(offload)) = (matches, offload.as_deref_mut()) {
                     self.submit(offload);
                 }
             }
