@@ -192,6 +192,14 @@ struct FftKit {
     n_max: usize,
 }
 
+/// A job submitted into a read-back slot.
+#[derive(Clone, Copy)]
+struct SlotJob {
+    frames: usize,
+    /// The end state was copied out too.
+    with_state: bool,
+}
+
 /// A designed chain prepared on a device for `channels` channels and blocks of up to
 /// `max_frames` frames.
 pub struct GpuChain {
@@ -210,7 +218,11 @@ pub struct GpuChain {
     states: wgpu::Buffer,
     history: wgpu::Buffer,
     hist_out: wgpu::Buffer,
-    readback: wgpu::Buffer,
+    /// Two read-back buffers, so a job can be submitted while the previous one's
+    /// output is still to be read ([`GpuChain::submit`], [`GpuChain::collect`]).
+    readback: [wgpu::Buffer; 2],
+    /// Per read-back slot: the job submitted into it, if any.
+    slots: [Option<SlotJob>; 2],
     /// Chunk length the tables were last written for.
     table_chunk_len: usize,
     fir_len: usize,
@@ -335,7 +347,7 @@ impl GpuChain {
         let taps_buf = buffer("taps", (taps_all.len() * 4) as u64, U::STORAGE | U::COPY_DST);
         let history = buffer("history", hist_bytes, U::STORAGE | U::COPY_DST | U::COPY_SRC);
         let hist_out = buffer("hist_out", hist_bytes, U::STORAGE | U::COPY_SRC);
-        let readback = buffer("readback", work_bytes + state_bytes + hist_bytes, U::MAP_READ | U::COPY_DST);
+        let readback = [0, 1].map(|_| buffer("readback", work_bytes + state_bytes + hist_bytes, U::MAP_READ | U::COPY_DST));
 
         let records: Vec<[f32; 12]> = realizations.iter().map(|r| r.to_gpu().words()).collect();
         ctx.queue.write_buffer(&sections_buf, 0, bytemuck::cast_slice(&records));
@@ -501,6 +513,7 @@ impl GpuChain {
             history,
             hist_out,
             readback,
+            slots: [None, None],
             table_chunk_len: 0,
             fir_len,
             state_f32: vec![[0.0; 2]; channels * total_sections],
@@ -540,8 +553,29 @@ impl GpuChain {
         if frames == 0 {
             return Ok(());
         }
+        self.submit(0, data, frames, Some(state), true)?;
+        self.collect(0, data, Some(state))
+    }
+
+    /// Submits a block (planar `data`, `channels x frames`) into read-back `slot` (0 or
+    /// 1) without waiting for it. With `state` the job starts from it; without, from the
+    /// state the previous job left **on the device** (so consecutive blocks can be
+    /// submitted before the earlier ones are read: jobs run in submission order).
+    /// `read_state`: copy the end state out too, for [`GpuChain::collect`]. The slot
+    /// must have been collected.
+    pub fn submit(
+        &mut self,
+        slot: usize,
+        data: &[f32],
+        frames: usize,
+        state: Option<&ChainState>,
+        read_state: bool,
+    ) -> Result<(), GpuError> {
         let (channels, total) = (self.channels, self.realizations.len());
-        if frames > self.max_frames || data.len() < channels * frames {
+        if slot > 1 || self.slots[slot].is_some() {
+            return Err(GpuError::Job { why: format!("read-back slot {slot} is not free") });
+        }
+        if frames == 0 || frames > self.max_frames || data.len() < channels * frames {
             return Err(GpuError::Job {
                 why: format!(
                     "{} samples for {channels} channels x {frames} frames (largest block {})",
@@ -550,16 +584,18 @@ impl GpuChain {
                 ),
             });
         }
-        if state.sos.len() != channels * total || state.fir.len() != self.fir_len {
-            return Err(GpuError::Job {
-                why: format!(
-                    "state of {} SOS and {} FIR samples, the chain needs {} and {}",
-                    state.sos.len(),
-                    state.fir.len(),
-                    channels * total,
-                    self.fir_len
-                ),
-            });
+        if let Some(state) = state {
+            if state.sos.len() != channels * total || state.fir.len() != self.fir_len {
+                return Err(GpuError::Job {
+                    why: format!(
+                        "state of {} SOS and {} FIR samples, the chain needs {} and {}",
+                        state.sos.len(),
+                        state.fir.len(),
+                        channels * total,
+                        self.fir_len
+                    ),
+                });
+            }
         }
         if self.ctx.is_lost() {
             return Err(GpuError::DeviceLost { why: "the device was lost earlier".into() });
@@ -573,7 +609,8 @@ impl GpuChain {
             queue.write_buffer(&self.tables, 0, bytemuck::cast_slice(&self.table_scratch));
             self.table_chunk_len = chunk_len;
         }
-        // Parameters of every stage for this block length.
+        // Parameters of every stage for this block length. Queue writes take effect in
+        // submission order, after the jobs already submitted.
         let mut state_base = 0usize;
         for (i, stage) in self.stages.iter().enumerate() {
             let words: [u32; 8] = match *stage {
@@ -594,12 +631,14 @@ impl GpuChain {
         // Input and state in. The shader's state layout is the engine's ([stage][channel]
         // [section]), converted to each section's delta form.
         queue.write_buffer(&self.work, 0, bytemuck::cast_slice(&data[..channels * frames]));
-        self.convert_states_in(state);
-        if !self.state_f32.is_empty() {
-            queue.write_buffer(&self.states, 0, bytemuck::cast_slice(&self.state_f32));
-        }
-        if !state.fir.is_empty() {
-            queue.write_buffer(&self.history, 0, bytemuck::cast_slice(&state.fir));
+        if let Some(state) = state {
+            self.convert_states_in(state);
+            if !self.state_f32.is_empty() {
+                queue.write_buffer(&self.states, 0, bytemuck::cast_slice(&self.state_f32));
+            }
+            if !state.fir.is_empty() {
+                queue.write_buffer(&self.history, 0, bytemuck::cast_slice(&state.fir));
+            }
         }
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("job") });
         let block_bytes = (channels * frames * 4) as u64;
@@ -641,27 +680,52 @@ impl GpuChain {
                 }
             }
         }
-        let state_bytes = (self.state_f32.len() * 8) as u64;
-        let hist_bytes = (self.fir_len * 4) as u64;
-        encoder.copy_buffer_to_buffer(&self.work, 0, &self.readback, 0, block_bytes);
-        if state_bytes > 0 {
-            encoder.copy_buffer_to_buffer(&self.states, 0, &self.readback, block_bytes, state_bytes);
-        }
-        if hist_bytes > 0 {
-            encoder.copy_buffer_to_buffer(&self.history, 0, &self.readback, block_bytes + state_bytes, hist_bytes);
+        let readback = &self.readback[slot];
+        encoder.copy_buffer_to_buffer(&self.work, 0, readback, 0, block_bytes);
+        if read_state {
+            let state_bytes = (self.state_f32.len() * 8) as u64;
+            let hist_bytes = (self.fir_len * 4) as u64;
+            if state_bytes > 0 {
+                encoder.copy_buffer_to_buffer(&self.states, 0, readback, block_bytes, state_bytes);
+            }
+            if hist_bytes > 0 {
+                encoder.copy_buffer_to_buffer(&self.history, 0, readback, block_bytes + state_bytes, hist_bytes);
+            }
         }
         {
             let _turn = self.ctx.gate.lock().unwrap_or_else(|e| e.into_inner());
             queue.submit([encoder.finish()]);
         }
+        self.slots[slot] = Some(SlotJob { frames, with_state: read_state });
+        Ok(())
+    }
+
+    /// Waits for the job in read-back `slot` and reads its output into `data` (planar,
+    /// `channels x frames` of that job) and, when it was submitted with `read_state`, its
+    /// end state into `state`.
+    pub fn collect(&mut self, slot: usize, data: &mut [f32], mut state: Option<&mut ChainState>) -> Result<(), GpuError> {
+        let Some(job) = self.slots.get_mut(slot).and_then(|s| s.take()) else {
+            return Err(GpuError::Job { why: format!("nothing was submitted into read-back slot {slot}") });
+        };
+        let channels = self.channels;
+        let frames = job.frames;
+        if data.len() < channels * frames {
+            return Err(GpuError::Job { why: format!("{} samples for {channels} channels x {frames} frames", data.len()) });
+        }
+        let block_bytes = (channels * frames * 4) as u64;
+        let (state_bytes, hist_bytes) =
+            if job.with_state { ((self.state_f32.len() * 8) as u64, (self.fir_len * 4) as u64) } else { (0, 0) };
         let total_bytes = block_bytes + state_bytes + hist_bytes;
-        let slice = self.readback.slice(..total_bytes);
+        let readback = self.readback[slot].clone();
+        let slice = readback.slice(..total_bytes);
         let (tx, rx) = mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
         // The map callback runs inside some thread's poll (another user of the device may
-        // be the one that runs it), so wait for it rather than assume it ran in ours.
+        // be the one that runs it), so wait for it rather than assume it ran in ours. A
+        // poll that times out still runs the callbacks of the jobs already finished, so a
+        // later job still running does not hold this one up.
         let deadline = std::time::Instant::now() + JOB_TIMEOUT;
         loop {
             if self.ctx.is_lost() {
@@ -673,17 +737,14 @@ impl GpuChain {
                 let _turn = self.ctx.gate.lock().unwrap_or_else(|e| e.into_inner());
                 self.ctx.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(Duration::from_millis(1)) })
             };
-            let polled = match polled {
-                Err(wgpu::PollError::Timeout) if std::time::Instant::now() < deadline => continue,
-                other => other,
-            };
-            if let Err(e) = polled {
-                return Err(GpuError::DeviceLost { why: e.to_string() });
+            match polled {
+                Ok(_) | Err(wgpu::PollError::Timeout) => {}
+                Err(e) => return Err(GpuError::DeviceLost { why: e.to_string() }),
             }
-            match rx.recv_timeout(Duration::from_millis(1)) {
+            match rx.recv_timeout(Duration::from_micros(100)) {
                 Ok(Ok(())) => break,
                 Ok(Err(e)) => return Err(GpuError::DeviceLost { why: e.to_string() }),
-                Err(_) if std::time::Instant::now() < deadline && !self.ctx.is_lost() => continue,
+                Err(_) if std::time::Instant::now() < deadline => continue,
                 Err(_) => return Err(GpuError::DeviceLost { why: "the read-back never completed".into() }),
             }
         }
@@ -696,14 +757,18 @@ impl GpuChain {
                 }
             };
             read_f32(0, &mut data[..channels * frames]);
-            let st = block_bytes as usize;
-            for (o, b) in self.state_f32.iter_mut().zip(bytes[st..st + state_bytes as usize].chunks_exact(8)) {
-                *o = [f32::from_le_bytes([b[0], b[1], b[2], b[3]]), f32::from_le_bytes([b[4], b[5], b[6], b[7]])];
+            if let (true, Some(state)) = (job.with_state, state.as_deref_mut()) {
+                let st = block_bytes as usize;
+                for (o, b) in self.state_f32.iter_mut().zip(bytes[st..st + state_bytes as usize].chunks_exact(8)) {
+                    *o = [f32::from_le_bytes([b[0], b[1], b[2], b[3]]), f32::from_le_bytes([b[4], b[5], b[6], b[7]])];
+                }
+                read_f32(st + state_bytes as usize, &mut state.fir);
             }
-            read_f32(st + state_bytes as usize, &mut state.fir);
         }
-        self.readback.unmap();
-        self.convert_states_out(state);
+        readback.unmap();
+        if let (true, Some(state)) = (job.with_state, state) {
+            self.convert_states_out(state);
+        }
         Ok(())
     }
 
@@ -749,57 +814,115 @@ impl GpuChain {
 
 /// A [`GpuChain`] with its own state, filtering channel buffers the way
 /// [`crate::engine::Engine::process`] does (same non-finite input policy; blocks longer than
-/// the chain's largest are processed in pieces). One synchronous round trip per block: for
-/// offline rendering and benchmarks, never the audio thread (see [`super::offload`]).
+/// the chain's largest are processed in pieces). For offline rendering and benchmarks,
+/// never the audio thread (see [`super::offload`]).
+///
+/// The filter state lives on the device between blocks, so blocks can be **pipelined**:
+/// [`GpuStream::submit`] uploads and starts a block while the previous one is still
+/// computing, [`GpuStream::collect`] reads the oldest back (double buffering: at most two
+/// in flight). [`GpuStream::process`] is one synchronous round trip.
 pub struct GpuStream {
     chain: GpuChain,
+    /// The state the next submitted block starts from, when `load_state` is set (at the
+    /// start and after a reset); otherwise the device's.
     state: ChainState,
-    planar: Vec<f32>,
+    load_state: bool,
+    /// Planar staging per read-back slot.
+    planar: [Vec<f32>; 2],
+    /// Slots in flight, oldest first, with their frame counts.
+    in_flight: std::collections::VecDeque<(usize, usize)>,
+    next_slot: usize,
 }
 
 impl GpuStream {
     pub fn new(ctx: &WgpuContext, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<GpuStream, GpuError> {
         let chain = GpuChain::new(ctx, chain, channels, max_frames)?;
         let state = chain.new_state();
-        let planar = vec![0.0; chain.channels * chain.max_frames];
-        Ok(GpuStream { chain, state, planar })
+        let planar = [0, 1].map(|_| vec![0.0; chain.channels * chain.max_frames]);
+        Ok(GpuStream { chain, state, load_state: true, planar, in_flight: Default::default(), next_slot: 0 })
     }
 
     pub fn chain_mut(&mut self) -> &mut GpuChain {
         &mut self.chain
     }
 
-    pub fn state(&self) -> &ChainState {
-        &self.state
-    }
-
-    /// Back to silence (as at construction).
+    /// Back to silence (as at construction). Blocks in flight are dropped.
     pub fn reset(&mut self) {
+        while let Some((slot, _)) = self.in_flight.pop_front() {
+            let _ = self.chain.collect(slot, &mut self.planar[slot], None);
+        }
         self.state.sos.fill([0.0; 2]);
         self.state.fir.fill(0.0);
+        self.load_state = true;
+    }
+
+    /// Blocks submitted and not yet collected (0..=2).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    fn check_channels(&self, found: usize) -> Result<(), GpuError> {
+        if found != self.chain.channels {
+            return Err(GpuError::Job {
+                why: format!("{found} channel buffers for a chain set up for {}", self.chain.channels),
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts filtering one block (one buffer per channel, all at least `frames` long,
+    /// `frames` at most the chain's largest block) without waiting for it. At most two
+    /// blocks can be in flight; collect one first.
+    pub fn submit(&mut self, buffers: &[&[f32]], frames: usize) -> Result<(), GpuError> {
+        self.check_channels(buffers.len())?;
+        if self.in_flight.len() >= 2 {
+            return Err(GpuError::Job { why: "two blocks are in flight already; collect one first".into() });
+        }
+        let slot = self.next_slot;
+        let planar = &mut self.planar[slot][..buffers.len() * frames];
+        for (dst, src) in planar.chunks_exact_mut(frames.max(1)).zip(buffers.iter()) {
+            dst.copy_from_slice(&src[..frames]);
+            crate::engine::sanitize_input(dst);
+        }
+        let state = self.load_state.then_some(&self.state);
+        self.chain.submit(slot, planar, frames, state, false)?;
+        self.load_state = false;
+        self.in_flight.push_back((slot, frames));
+        self.next_slot = 1 - slot;
+        Ok(())
+    }
+
+    /// Waits for the oldest block in flight and writes its output into `buffers`;
+    /// returns its frame count.
+    pub fn collect(&mut self, buffers: &mut [&mut [f32]]) -> Result<usize, GpuError> {
+        self.check_channels(buffers.len())?;
+        let Some((slot, frames)) = self.in_flight.pop_front() else {
+            return Err(GpuError::Job { why: "no block in flight".into() });
+        };
+        let planar = &mut self.planar[slot];
+        self.chain.collect(slot, planar, None)?;
+        for (src, dst) in planar.chunks_exact(frames.max(1)).zip(buffers.iter_mut()) {
+            dst[..frames].copy_from_slice(src);
+        }
+        Ok(frames)
     }
 
     /// Filters the buffers in place (one per channel, the chain's channel count; all for
-    /// the length of the shortest).
+    /// the length of the shortest), one synchronous round trip per piece.
     pub fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), GpuError> {
-        if buffers.len() != self.chain.channels {
-            return Err(GpuError::Job {
-                why: format!("{} channel buffers for a chain set up for {}", buffers.len(), self.chain.channels),
-            });
+        self.check_channels(buffers.len())?;
+        if !self.in_flight.is_empty() {
+            return Err(GpuError::Job { why: "blocks are in flight; collect them first".into() });
         }
         let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
+        let max = self.chain.max_frames;
         let mut done = 0;
         while done < frames {
-            let n = (frames - done).min(self.chain.max_frames);
-            let planar = &mut self.planar[..buffers.len() * n];
-            for (dst, src) in planar.chunks_exact_mut(n).zip(buffers.iter()) {
-                dst.copy_from_slice(&src[done..done + n]);
-                crate::engine::sanitize_input(dst);
-            }
-            self.chain.process(planar, n, &mut self.state)?;
-            for (src, dst) in planar.chunks_exact(n).zip(buffers.iter_mut()) {
-                dst[done..done + n].copy_from_slice(src);
-            }
+            let n = (frames - done).min(max);
+            let views: Vec<&[f32]> = buffers.iter().map(|b| &b[done..done + n]).collect();
+            self.submit(&views, n)?;
+            let mut outs: Vec<&mut [f32]> = buffers.iter_mut().map(|b| &mut b[done..done + n]).collect();
+            self.collect(&mut outs)?;
             done += n;
         }
         Ok(())

@@ -214,7 +214,8 @@ pub fn render_file(
 }
 
 /// Decoding, filtering and writing overlap: a reader thread and a writer thread around
-/// the engine on this one, handing blocks through bounded queues (buffers are recycled).
+/// the engine on this one, handing blocks through bounded queues (buffers are recycled);
+/// on the GPU, uploads also overlap the device's work (two blocks in flight).
 /// Any error stops all three; the temporary output is then deleted, never committed.
 fn pipeline(
     mut reader: AudioReader,
@@ -250,13 +251,45 @@ fn pipeline(
         });
         let mut frames: u64 = 0;
         let filtered = (|| -> Result<()> {
+            // On the GPU, double buffering: block k+1 is uploaded and started before
+            // block k is read back (the filter state stays on the device between them).
+            let mut waiting: std::collections::VecDeque<Block> = std::collections::VecDeque::with_capacity(2);
+            let collect_oldest = |stream: &mut GpuStream, waiting: &mut std::collections::VecDeque<Block>| -> Result<Block> {
+                let (mut buf, n) = waiting.pop_front().expect("a block is in flight");
+                let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[..n]).collect();
+                stream.collect(&mut slices)?;
+                Ok((buf, n))
+            };
             for msg in from_reader {
                 let (mut buf, n) = msg?;
-                let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[..n]).collect();
-                processor.process(&mut slices)?;
-                frames += n as u64;
-                if to_writer.send((buf, n)).is_err() {
-                    break; // the writer failed; its error is reported below
+                let done = match processor {
+                    Processor::Gpu(stream) => {
+                        let views: Vec<&[f32]> = buf.iter().map(|c| &c[..n]).collect();
+                        stream.submit(&views, n)?;
+                        waiting.push_back((buf, n));
+                        if stream.in_flight() < 2 {
+                            continue;
+                        }
+                        collect_oldest(stream, &mut waiting)?
+                    }
+                    Processor::Cpu(_) => {
+                        let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[..n]).collect();
+                        processor.process(&mut slices)?;
+                        (buf, n)
+                    }
+                };
+                frames += done.1 as u64;
+                if to_writer.send(done).is_err() {
+                    return Ok(()); // the writer failed; its error is reported below
+                }
+            }
+            if let Processor::Gpu(stream) = processor {
+                while !waiting.is_empty() {
+                    let done = collect_oldest(stream, &mut waiting)?;
+                    frames += done.1 as u64;
+                    if to_writer.send(done).is_err() {
+                        break;
+                    }
                 }
             }
             Ok(())
