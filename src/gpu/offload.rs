@@ -391,7 +391,9 @@ impl Offload {
     /// recycled when it comes back). No allocation.
     pub fn reset(&mut self) {
         self.in_flight = InFlight::None;
-        self.arrived.take().map(|job| self.spare.push(job));
+        if let Some(job) = self.arrived.take() {
+            self.spare.push(job);
+        }
         self.state.sos.fill([0.0; 2]);
         self.state.fir.fill(0.0);
         self.ready.fill(0.0);

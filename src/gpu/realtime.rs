@@ -204,7 +204,7 @@ impl RealtimeOffload {
         let probe = self.submitted % PROBE_EVERY == PROBE_EVERY - 1;
         let to_worker = match self.policy {
             Policy::Gpu => true,
-            Policy::Auto if decision.reason == Reason::Measuring => self.submitted % 2 == 0,
+            Policy::Auto if decision.reason == Reason::Measuring => self.submitted.is_multiple_of(2),
             Policy::Auto => (decision.route == Route::Gpu) != probe,
         };
         self.decision = decision;

@@ -557,12 +557,12 @@ impl GpuChain {
         self.collect(0, data, Some(state))
     }
 
-    /// Submits a block (planar `data`, `channels x frames`) into read-back `slot` (0 or
-    /// 1) without waiting for it. With `state` the job starts from it; without, from the
-    /// state the previous job left **on the device** (so consecutive blocks can be
-    /// submitted before the earlier ones are read: jobs run in submission order).
-    /// `read_state`: copy the end state out too, for [`GpuChain::collect`]. The slot
-    /// must have been collected.
+    /// Submits a block (planar `data`, `channels x frames`) into read-back slot `slot`
+    /// (0 or 1) without waiting for it. With `state` the job starts from it; without, from the
+    /// state the previous job left on the device, so consecutive blocks can be submitted
+    /// before the earlier ones are read (jobs run in submission order). With `read_state`
+    /// the end state is copied out too, for [`GpuChain::collect`]. The slot must have been
+    /// collected.
     pub fn submit(
         &mut self,
         slot: usize,
