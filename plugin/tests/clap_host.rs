@@ -755,6 +755,58 @@ fn gpu_backend_reports_its_block_of_latency_and_matches_the_engine() {
     }
 }
 
+/// Switching to the GPU backend while playing: the plugin asks the host to restart it
+/// (the latency changes) and keeps the zero-latency CPU path until then; after the
+/// restart it reports one host block of latency and the host is told it changed.
+#[test]
+fn switching_to_the_gpu_backend_while_playing_requests_a_restart() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let block = 2048;
+    let (settings, chain) = settings();
+    let extra = Elliptic::lowpass(12_000.0, 5, 0.5, 60.0) | Biquad::peaking(500.0, 1.0, 2.0);
+    let mut full = chain.clone();
+    let gain = full.stages.pop().unwrap();
+    full.stages.extend(extra.stages.clone());
+    full.stages.push(gain);
+
+    let mut a = Plugin::new(entry);
+    let evs = events(&a, 0, &settings);
+    a.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
+    let mut state = state_json(&a.save());
+    state["fields"]["chain"] = serde_json::Value::String(serde_json::to_string(&extra.to_json()).unwrap());
+    let mut b = Plugin::new(entry);
+    assert!(b.load(&state_bytes(&state)));
+    let signal = stereo_noise(fs as usize, 41);
+    let input = with_lead_in(fs, &signal);
+    let lead = settle_frames(fs);
+    let switch = vec![(lead + 10_000, b.id("Backend").0, BACKEND_GPU)];
+    let (out, _) = b.run(fs, block, &input, &switch, |_, _, _| {});
+    assert_eq!(b.latency(), block as u32, "the new latency is announced");
+    let restart = b.instance.access_shared_handler(|s| s.restart_requested.load(Ordering::SeqCst));
+    assert!(restart, "a latency change needs a restart; the plugin must ask for one");
+    let expected = engine_output(&full, fs, &signal);
+    for (o, e) in out.iter().zip(&expected) {
+        let err = max_abs_diff(&o[lead..], e);
+        assert!(err <= 2e-5, "until the restart the CPU path keeps running, without latency: {err:e}");
+    }
+    // The host restarts the plugin: now the GPU path, and the host hears of the change.
+    let (out, _) = b.run(fs, block, &input, &[], |_, _, _| std::thread::sleep(std::time::Duration::from_millis(2)));
+    let changed = b.instance.access_shared_handler(|s| s.latency_changed.load(Ordering::SeqCst));
+    let latency = b.latency() as usize;
+    if latency == 0 {
+        assert!(std::env::var("FERROFX_REQUIRE_GPU").as_deref() != Ok("1"), "no GPU adapter (FERROFX_REQUIRE_GPU=1)");
+        println!("SKIPPED: no GPU adapter; the plugin stayed on the CPU path");
+        return;
+    }
+    assert_eq!(latency, block);
+    assert!(changed, "the host is told the latency changed");
+    for (o, e) in out.iter().zip(&expected) {
+        let err = max_abs_diff(&o[lead + latency..], &e[..e.len() - latency]);
+        assert!(err <= 2e-5, "after the restart: the engine's output delayed by {latency}: {err:e}");
+    }
+}
+
 /// The automation of the torture test: every parameter follows its own sweep, and jumps
 /// to a random value (held 100 ms) about twice a second. A pure function of time, so the
 /// settings at any instant can be replayed without modulation.
