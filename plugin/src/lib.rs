@@ -424,6 +424,10 @@ impl Plugin for FerroFx {
         // A backend, minimum block or chain change that moves the GPU path on or off
         // changes the latency: the host is asked to restart the plugin (`activate` then
         // builds the other path); until then the current path keeps running.
+        // GPU and Auto share the latency: switching between them takes effect at once.
+        if let (Some(rt), Some(policy)) = (self.realtime.as_mut(), gpu::policy(self.params.backend.value())) {
+            rt.set_policy(policy);
+        }
         let wanted = self.wanted_latency(config.max_block_frames, self.audio_side.has_stages());
         if wanted != self.reported_latency {
             context.set_latency_samples(wanted);

@@ -107,6 +107,11 @@ impl RealtimeOffload {
         self.policy
     }
 
+    /// Changes the policy from the next block on (both keep the same latency).
+    pub fn set_policy(&mut self, policy: Policy) {
+        self.policy = policy;
+    }
+
     /// The router's latest decision and its figures (under [`Policy::Gpu`] the figures
     /// are kept too; the route is then forced).
     pub fn decision(&self) -> Decision {
