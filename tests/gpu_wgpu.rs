@@ -204,6 +204,10 @@ fn pipelined_blocks_equal_synchronous_blocks() {
     let mut stream = GpuStream::new(ctx, &designed, 2, block).unwrap();
     let piped = run_pipelined(&mut stream);
     assert_eq!(piped, sync, "pipelined and synchronous blocks differ");
+    let mut whole = input.clone();
+    let mut slices: Vec<&mut [f32]> = whole.iter_mut().map(|c| &mut c[..]).collect();
+    GpuStream::new(ctx, &designed, 2, block).unwrap().process_pipelined(&mut slices).unwrap();
+    assert_eq!(whole, sync, "process_pipelined and synchronous blocks differ");
     let e = rel_error(&piped, &cpu);
     println!("pipelined GPU stream vs the CPU engine: {e:.2e}");
     assert!(e <= TIME_TOLERANCE);

@@ -907,6 +907,33 @@ impl GpuStream {
         Ok(frames)
     }
 
+    /// [`GpuStream::process`] with two pieces in flight: piece k+1 is uploaded and
+    /// started before piece k is read back. Same output, bit for bit.
+    pub fn process_pipelined(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), GpuError> {
+        self.check_channels(buffers.len())?;
+        if !self.in_flight.is_empty() {
+            return Err(GpuError::Job { why: "blocks are in flight; collect them first".into() });
+        }
+        let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
+        let max = self.chain.max_frames;
+        let mut pieces = std::collections::VecDeque::with_capacity(2);
+        let mut next = 0;
+        while next < frames || !pieces.is_empty() {
+            if next < frames && self.in_flight.len() < 2 {
+                let n = (frames - next).min(max);
+                let views: Vec<&[f32]> = buffers.iter().map(|b| &b[next..next + n]).collect();
+                self.submit(&views, n)?;
+                pieces.push_back((next, n));
+                next += n;
+                continue;
+            }
+            let Some((at, n)) = pieces.pop_front() else { break };
+            let mut outs: Vec<&mut [f32]> = buffers.iter_mut().map(|b| &mut b[at..at + n]).collect();
+            self.collect(&mut outs)?;
+        }
+        Ok(())
+    }
+
     /// Filters the buffers in place (one per channel, the chain's channel count; all for
     /// the length of the shortest), one synchronous round trip per piece.
     pub fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), GpuError> {

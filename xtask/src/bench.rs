@@ -217,14 +217,16 @@ fn time_stream(
             b.copy_from_slice(i);
         }
         let t0 = Instant::now();
+        if let Some(g) = gpu.as_mut() {
+            // Like `render --backend wgpu`: blocks of GPU_STREAM_BLOCK, two in flight.
+            let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[..]).collect();
+            g.process_pipelined(&mut slices)?;
+        }
         let mut start = 0;
-        while start < frames {
+        while gpu.is_none() && start < frames {
             let end = (start + block).min(frames);
             let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[start..end]).collect();
-            match gpu.as_mut() {
-                None => engine.process(&mut slices),
-                Some(g) => g.process(&mut slices)?,
-            }
+            engine.process(&mut slices);
             start = end;
         }
         let dt = t0.elapsed().as_secs_f64();
