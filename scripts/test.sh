@@ -33,7 +33,8 @@ echo "== cargo test (workspace; includes the CLAP host tests)"
 cargo test --workspace -- --skip every_reference_case_meets_the_tolerances
 echo "== SciPy reference cases (CPU engine, then the wgpu backend)"
 cargo test --workspace --test reference -- --nocapture
-cargo test --test gpu_wgpu every_reference_case -- --nocapture
+# --workspace: the same feature set as the test build above, so nothing recompiles.
+cargo test --workspace --test gpu_wgpu every_reference_case -- --nocapture
 
 echo "== README main job (release): cargo xtask render"
 tmp="$(mktemp -d)"

@@ -232,3 +232,40 @@ fn cpu_only_offload_and_mismatched_offload_keep_the_latency() {
     }
     assert_eq!(y, delayed(&x, BLOCK));
 }
+
+#[test]
+fn an_offload_arriving_after_a_plain_delay_continues_without_a_repeat() {
+    // The plugin runs a plain delay while the chain is empty; a chain then arrives.
+    let frames = 48_000 * 2;
+    let x = input(frames);
+    let host = BLOCK / 2;
+    for switch_after_calls in [41usize, 42] {
+        let pos = switch_after_calls * host;
+        // Blocks emitted before the switch pass through raw; from block `s` on the new
+        // chain runs from a zero state.
+        let s = pos.div_ceil(BLOCK) - 1;
+        let tail: Vec<Vec<f32>> = x.iter().map(|c| c[s * BLOCK..].to_vec()).collect();
+        let b = cpu(&chain_b(), &tail);
+        let joined: Vec<Vec<f32>> = x.iter().zip(&b).map(|(x, b)| x[..s * BLOCK].iter().chain(b).copied().collect()).collect();
+        let expected = delayed(&joined, BLOCK);
+
+        let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Gpu);
+        let mut off = Offload::new(&chain_b(), 2, BLOCK, CpuExecutor::new(&chain_b(), 2, BLOCK), Faults::default()).unwrap();
+        let mut y = x.clone();
+        let (mut start, mut call) = (0, 0);
+        while start < frames {
+            let n = host.min(frames - start);
+            let (l, r) = y.split_at_mut(1);
+            let bufs = &mut [&mut l[0][start..start + n], &mut r[0][start..start + n]];
+            if call < switch_after_calls {
+                stream.process(None, bufs);
+            } else {
+                stream.process(Some(&mut off), bufs);
+            }
+            start += n;
+            call += 1;
+        }
+        let first = (0..frames).find(|&i| y[0][i] != expected[0][i] || y[1][i] != expected[1][i]);
+        assert!(first.is_none(), "switch after {switch_after_calls} calls (block {s}): first difference at {first:?} (block {:?})", first.map(|f| f / BLOCK));
+    }
+}

@@ -34,7 +34,7 @@ pub struct AudioConfig {
 /// has no enabled stage or does not design at this sample rate). Chains reach the audio
 /// thread in the order they were installed; it keeps the newest that matches its
 /// configuration. With `config.offload` the stages run through `offload`, or, for a
-/// chain the offload does not take, through `engine` (then delayed to the same latency).
+/// chain the offload does not take, through `engine` (after the same delay).
 pub struct Built {
     pub config: AudioConfig,
     pub engine: Option<Engine>,

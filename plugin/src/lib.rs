@@ -220,13 +220,15 @@ impl FerroFx {
         if let Some(eq) = self.eq.as_mut() {
             eq.process(refs);
         }
-        // A chain the offload does not take runs on the CPU engine, and is then delayed
-        // with the rest of the GPU path.
-        if let Some(engine) = self.audio_side.engine() {
-            engine.process(refs);
-        }
+        // On the GPU path the stream delays (and, with an offload, filters) the signal; a
+        // chain the offload does not take runs on the CPU engine after the delay, so the
+        // stream always holds unfiltered input and a chain change never filters a block
+        // twice.
         if let Some(rt) = self.realtime.as_mut() {
             rt.process(self.audio_side.offload(), refs);
+        }
+        if let Some(engine) = self.audio_side.engine() {
+            engine.process(refs);
         }
         // Output gain (smoothed per sample), then the bypass crossfade.
         let mut non_finite = false;

@@ -752,6 +752,30 @@ fn gpu_backend_reports_its_block_of_latency_and_matches_the_engine() {
         }
     }
 
+    // A chain the GPU path does not take (a FIR longer than its 16,384 taps) runs on the
+    // CPU engine, delayed to the same latency: the output is still the engine's, delayed.
+    let long_fir = Chain::from(Fir::coefficients(noise(20_000, 3, 0.01).iter().map(|&v| v as f64).collect()));
+    let mut long_full = chain.clone();
+    let gain = long_full.stages.pop().unwrap();
+    long_full.stages.extend(long_fir.stages.clone());
+    long_full.stages.push(gain);
+    let mut a = Plugin::new(entry);
+    let mut evs = events(&a, 0, &settings);
+    evs.push((0, a.id("Backend").0, BACKEND_GPU));
+    a.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
+    let mut state = state_json(&a.save());
+    state["fields"]["chain"] = serde_json::Value::String(serde_json::to_string(&long_fir.to_json()).unwrap());
+    let mut b = Plugin::new(entry);
+    assert!(b.load(&state_bytes(&state)));
+    let (out, _) = b.run_with(fs, &[max_block, 700], &input, &[], |_, _, _| {}, None);
+    let latency = b.latency() as usize;
+    assert_eq!(latency, max_block);
+    let expected = engine_output(&long_full, fs, &signal);
+    for (o, e) in out.iter().zip(&expected) {
+        let err = max_abs_diff(&o[lead + latency..], &e[..e.len() - latency]);
+        assert!(err <= 2e-5, "a 20,000-tap FIR on the GPU path's CPU engine, delayed: {err:e}");
+    }
+
     // Bypassed on the GPU path: the input, delayed by the reported latency, bit for bit.
     let mut a = Plugin::new(entry);
     let mut evs = events(&a, 0, &settings);

@@ -179,7 +179,15 @@ impl RealtimeOffload {
     }
 
     fn finish(&mut self, offload: &mut Offload) {
-        let done = offload.finish();
+        let mut done = offload.finish();
+        if done == Finished::Nothing {
+            // Nothing was handed over for the block just completed: the stream started
+            // (the block is silence), was reset, or ran without an offload until now.
+            // Compute it here so it is neither lost nor replaced by a repeat.
+            let input = &self.input;
+            offload.submit(false, |pending| pending.copy_from_slice(input));
+            done = offload.finish();
+        }
         match done {
             Finished::Nothing => return,
             Finished::Worker { seconds } => {
