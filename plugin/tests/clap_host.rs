@@ -683,10 +683,12 @@ fn gpu_backend_reports_its_block_of_latency_and_matches_the_engine() {
     let lead = settle_frames(fs);
     let expected = engine_output(&full, fs, &signal);
     // The host paces the blocks (a real host calls at the audio clock): aligned blocks
-    // leave the worker a whole host period.
+    // leave the worker a whole host period. Lavapipe's "GPU" is this machine's CPU, shared
+    // with the other host tests running in parallel, so the aligned case is paced far
+    // slower than real time (a job takes ~6 ms here alone, 40 ms+ under that load).
     let log = std::env::var("NICE_LOG").map(PathBuf::from).ok();
     for (backend, blocks, pace_ms) in [
-        (BACKEND_GPU, vec![max_block], 20),
+        (BACKEND_GPU, vec![max_block], 150),
         (BACKEND_GPU, vec![max_block, 1000, 48, 512, 1], 2),
         (BACKEND_AUTO, vec![max_block], 20),
     ] {
