@@ -303,8 +303,8 @@ mod offload {
         assert!(e <= TIME_TOLERANCE, "{e:.3e}");
         // Every delayed job is late, and so are the jobs queued behind one in the worker
         // (they are handed back unrun); the rest come back in time (measured: ~30%
-        // offloaded, ~70% computed on the audio side).
-        assert!(st.offloaded >= st.blocks / 5 && st.fallbacks >= st.blocks / 4, "{st:?}");
+        // offloaded alone, 19% while the other GPU tests load lavapipe's cores in CI).
+        assert!(st.offloaded >= st.blocks / 10 && st.fallbacks >= st.blocks / 4, "{st:?}");
         assert!(!off.worker_lost());
     }
 
