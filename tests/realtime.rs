@@ -69,6 +69,16 @@ fn delayed(y: &[Vec<f32>], d: usize) -> Vec<Vec<f32>> {
         .collect()
 }
 
+/// The stream expected when chain B takes over at block `s`: `before` up to that block,
+/// then `x` from there through chain B from a zero state; all one block late.
+fn switched(before: &[Vec<f32>], x: &[Vec<f32>], s: usize) -> Vec<Vec<f32>> {
+    let tail: Vec<Vec<f32>> = x.iter().map(|c| c[s * BLOCK..].to_vec()).collect();
+    let b = cpu(&chain_b(), &tail);
+    let joined: Vec<Vec<f32>> =
+        before.iter().zip(&b).map(|(a, b)| a[..s * BLOCK].iter().chain(b).copied().collect()).collect();
+    delayed(&joined, BLOCK)
+}
+
 /// Host block sizes: a fixed pseudo-random sequence in 1..=BLOCK (most not dividing it).
 fn irregular_sizes() -> impl FnMut() -> usize {
     let mut s = 0x2545_F491_4F6C_DD1Du64;
@@ -179,12 +189,7 @@ fn a_chain_swapped_mid_stream_continues_without_a_gap() {
         // Blocks the old offload finished; the rest run through the new chain from a
         // zero state (the block in flight at the swap included).
         let s = pos.div_ceil(BLOCK) - 1;
-        let a = cpu(&chain_a(), &x);
-        let tail: Vec<Vec<f32>> = x.iter().map(|c| c[s * BLOCK..].to_vec()).collect();
-        let b = cpu(&chain_b(), &tail);
-        let joined: Vec<Vec<f32>> =
-            a.iter().zip(&b).map(|(a, b)| a[..s * BLOCK].iter().chain(b).copied().collect()).collect();
-        let expected = delayed(&joined, BLOCK);
+        let expected = switched(&cpu(&chain_a(), &x), &x, s);
 
         let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Gpu);
         let mut off = Offload::new(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK), Faults::default()).unwrap();
@@ -244,10 +249,7 @@ fn an_offload_arriving_after_a_plain_delay_continues_without_a_repeat() {
         // Blocks emitted before the switch pass through raw; from block `s` on the new
         // chain runs from a zero state.
         let s = pos.div_ceil(BLOCK) - 1;
-        let tail: Vec<Vec<f32>> = x.iter().map(|c| c[s * BLOCK..].to_vec()).collect();
-        let b = cpu(&chain_b(), &tail);
-        let joined: Vec<Vec<f32>> = x.iter().zip(&b).map(|(x, b)| x[..s * BLOCK].iter().chain(b).copied().collect()).collect();
-        let expected = delayed(&joined, BLOCK);
+        let expected = switched(&x, &x, s);
 
         let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Gpu);
         let mut off = Offload::new(&chain_b(), 2, BLOCK, CpuExecutor::new(&chain_b(), 2, BLOCK), Faults::default()).unwrap();

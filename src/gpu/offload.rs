@@ -245,9 +245,13 @@ impl Offload {
                 Err(ExecError::DeviceLost("no worker".into()))
             }
         }
-        let mut off = Offload::new(chain, channels, block, Never, Faults { die_at: Some(0), delay: None })?;
-        // The worker exits before its first job; no job is ever handed to it.
+        let mut off = Offload::new(chain, channels, block, Never, Faults::default())?;
+        // No job is ever handed to it: stop the worker thread now rather than let it poll.
         off.has_worker = false;
+        off.stop.store(true, Ordering::Release);
+        if let Some(w) = off.worker.take() {
+            let _ = w.join();
+        }
         off.alive.store(false, Ordering::Release);
         Ok(off)
     }

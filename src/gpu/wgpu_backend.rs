@@ -910,6 +910,18 @@ impl GpuStream {
     /// [`GpuStream::process`] with two pieces in flight: piece k+1 is uploaded and
     /// started before piece k is read back. Same output, bit for bit.
     pub fn process_pipelined(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), GpuError> {
+        self.run(buffers, 2)
+    }
+
+    /// Filters the buffers in place (one per channel, the chain's channel count; all for
+    /// the length of the shortest), one synchronous round trip per piece.
+    pub fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), GpuError> {
+        self.run(buffers, 1)
+    }
+
+    /// Pieces of the chain's largest block through [`GpuStream::submit`] and
+    /// [`GpuStream::collect`], at most `depth` (1 or 2) in flight.
+    fn run(&mut self, buffers: &mut [&mut [f32]], depth: usize) -> Result<(), GpuError> {
         self.check_channels(buffers.len())?;
         if !self.in_flight.is_empty() {
             return Err(GpuError::Job { why: "blocks are in flight; collect them first".into() });
@@ -919,7 +931,7 @@ impl GpuStream {
         let mut pieces = std::collections::VecDeque::with_capacity(2);
         let mut next = 0;
         while next < frames || !pieces.is_empty() {
-            if next < frames && self.in_flight.len() < 2 {
+            if next < frames && self.in_flight.len() < depth {
                 let n = (frames - next).min(max);
                 let views: Vec<&[f32]> = buffers.iter().map(|b| &b[next..next + n]).collect();
                 self.submit(&views, n)?;
@@ -930,27 +942,6 @@ impl GpuStream {
             let Some((at, n)) = pieces.pop_front() else { break };
             let mut outs: Vec<&mut [f32]> = buffers.iter_mut().map(|b| &mut b[at..at + n]).collect();
             self.collect(&mut outs)?;
-        }
-        Ok(())
-    }
-
-    /// Filters the buffers in place (one per channel, the chain's channel count; all for
-    /// the length of the shortest), one synchronous round trip per piece.
-    pub fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), GpuError> {
-        self.check_channels(buffers.len())?;
-        if !self.in_flight.is_empty() {
-            return Err(GpuError::Job { why: "blocks are in flight; collect them first".into() });
-        }
-        let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
-        let max = self.chain.max_frames;
-        let mut done = 0;
-        while done < frames {
-            let n = (frames - done).min(max);
-            let views: Vec<&[f32]> = buffers.iter().map(|b| &b[done..done + n]).collect();
-            self.submit(&views, n)?;
-            let mut outs: Vec<&mut [f32]> = buffers.iter_mut().map(|b| &mut b[done..done + n]).collect();
-            self.collect(&mut outs)?;
-            done += n;
         }
         Ok(())
     }
