@@ -5,7 +5,11 @@ workloads of `cargo xtask bench`, measured in one run on this machine.
     python benchmarks/compare.py [--quick] [--runs N] [--out docs]
 
 Needs numpy and scipy; matplotlib for the plot; gcc for the C reference; TorchFX
-(`pip install torchfx`, ~4 GB of torch) is used when importable and skipped otherwise.
+(`pip install torchfx "torch==2.11.0"`, ~5 GB with torch's CUDA libraries) is used when
+importable and working, skipped otherwise (torchfx 0.8.0's compiled extension fails on
+torch 2.15 with "CUDA extension not compiled" even for CPU tensors: a torch ABI change;
+torch 2.11.0 works). TorchFX runs single-threaded (`torch.set_num_threads(1)`) like
+FerroFX's figures, on float32 tensors, its IIR stages fused (`FusedSOSCascade`).
 Prints a markdown table of ns per sample per channel (per section for IIR, per FIR for
 fir_chain) and the ratios the CPU-speed issue sets goals on; writes OUT/perf.json and
 OUT/perf_iir.png (ns/sample/section against channels, per engine).
@@ -87,12 +91,64 @@ def c_reference(sos, ch, frames, runs):
 
 
 def torchfx_available():
+    """True when TorchFX imports and filters a CPU tensor; prints why not otherwise."""
     try:
-        import torch  # noqa: F401
-        import torchfx  # noqa: F401
+        import torch
+        from torchfx.filter import HiButterworth
+        from torchfx.filter.fused import FusedSOSCascade
+
+        torch.set_num_threads(1)
+        FusedSOSCascade(HiButterworth(1000, order=2, fs=FS))(torch.zeros(1, 64))
         return True
-    except Exception:
+    except Exception as e:  # noqa: BLE001 - any failure means "not measured"
+        print(f"TorchFX not measured: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", file=sys.stderr)
         return False
+
+
+def torchfx_iir(stages):
+    """The workload's IIR stages as TorchFX filters (its own designs), fused."""
+    from torchfx.filter import HiButterworth, HiChebyshev1, LoButterworth, LoChebyshev1
+    from torchfx.filter.fused import FusedSOSCascade
+
+    kinds = {("butterworth", "highpass"): HiButterworth, ("butterworth", "lowpass"): LoButterworth,
+             ("chebyshev1", "highpass"): HiChebyshev1, ("chebyshev1", "lowpass"): LoChebyshev1}
+    filters = []
+    for s in stages:
+        kw = {"ripple": s["ripple_db"]} if "ripple_db" in s else {}
+        filters.append(kinds[(s["type"], s["response"])](s["cutoff_hz"], order=s["order"], fs=FS, **kw))
+    return FusedSOSCascade(*filters)
+
+
+def torchfx_time_iir(stages, x, runs, want):
+    """Median seconds of one fused TorchFX pass over `x` and its error against `want`."""
+    import torch
+
+    casc = torchfx_iir(stages)
+    xt = torch.from_numpy(x)
+
+    def run():
+        casc.reset_state()
+        return casc(xt)
+
+    t = timed(run, runs)
+    y = run().numpy()
+    return t, float(np.max(np.abs(y - want)) / np.max(np.abs(want)))
+
+
+def torchfx_time_fir(x, runs):
+    import torch
+    from torchfx.filter import DesignableFIR
+
+    firs = [DesignableFIR(f, n, fs=FS) for n, f in zip(range(101, 106), (1000, 5000, 1500, 1800, 1850))]
+    xt = torch.from_numpy(x)
+
+    def run():
+        y = xt
+        for f in firs:
+            y = f(y)
+        return y
+
+    return timed(run, runs)
 
 
 def main():
@@ -123,6 +179,11 @@ def main():
             row["sections"] = per
             row["ferrofx"] /= per
             row["scipy"] = timed(lambda: ss.sosfilt(sos, x, axis=1), args.runs) * 1e9 / (frames * ch * per)
+            if have_torchfx:
+                want = ss.sosfilt(sos, x.astype(np.float64), axis=1)
+                t, err = torchfx_time_iir(API if w == "api_chain" else IIR, x, args.runs, want)
+                row["torchfx"] = t * 1e9 / (frames * ch * per)
+                row["torchfx_error"] = err
             ref = c_reference(sos, ch, frames, max(args.runs, 3))
             if ref:
                 row["c_f32_tdf2"] = ref[0] * 1e9 / (frames * ch * per)
@@ -135,6 +196,8 @@ def main():
                     y = ss.oaconvolve(y, t[None, :], axes=1)[:, :frames]
                 return y
             row["scipy"] = timed(oa, args.runs) * 1e9 / (frames * ch * len(FIR_TAPS))
+            if have_torchfx:
+                row["torchfx"] = torchfx_time_fir(x, args.runs) * 1e9 / (frames * ch * len(FIR_TAPS))
         elif w == "long_fir":
             row["realtime_x"] = 1e9 / (row["ferrofx"] * ch) / FS
         rows.append(row)
@@ -166,14 +229,24 @@ def simd_level(_):
 
 def print_table(rows, meta):
     print(f"\nMeasured {meta['date']} on {meta['cpu']} ({meta['simd']}), one run, single thread.\n")
-    print("| workload | ch | s | FerroFX | SciPy | C f32 TDF-II | x SciPy | x C |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| workload | ch | s | FerroFX | SciPy | TorchFX | C f32 TDF-II | x SciPy | x TorchFX | x C |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+
+    def cell(v, fmt):
+        return format(v, fmt) if v is not None else "–"
+
     for r in rows:
         if r["workload"] in ("api_chain", "iir_chain", "fir_chain"):
-            c = r.get("c_f32_tdf2")
-            print(f"| {r['workload']} | {r['channels']} | {r['seconds']} | {r['ferrofx']:.3f} | {r['scipy']:.3f} | "
-                  f"{c:.3f} | {r['scipy'] / r['ferrofx']:.1f} | {c / r['ferrofx']:.2f} |" if c else
-                  f"| {r['workload']} | {r['channels']} | {r['seconds']} | {r['ferrofx']:.3f} | {r['scipy']:.3f} | – | {r['scipy'] / r['ferrofx']:.1f} | – |")
+            f, sp, tf, c = r["ferrofx"], r.get("scipy"), r.get("torchfx"), r.get("c_f32_tdf2")
+            print(f"| {r['workload']} | {r['channels']} | {r['seconds']} | {f:.3f} | {cell(sp, '.3f')} | {cell(tf, '.3f')} | "
+                  f"{cell(c, '.3f')} | {cell(sp and sp / f, '.1f')} | {cell(tf and tf / f, '.1f')} | {cell(c and c / f, '.2f')} |")
+    errs = [(r["workload"], r["channels"], r["torchfx_error"]) for r in rows if "torchfx_error" in r]
+    if errs:
+        worst = {}
+        for w, _, e in errs:
+            worst[w] = max(worst.get(w, 0.0), e)
+        print("\nTorchFX's worst error against SciPy float64 (max |error| / peak): "
+              + ", ".join(f"{w} {e:.1e}" for w, e in worst.items()))
     for r in rows:
         if r["workload"] == "long_fir":
             print(f"\nlong_fir: {r['ferrofx']:.1f} ns/sample, {r['realtime_x']:.0f}x real time (2 ch, one core)")
@@ -197,7 +270,7 @@ def plot(rows, path, meta):
     iir = sorted([r for r in iir if r["seconds"] == longest], key=lambda r: r["channels"])
     ch = [r["channels"] for r in iir]
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for key, label in (("ferrofx", "FerroFX (f64 TDF-II)"), ("c_f32_tdf2", "C f32 TDF-II, -O3 -march=native"), ("scipy", "SciPy sosfilt")):
+    for key, label in (("ferrofx", "FerroFX (f64 TDF-II)"), ("c_f32_tdf2", "C f32 TDF-II, -O3 -march=native"), ("scipy", "SciPy sosfilt"), ("torchfx", "TorchFX CPU (fused)")):
         if all(key in r for r in iir):
             ax.plot(ch, [r[key] for r in iir], marker="o", label=label)
     ax.set_xlabel("channels")

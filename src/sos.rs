@@ -347,10 +347,14 @@ mod kernels {
     }
 
     /// One or two channels with AVX-512: the sections go in the vector's lanes instead
-    /// (lane `k * C + ch` is section `k` of channel `ch`), again time-skewed: each
-    /// iteration shifts every section's output one section up (a lane permute) and
-    /// takes the new frame into the first lanes, so `N` sections cost one vector update
-    /// per frame. `C * N <= 8`.
+    /// (lane `k * C + ch` is section `k` of channel `ch`), time-skewed by two frames per
+    /// section: in iteration `t`, section `k` works on frame `t - 2k`, so its input is
+    /// the previous section's output of *two* iterations ago (a lane permute of a saved
+    /// vector) and the permute is off the loop's critical path, which is then only each
+    /// section's own recurrence (`y -> s1 -> y`, two FMA latencies); with a skew of one
+    /// the permute and blend sat on it (measured 1.4x slower). `N` sections cost one
+    /// vector update per frame; the arithmetic is the same five operations in the same
+    /// order as every other kernel, so the results are bit-identical. `C * N <= 8`.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512vl,fma")]
     pub(super) fn section_lanes_avx512<const C: usize, const N: usize>(
@@ -360,18 +364,24 @@ mod kernels {
         data: &mut [[f64; C]],
     ) {
         use std::arch::x86_64::*;
+        const S: usize = 2;
         let n = data.len();
-        if n < N || C * N > 8 {
-            for t in 0..n + N - 1 {
-                masked_iteration::<C, N, Fused>(c, s1, s2, data, t);
+        let fill = S * (N - 1);
+        if n < fill + 2 || C * N > 8 || C > 2 {
+            for t in 0..n + fill {
+                masked_iteration::<C, N, S, Fused>(c, s1, s2, data, t);
             }
             return;
         }
-        for t in 0..N - 1 {
-            masked_iteration::<C, N, Fused>(c, s1, s2, data, t);
+        for t in 0..fill {
+            masked_iteration::<C, N, S, Fused>(c, s1, s2, data, t);
         }
         let mut coef = [[0.0f64; 8]; 5];
-        let (mut s1a, mut s2a, mut ya) = ([0.0f64; 8], [0.0f64; 8], [0.0f64; 8]);
+        let (mut s1a, mut s2a) = ([0.0f64; 8], [0.0f64; 8]);
+        // The outputs of the two iterations before `fill`: section k's lane holds frame
+        // `fill - 1 - 2k` (`y1`) and `fill - 2 - 2k` (`y2`), in place in `data` after the
+        // prologue. The last section's outputs are never fed forward: left zero.
+        let (mut y1a, mut y2a) = ([0.0f64; 8], [0.0f64; 8]);
         for k in 0..N {
             for ch in 0..C {
                 let l = k * C + ch;
@@ -383,10 +393,9 @@ mod kernels {
                 coef[4][l] = ck.a2;
                 s1a[l] = s1[k][ch];
                 s2a[l] = s2[k][ch];
-                // The previous iteration's outputs: section j's lane holds frame
-                // N-2-j (through sections 0..=j in the prologue).
                 if k + 1 < N {
-                    ya[l] = data[N - 2 - k][ch];
+                    y1a[l] = data[fill - 1 - S * k][ch];
+                    y2a[l] = data[fill - 2 - S * k][ch];
                 }
             }
         }
@@ -395,12 +404,11 @@ mod kernels {
             *v = l.saturating_sub(C) as i64;
         }
         let in_mask: __mmask8 = ((1u32 << C) - 1) as __mmask8;
-        let out_mask: __mmask8 = ((((1u32 << C) - 1) << ((N - 1) * C)) & 0xff) as __mmask8;
-        // SAFETY: loads and stores use `[f64; 8]` arrays or, masked, exactly the `C`
-        // values of frame `t` (input) and of frame `t - (N - 1)` (output: the masked lanes
-        // `(N-1)*C..N*C` of a base pointer `(N-1)*C` elements before it, computed with
-        // wrapping arithmetic and never dereferenced outside the mask). The target
-        // features are enabled on this function, called only after detection.
+        // SAFETY: loads and stores use `[f64; 8]` arrays, or exactly the `C` values of
+        // frame `t` (input, masked load of the first `C` lanes) and of frame
+        // `t - fill` (output: the last section's lanes moved to the first `C` by a
+        // permute, then a 64- or 128-bit store; `C` is 1 or 2, see `wave_chunk`). The target features are enabled
+        // on this function, called only after detection.
         unsafe {
             let b0 = _mm512_loadu_pd(coef[0].as_ptr());
             let b1 = _mm512_loadu_pd(coef[1].as_ptr());
@@ -408,22 +416,34 @@ mod kernels {
             let a1 = _mm512_loadu_pd(coef[3].as_ptr());
             let a2 = _mm512_loadu_pd(coef[4].as_ptr());
             let idx = _mm512_loadu_epi64(shift.as_ptr());
+            let last = _mm512_set1_epi64(((N - 1) * C) as i64);
+            let last = _mm512_add_epi64(last, _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
             let mut sv1 = _mm512_loadu_pd(s1a.as_ptr());
             let mut sv2 = _mm512_loadu_pd(s2a.as_ptr());
-            let mut y = _mm512_loadu_pd(ya.as_ptr());
+            let mut y1 = _mm512_loadu_pd(y1a.as_ptr());
+            let mut y2 = _mm512_loadu_pd(y2a.as_ptr());
             let base = data.as_mut_ptr().cast::<f64>();
-            for t in N - 1..n {
+            for t in fill..n {
                 let x = _mm512_maskz_loadu_pd(in_mask, base.add(t * C));
-                let v = _mm512_mask_mov_pd(_mm512_permutexvar_pd(idx, y), in_mask, x);
+                let v = _mm512_mask_mov_pd(_mm512_permutexvar_pd(idx, y2), in_mask, x);
                 let p1 = _mm512_fmadd_pd(b1, v, sv2);
                 let p2 = _mm512_mul_pd(b2, v);
-                y = _mm512_fmadd_pd(b0, v, sv1);
+                let y = _mm512_fmadd_pd(b0, v, sv1);
                 sv1 = _mm512_fnmadd_pd(a1, y, p1);
                 sv2 = _mm512_fnmadd_pd(a2, y, p2);
-                let out = base.wrapping_add((t + 1 - N) * C).wrapping_sub((N - 1) * C);
-                _mm512_mask_storeu_pd(out, out_mask, y);
+                // Exactly `C` values: a masked 512-bit store would span the next
+                // frames' input and hold their loads back.
+                let out = _mm512_castpd512_pd128(_mm512_permutexvar_pd(last, y));
+                if C == 1 {
+                    _mm_store_sd(base.add(t - fill), out);
+                } else {
+                    _mm_storeu_pd(base.add((t - fill) * C), out);
+                }
+                y2 = y1;
+                y1 = y;
             }
-            _mm512_storeu_pd(ya.as_mut_ptr(), y);
+            _mm512_storeu_pd(y1a.as_mut_ptr(), y1);
+            _mm512_storeu_pd(y2a.as_mut_ptr(), y2);
             _mm512_storeu_pd(s1a.as_mut_ptr(), sv1);
             _mm512_storeu_pd(s2a.as_mut_ptr(), sv2);
         }
@@ -433,14 +453,15 @@ mod kernels {
                 s1[k][ch] = s1a[l];
                 s2[k][ch] = s2a[l];
                 // Frames still in flight go back in place for the draining iterations:
-                // section k's last output is frame n-1-k.
+                // section k's last two outputs are frames n-1-2k and n-2-2k.
                 if k + 1 < N {
-                    data[n - 1 - k][ch] = ya[l];
+                    data[n - 1 - S * k][ch] = y1a[l];
+                    data[n - 2 - S * k][ch] = y2a[l];
                 }
             }
         }
-        for t in n..n + N - 1 {
-            masked_iteration::<C, N, Fused>(c, s1, s2, data, t);
+        for t in n..n + fill {
+            masked_iteration::<C, N, S, Fused>(c, s1, s2, data, t);
         }
     }
 
@@ -494,10 +515,10 @@ mod kernels {
         }
     }
 
-    /// One iteration of the time-skewed schedule (section `k` on frame `t - k`, in
+    /// One iteration of the time-skewed schedule (section `k` on frame `t - S k`, in
     /// place) while the pipeline fills or drains: only the sections with a frame.
     #[inline(always)]
-    fn masked_iteration<const L: usize, const N: usize, A: MulAdd>(
+    fn masked_iteration<const L: usize, const N: usize, const S: usize, A: MulAdd>(
         c: &[SosCoefs; N],
         s1: &mut [[f64; L]; N],
         s2: &mut [[f64; L]; N],
@@ -505,9 +526,11 @@ mod kernels {
         t: usize,
     ) {
         let n = data.len();
-        for k in (t + 1).saturating_sub(n)..=t.min(N - 1) {
-            let f = t - k;
-            data[f] = step::<L, A>(&c[k], &mut s1[k], &mut s2[k], &data[f]);
+        for k in 0..N {
+            if S * k <= t && t - S * k < n {
+                let f = t - S * k;
+                data[f] = step::<L, A>(&c[k], &mut s1[k], &mut s2[k], &data[f]);
+            }
         }
     }
 
@@ -529,12 +552,12 @@ mod kernels {
                 let n = data.len();
                 if n < N {
                     for t in 0..n + N - 1 {
-                        masked_iteration::<$lanes, N, Fused>(c, s1, s2, data, t);
+                        masked_iteration::<$lanes, N, 1, Fused>(c, s1, s2, data, t);
                     }
                     return;
                 }
                 for t in 0..N - 1 {
-                    masked_iteration::<$lanes, N, Fused>(c, s1, s2, data, t);
+                    masked_iteration::<$lanes, N, 1, Fused>(c, s1, s2, data, t);
                 }
                 // SAFETY: the pointers come from `[f64; LANES]` arrays of exactly one
                 // vector's width (unaligned loads and stores); the target features are
@@ -578,7 +601,7 @@ mod kernels {
                     }
                 }
                 for t in n..n + N - 1 {
-                    masked_iteration::<$lanes, N, Fused>(c, s1, s2, data, t);
+                    masked_iteration::<$lanes, N, 1, Fused>(c, s1, s2, data, t);
                 }
             }
         };
@@ -586,14 +609,34 @@ mod kernels {
     wavefront!(wavefront_avx512, 8, __m512d, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_fnmadd_pd, _mm512_mul_pd, _mm512_setzero_pd, "avx512f,avx512vl,fma");
     wavefront!(wavefront_avx2, 4, __m256d, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_fnmadd_pd, _mm256_mul_pd, _mm256_setzero_pd, "avx2,fma");
 
-    /// Planar `f32` channels (frames `t0..t0 + data.len()`) into interleaved `f64` frames,
-    /// in tiles of 8 frames so the transposition vectorises; missing lanes are zero.
+    /// Planar `f32` channels (frames `t0..t0 + data.len()`) into interleaved `f64` frames;
+    /// missing lanes are zero. Full groups of 8 (AVX-512) or 4 (AVX2) channels use the
+    /// explicit in-register transposes below (the compiler leaves this transposition
+    /// scalar: it cost more than four sections of the cascade itself at 8 channels);
+    /// otherwise tiles of 8 frames.
     #[inline(always)]
-    fn gather<const L: usize>(bufs: &[&mut [f32]], t0: usize, data: &mut [[f64; L]]) {
+    fn gather<const L: usize>(wave: Wave, bufs: &[&mut [f32]], t0: usize, data: &mut [[f64; L]]) {
+        let done = match (wave, L, bufs.len() == L) {
+            #[cfg(target_arch = "x86_64")]
+            (Wave::Avx512, 8, true) => {
+                let (tiles, _) = data.as_flattened_mut().as_chunks_mut::<8>();
+                // SAFETY: `Wave::Avx512` is only passed after AVX-512F/VL detection; every
+                // buffer holds at least `t0 + data.len()` samples (the caller's `end`).
+                unsafe { transpose_avx512::gather(bufs, t0, tiles) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            (Wave::Avx512 | Wave::Avx2, 4, true) => {
+                let (tiles, _) = data.as_flattened_mut().as_chunks_mut::<4>();
+                // SAFETY: both waves are only passed after AVX (AVX2) detection; every
+                // buffer holds at least `t0 + data.len()` samples.
+                unsafe { transpose_avx::gather(bufs, t0, tiles) }
+            }
+            _ => 0,
+        };
         let n = data.len();
         let lanes = bufs.len();
-        let mut tiles = data.chunks_exact_mut(8);
-        let mut t = t0;
+        let mut tiles = data[done..].chunks_exact_mut(8);
+        let mut t = t0 + done;
         for tile in &mut tiles {
             let mut src = [[0.0f32; 8]; L];
             for l in 0..lanes {
@@ -606,21 +649,37 @@ mod kernels {
             }
             t += 8;
         }
-        for (i, frame) in tiles.into_remainder().iter_mut().enumerate() {
+        let rest = t0 + n - tiles.into_remainder().len();
+        for (i, frame) in data[rest - t0..].iter_mut().enumerate() {
             *frame = [0.0; L];
             for l in 0..lanes {
-                frame[l] = f64::from(bufs[l][t0 + n / 8 * 8 + i]);
+                frame[l] = f64::from(bufs[l][rest + i]);
             }
         }
     }
 
     /// The inverse of [`gather`] for the channels present.
     #[inline(always)]
-    fn scatter<const L: usize>(data: &[[f64; L]], bufs: &mut [&mut [f32]], t0: usize) {
+    fn scatter<const L: usize>(wave: Wave, data: &[[f64; L]], bufs: &mut [&mut [f32]], t0: usize) {
+        let done = match (wave, L, bufs.len() == L) {
+            #[cfg(target_arch = "x86_64")]
+            (Wave::Avx512, 8, true) => {
+                let (tiles, _) = data.as_flattened().as_chunks::<8>();
+                // SAFETY: as in `gather`.
+                unsafe { transpose_avx512::scatter(tiles, bufs, t0) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            (Wave::Avx512 | Wave::Avx2, 4, true) => {
+                let (tiles, _) = data.as_flattened().as_chunks::<4>();
+                // SAFETY: as in `gather`.
+                unsafe { transpose_avx::scatter(tiles, bufs, t0) }
+            }
+            _ => 0,
+        };
         let n = data.len();
         let lanes = bufs.len();
-        let mut tiles = data.chunks_exact(8);
-        let mut t = t0;
+        let mut tiles = data[done..].chunks_exact(8);
+        let mut t = t0 + done;
         for tile in &mut tiles {
             let mut dst = [[0.0f32; 8]; L];
             for (i, frame) in tile.iter().enumerate() {
@@ -633,10 +692,176 @@ mod kernels {
             }
             t += 8;
         }
-        for (i, frame) in tiles.remainder().iter().enumerate() {
+        let rest = t0 + n - tiles.remainder().len();
+        for (i, frame) in data[rest - t0..].iter().enumerate() {
             for l in 0..lanes {
-                bufs[l][t0 + n / 8 * 8 + i] = frame[l] as f32;
+                bufs[l][rest + i] = frame[l] as f32;
             }
+        }
+    }
+
+    /// 8 channels x 8 frames: planar `f32` rows to `f64` frames and back, in registers
+    /// (8 conversions and 24 shuffles per tile: unpack, two-source permute, 128-bit lane
+    /// shuffle). `f32 -> f64` is exact and `f64 -> f32` rounds to nearest like `as f32`,
+    /// so the result is bit-identical to the scalar loops.
+    #[cfg(target_arch = "x86_64")]
+    mod transpose_avx512 {
+        use std::arch::x86_64::*;
+
+        /// Rows in, columns out (its own inverse).
+        #[inline(always)]
+        unsafe fn transpose(r: [__m512d; 8]) -> [__m512d; 8] {
+            // SAFETY: register-only intrinsics; the caller enables AVX-512F.
+            unsafe {
+                let a = [
+                    _mm512_unpacklo_pd(r[0], r[1]),
+                    _mm512_unpackhi_pd(r[0], r[1]),
+                    _mm512_unpacklo_pd(r[2], r[3]),
+                    _mm512_unpackhi_pd(r[2], r[3]),
+                    _mm512_unpacklo_pd(r[4], r[5]),
+                    _mm512_unpackhi_pd(r[4], r[5]),
+                    _mm512_unpacklo_pd(r[6], r[7]),
+                    _mm512_unpackhi_pd(r[6], r[7]),
+                ];
+                let lo = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+                let hi = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+                let b = [
+                    _mm512_permutex2var_pd(a[0], lo, a[2]),
+                    _mm512_permutex2var_pd(a[1], lo, a[3]),
+                    _mm512_permutex2var_pd(a[0], hi, a[2]),
+                    _mm512_permutex2var_pd(a[1], hi, a[3]),
+                    _mm512_permutex2var_pd(a[4], lo, a[6]),
+                    _mm512_permutex2var_pd(a[5], lo, a[7]),
+                    _mm512_permutex2var_pd(a[4], hi, a[6]),
+                    _mm512_permutex2var_pd(a[5], hi, a[7]),
+                ];
+                [
+                    _mm512_shuffle_f64x2::<0b01_00_01_00>(b[0], b[4]),
+                    _mm512_shuffle_f64x2::<0b01_00_01_00>(b[1], b[5]),
+                    _mm512_shuffle_f64x2::<0b01_00_01_00>(b[2], b[6]),
+                    _mm512_shuffle_f64x2::<0b01_00_01_00>(b[3], b[7]),
+                    _mm512_shuffle_f64x2::<0b11_10_11_10>(b[0], b[4]),
+                    _mm512_shuffle_f64x2::<0b11_10_11_10>(b[1], b[5]),
+                    _mm512_shuffle_f64x2::<0b11_10_11_10>(b[2], b[6]),
+                    _mm512_shuffle_f64x2::<0b11_10_11_10>(b[3], b[7]),
+                ]
+            }
+        }
+
+        /// Fills whole 8-frame tiles of `frames` from `bufs[..8][t0..]`; returns the frames
+        /// written (a multiple of 8). Safety: AVX-512F/VL present, 8 buffers of at least
+        /// `t0 + frames.len()` samples.
+        #[target_feature(enable = "avx512f,avx512vl")]
+        pub(super) unsafe fn gather(bufs: &[&mut [f32]], t0: usize, frames: &mut [[f64; 8]]) -> usize {
+            let tiles = frames.len() / 8;
+            for tile in 0..tiles {
+                let t = t0 + tile * 8;
+                let mut r = [_mm512_setzero_pd(); 8];
+                for (l, row) in r.iter_mut().enumerate() {
+                    let src = &bufs[l][t..t + 8];
+                    // SAFETY: `src` holds exactly 8 `f32` (bounds-checked slice).
+                    *row = _mm512_cvtps_pd(unsafe { _mm256_loadu_ps(src.as_ptr()) });
+                }
+                // SAFETY: register-only; AVX-512F is enabled here.
+                let f = unsafe { transpose(r) };
+                for (i, v) in f.into_iter().enumerate() {
+                    // SAFETY: `frames[tile * 8 + i]` is one `[f64; 8]` (bounds-checked).
+                    unsafe { _mm512_storeu_pd(frames[tile * 8 + i].as_mut_ptr(), v) };
+                }
+            }
+            tiles * 8
+        }
+
+        /// The inverse of [`gather`]: whole tiles of `frames` into `bufs[..8][t0..]`.
+        #[target_feature(enable = "avx512f,avx512vl")]
+        pub(super) unsafe fn scatter(frames: &[[f64; 8]], bufs: &mut [&mut [f32]], t0: usize) -> usize {
+            let tiles = frames.len() / 8;
+            for tile in 0..tiles {
+                let t = t0 + tile * 8;
+                let mut f = [_mm512_setzero_pd(); 8];
+                for (i, v) in f.iter_mut().enumerate() {
+                    // SAFETY: `frames[tile * 8 + i]` is one `[f64; 8]` (bounds-checked).
+                    *v = unsafe { _mm512_loadu_pd(frames[tile * 8 + i].as_ptr()) };
+                }
+                // SAFETY: register-only; AVX-512F is enabled here.
+                let r = unsafe { transpose(f) };
+                for (l, row) in r.into_iter().enumerate() {
+                    let dst = &mut bufs[l][t..t + 8];
+                    // SAFETY: `dst` holds exactly 8 `f32` (bounds-checked slice).
+                    unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), _mm512_cvtpd_ps(row)) };
+                }
+            }
+            tiles * 8
+        }
+    }
+
+    /// 4 channels x 4 frames with AVX: the 4-lane groups' transposes (4 conversions and
+    /// 8 shuffles per tile), bit-identical to the scalar loops like the AVX-512 ones.
+    #[cfg(target_arch = "x86_64")]
+    mod transpose_avx {
+        use std::arch::x86_64::*;
+
+        /// Rows in, columns out (its own inverse).
+        #[inline(always)]
+        unsafe fn transpose(r: [__m256d; 4]) -> [__m256d; 4] {
+            // SAFETY: register-only intrinsics; the caller enables AVX.
+            unsafe {
+                let t0 = _mm256_unpacklo_pd(r[0], r[1]);
+                let t1 = _mm256_unpackhi_pd(r[0], r[1]);
+                let t2 = _mm256_unpacklo_pd(r[2], r[3]);
+                let t3 = _mm256_unpackhi_pd(r[2], r[3]);
+                [
+                    _mm256_permute2f128_pd::<0x20>(t0, t2),
+                    _mm256_permute2f128_pd::<0x20>(t1, t3),
+                    _mm256_permute2f128_pd::<0x31>(t0, t2),
+                    _mm256_permute2f128_pd::<0x31>(t1, t3),
+                ]
+            }
+        }
+
+        /// Fills whole 4-frame tiles of `frames` from `bufs[..4][t0..]`; returns the frames
+        /// written. Safety: AVX present, 4 buffers of at least `t0 + frames.len()` samples.
+        #[target_feature(enable = "avx")]
+        pub(super) unsafe fn gather(bufs: &[&mut [f32]], t0: usize, frames: &mut [[f64; 4]]) -> usize {
+            let tiles = frames.len() / 4;
+            for tile in 0..tiles {
+                let t = t0 + tile * 4;
+                let mut r = [_mm256_setzero_pd(); 4];
+                for (l, row) in r.iter_mut().enumerate() {
+                    let src = &bufs[l][t..t + 4];
+                    // SAFETY: `src` holds exactly 4 `f32` (bounds-checked slice).
+                    *row = _mm256_cvtps_pd(unsafe { _mm_loadu_ps(src.as_ptr()) });
+                }
+                // SAFETY: register-only; AVX is enabled here.
+                let f = unsafe { transpose(r) };
+                for (i, v) in f.into_iter().enumerate() {
+                    // SAFETY: `frames[tile * 4 + i]` is one `[f64; 4]` (bounds-checked).
+                    unsafe { _mm256_storeu_pd(frames[tile * 4 + i].as_mut_ptr(), v) };
+                }
+            }
+            tiles * 4
+        }
+
+        /// The inverse of [`gather`]: whole tiles of `frames` into `bufs[..4][t0..]`.
+        #[target_feature(enable = "avx")]
+        pub(super) unsafe fn scatter(frames: &[[f64; 4]], bufs: &mut [&mut [f32]], t0: usize) -> usize {
+            let tiles = frames.len() / 4;
+            for tile in 0..tiles {
+                let t = t0 + tile * 4;
+                let mut f = [_mm256_setzero_pd(); 4];
+                for (i, v) in f.iter_mut().enumerate() {
+                    // SAFETY: `frames[tile * 4 + i]` is one `[f64; 4]` (bounds-checked).
+                    *v = unsafe { _mm256_loadu_pd(frames[tile * 4 + i].as_ptr()) };
+                }
+                // SAFETY: register-only; AVX is enabled here.
+                let r = unsafe { transpose(f) };
+                for (l, row) in r.into_iter().enumerate() {
+                    let dst = &mut bufs[l][t..t + 4];
+                    // SAFETY: `dst` holds exactly 4 `f32` (bounds-checked slice).
+                    unsafe { _mm_storeu_ps(dst.as_mut_ptr(), _mm256_cvtpd_ps(row)) };
+                }
+            }
+            tiles * 4
         }
     }
 
@@ -660,7 +885,7 @@ mod kernels {
         while t0 < end {
             let n = (end - t0).min(SUB_BLOCK);
             let data = &mut data_all[..n];
-            gather(bufs, t0, data);
+            gather(wave, bufs, t0, data);
             // Two channels in section lanes take four sections per vector.
             let m = if L == 2 && wave == Wave::Avx512 { 4 } else { M };
             for (ci, chunk) in coefs.chunks(m).enumerate() {
@@ -675,7 +900,7 @@ mod kernels {
                 }
                 run!(1 2 3 4 5 6 7 8);
             }
-            scatter(data, bufs, t0);
+            scatter(wave, data, bufs, t0);
             t0 += n;
         }
     }
