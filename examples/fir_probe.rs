@@ -1,5 +1,6 @@
 //! Times the FIR paths per kernel length (calibrates `fir::choose_mode`).
 use ferrofx::fir::{choose_mode, FirFilter, FirMode};
+use ferrofx::simd::Isa;
 use std::time::Instant;
 fn main() {
     let frames = 44_100;
@@ -27,6 +28,20 @@ fn main() {
             let ns = t0.elapsed().as_secs_f64() * 1e9 / frames as f64;
             let name = match mode { FirMode::Direct => "direct".to_string(), FirMode::Partitioned { partition } => format!("p{partition}"), _ => unreachable!() };
             line += &format!(" {name}={ns:.1}");
+        }
+        // The direct path's narrower kernels on this CPU, for the per-instruction-set cost model.
+        for isa in [Isa::Avx2, Isa::Portable] {
+            if taps > 20_000 || !isa.is_supported() {
+                continue;
+            }
+            let mut f = FirFilter::with_isa(&h, 1, FirMode::Direct, 4096, isa);
+            let mut y = x.clone();
+            let t0 = Instant::now();
+            for c in y.chunks_mut(4096) {
+                let n = c.len();
+                f.process(&mut [c], n);
+            }
+            line += &format!(" direct-{}={:.1}", isa.name(), t0.elapsed().as_secs_f64() * 1e9 / frames as f64);
         }
         println!("{line}  (ns/sample)");
     }
