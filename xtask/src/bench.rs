@@ -164,8 +164,10 @@ pub struct Measurement {
     pub runs: usize,
     pub median_s: f64,
     pub min_s: f64,
-    /// For `realtime_block`: frames per block, p99.9 seconds per block.
-    pub block: Option<(usize, f64)>,
+    /// For `realtime_block`: frames per block, p99.9 seconds per block, and the median
+    /// and p99.9 of plain arithmetic of the median block's length timed the same way
+    /// ([`machine_tail`]).
+    pub block: Option<(usize, f64, (f64, f64))>,
 }
 
 impl Measurement {
@@ -279,7 +281,8 @@ fn time_blocks(runner: Runner, chain: &Chain, block: usize, seconds: f64, min_bl
         }
     }
     times.sort_by(f64::total_cmp);
-    let p999 = times[((times.len() as f64 * 0.999) as usize).min(times.len() - 1)];
+    let p999 = percentile_999(&times);
+    let machine_p999 = machine_tail(times[times.len() / 2], times.len());
     let (sections, taps) = shape(chain);
     Ok(Measurement {
         workload: "realtime_block",
@@ -291,8 +294,41 @@ fn time_blocks(runner: Runner, chain: &Chain, block: usize, seconds: f64, min_bl
         runs: times.len(),
         median_s: times[times.len() / 2],
         min_s: times[0],
-        block: Some((block, p999)),
+        block: Some((block, p999, machine_p999)),
     })
+}
+
+/// The 99.9th percentile of sorted `times`.
+fn percentile_999(times: &[f64]) -> f64 {
+    times[((times.len() as f64 * 0.999) as usize).min(times.len() - 1)]
+}
+
+/// The p99.9 of `count` timings of plain dependent arithmetic that takes `median_s`, timed
+/// like the blocks: what this machine adds to any code of that length (interrupts,
+/// preemption, the hypervisor's steal), the floor under the engine's own tail. No
+/// memory, no branches that depend on data: nothing of the engine's.
+fn machine_tail(median_s: f64, count: usize) -> (f64, f64) {
+    fn spin(n: u64) -> f64 {
+        let mut x = 1.0f64;
+        for _ in 0..n {
+            x = std::hint::black_box(x * 1.000_000_1 + 1e-9);
+        }
+        x
+    }
+    let calibration = 200_000;
+    let t0 = Instant::now();
+    std::hint::black_box(spin(calibration));
+    let per_step = t0.elapsed().as_secs_f64() / calibration as f64;
+    let n = ((median_s / per_step) as u64).max(1);
+    let mut times = Vec::with_capacity(count + 100);
+    for _ in 0..count + 100 {
+        let t = Instant::now();
+        std::hint::black_box(spin(n));
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.drain(..100);
+    times.sort_by(f64::total_cmp);
+    (times[times.len() / 2], percentile_999(&times))
 }
 
 /// Every measurement of one workload.
@@ -345,10 +381,12 @@ fn print(m: &Measurement, json_out: bool) {
             "sections": m.sections, "taps": m.taps, "runs": m.runs, "median_s": m.median_s,
             "min_s": m.min_s, "ns_per_sample": m.ns_per_sample(),
         });
-        if let Some((block, p999)) = m.block {
+        if let Some((block, p999, (machine_median, machine_p999))) = m.block {
             let budget = block as f64 / 48_000.0;
             v["block"] = json!(block);
             v["p999_s"] = json!(p999);
+            v["machine_median_s"] = json!(machine_median);
+            v["machine_p999_s"] = json!(machine_p999);
             v["median_budget_share"] = json!(m.median_s / budget);
             v["p999_budget_share"] = json!(p999 / budget);
         }
@@ -357,10 +395,10 @@ fn print(m: &Measurement, json_out: bool) {
     }
     let per_section = if m.sections > 0 { format!("{:8.3} ns/sample/ch/section", m.ns_per_sample() / m.sections as f64) } else { String::new() };
     match m.block {
-        Some((block, p999)) => {
+        Some((block, p999, (machine_median, machine_p999))) => {
             let budget = block as f64 / 48_000.0;
             println!(
-                "{:<15} {:<4} {:>2} ch  block {:>5}  median {:>8.2} us ({:.4}% of budget)  p99.9 {:>8.2} us ({:.4}%)",
+                "{:<15} {:<4} {:>2} ch  block {:>5}  median {:>8.2} us ({:.4}% of budget)  p99.9 {:>8.2} us ({:.4}%)  machine: median {:>6.2} us, p99.9 {:>6.2} us",
                 m.workload,
                 m.backend,
                 m.channels,
@@ -368,7 +406,9 @@ fn print(m: &Measurement, json_out: bool) {
                 m.median_s * 1e6,
                 100.0 * m.median_s / budget,
                 p999 * 1e6,
-                100.0 * p999 / budget
+                100.0 * p999 / budget,
+                machine_median * 1e6,
+                machine_p999 * 1e6
             );
         }
         None => println!(
