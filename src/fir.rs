@@ -255,8 +255,9 @@ fn convolve_avx512(buf: &[f32], rev: &[f32], out: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn convolve_avx2(buf: &[f32], rev: &[f32], out: &mut [f32]) {
-    let done = convolve_tiles_avx2(buf, rev, out);
-    convolve_generic::<Fused>(&buf[done..], rev, &mut out[done..])
+    // The ring kernel written for AVX2 (8 floats, a ring of 6: all 16 registers) measured
+    // only 1.0-1.2x this one, not worth a second copy of it.
+    convolve_generic::<Fused>(buf, rev, out)
 }
 
 /// The direct convolution's main kernel with AVX-512: whole tiles of 8 vectors of 16
@@ -342,78 +343,6 @@ fn convolve_tiles_avx512(buf: &[f32], rev: &[f32], out: &mut [f32]) -> usize {
             let o = &mut out[i + v * W..i + (v + 1) * W];
             // SAFETY: `o` holds exactly 16 floats (bounds-checked slice).
             unsafe { _mm512_storeu_ps(o.as_mut_ptr(), *t) };
-        }
-        i += TILE;
-    }
-    i
-}
-
-/// [`convolve_tiles_avx512`] for AVX2: 8-float vectors, so 8 phases, and a ring of 6
-/// vectors with 6 accumulators (16 registers: 6 + 6, the tap, and room for the loads).
-/// Returns the outputs written (a multiple of 48). Measured on the development machine
-/// (`fir_probe`, its AVX-512 CPU running the AVX2 path, alternating runs): about even
-/// with the 4 x 16 kernel at 256 taps, 1.1x at 511, 1.2x at 1,024; six accumulators do
-/// not cover the FMA latency on two units, and more do not fit in 16 registers.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn convolve_tiles_avx2(buf: &[f32], rev: &[f32], out: &mut [f32]) -> usize {
-    use std::arch::x86_64::*;
-    const W: usize = 8;
-    const TILE: usize = 6 * W;
-    let taps = rev.len();
-    let n = out.len().min(buf.len().saturating_sub(taps.saturating_sub(1)));
-    let mut i = 0;
-    while i + TILE <= n {
-        let window = &buf[i..i + TILE + taps - 1];
-        let mut total = [_mm256_setzero_ps(); 6];
-        for p in 0..W.min(taps) {
-            // The last input vector ends at `p + 8 (per + 5) + 8 <= taps + 47 = window.len()`.
-            let per = (taps - p).div_ceil(W);
-            let vectors = per + 5;
-            debug_assert!(p + vectors * W <= window.len());
-            let xp = window[p..].as_ptr();
-            // SAFETY: `idx < vectors`, so the 8 floats read lie inside `window` (above).
-            let ld = |idx: usize| unsafe { _mm256_loadu_ps(xp.add(idx * W)) };
-            let (mut r0, mut r1, mut r2, mut r3, mut r4, mut r5) = (ld(0), ld(1), ld(2), ld(3), ld(4), ld(5));
-            let mut a = [_mm256_setzero_ps(); 6];
-            let mut m = 0;
-            macro_rules! step {
-                ($u:expr, $h:expr, $s0:ident $s1:ident $s2:ident $s3:ident $s4:ident $s5:ident) => {{
-                    let h = _mm256_set1_ps($h);
-                    a[0] = _mm256_fmadd_ps(h, $s0, a[0]);
-                    a[1] = _mm256_fmadd_ps(h, $s1, a[1]);
-                    a[2] = _mm256_fmadd_ps(h, $s2, a[2]);
-                    a[3] = _mm256_fmadd_ps(h, $s3, a[3]);
-                    a[4] = _mm256_fmadd_ps(h, $s4, a[4]);
-                    a[5] = _mm256_fmadd_ps(h, $s5, a[5]);
-                    if m + $u + 6 < vectors {
-                        $s0 = ld(m + $u + 6);
-                    }
-                }};
-            }
-            while m + 6 <= per {
-                let h = &rev[p + m * W..][..5 * W + 1];
-                step!(0, h[0], r0 r1 r2 r3 r4 r5);
-                step!(1, h[W], r1 r2 r3 r4 r5 r0);
-                step!(2, h[2 * W], r2 r3 r4 r5 r0 r1);
-                step!(3, h[3 * W], r3 r4 r5 r0 r1 r2);
-                step!(4, h[4 * W], r4 r5 r0 r1 r2 r3);
-                step!(5, h[5 * W], r5 r0 r1 r2 r3 r4);
-                m += 6;
-            }
-            while m < per {
-                step!(0, rev[p + m * W], r0 r1 r2 r3 r4 r5);
-                (r0, r1, r2, r3, r4, r5) = (r1, r2, r3, r4, r5, r0);
-                m += 1;
-            }
-            for (t, a) in total.iter_mut().zip(&a) {
-                *t = _mm256_add_ps(*t, *a);
-            }
-        }
-        for (v, t) in total.iter().enumerate() {
-            let o = &mut out[i + v * W..i + (v + 1) * W];
-            // SAFETY: `o` holds exactly 8 floats (bounds-checked slice).
-            unsafe { _mm256_storeu_ps(o.as_mut_ptr(), *t) };
         }
         i += TILE;
     }

@@ -700,10 +700,60 @@ mod kernels {
         }
     }
 
-    /// 8 channels x 8 frames: planar `f32` rows to `f64` frames and back, in registers
-    /// (8 conversions and 24 shuffles per tile: unpack, two-source permute, 128-bit lane
-    /// shuffle). `f32 -> f64` is exact and `f64 -> f32` rounds to nearest like `as f32`,
-    /// so the result is bit-identical to the scalar loops.
+    /// The tile loops around an in-register transpose: `gather` fills whole tiles of
+    /// `frames` (`L` channels x `L` frames) from `bufs[..L][t0..]`, `scatter` is its inverse;
+    /// both return the frames moved (a multiple of `L`). Safety for both: the module's
+    /// target features present, `L` buffers of at least `t0 + frames.len()` samples.
+    /// `f32 -> f64` is exact and `f64 -> f32` rounds to nearest like `as f32`, so the
+    /// result is bit-identical to the scalar loops.
+    macro_rules! transpose_io {
+        ($lanes:literal, $feat:literal, $vd:ty, $zero:ident, $ld_ps:ident, $st_ps:ident, $ld_pd:ident, $st_pd:ident, $widen:ident, $narrow:ident) => {
+            #[target_feature(enable = $feat)]
+            pub(super) unsafe fn gather(bufs: &[&mut [f32]], t0: usize, frames: &mut [[f64; $lanes]]) -> usize {
+                let tiles = frames.len() / $lanes;
+                for tile in 0..tiles {
+                    let t = t0 + tile * $lanes;
+                    let mut r: [$vd; $lanes] = [$zero(); $lanes];
+                    for (l, row) in r.iter_mut().enumerate() {
+                        let src = &bufs[l][t..t + $lanes];
+                        // SAFETY: `src` holds exactly one vector of `f32` (bounds-checked).
+                        *row = $widen(unsafe { $ld_ps(src.as_ptr()) });
+                    }
+                    // SAFETY: register-only; the target features are enabled here.
+                    let f = unsafe { transpose(r) };
+                    for (i, v) in f.into_iter().enumerate() {
+                        // SAFETY: `frames[..]` is one `[f64; L]` (bounds-checked).
+                        unsafe { $st_pd(frames[tile * $lanes + i].as_mut_ptr(), v) };
+                    }
+                }
+                tiles * $lanes
+            }
+
+            #[target_feature(enable = $feat)]
+            pub(super) unsafe fn scatter(frames: &[[f64; $lanes]], bufs: &mut [&mut [f32]], t0: usize) -> usize {
+                let tiles = frames.len() / $lanes;
+                for tile in 0..tiles {
+                    let t = t0 + tile * $lanes;
+                    let mut f: [$vd; $lanes] = [$zero(); $lanes];
+                    for (i, v) in f.iter_mut().enumerate() {
+                        // SAFETY: `frames[..]` is one `[f64; L]` (bounds-checked).
+                        *v = unsafe { $ld_pd(frames[tile * $lanes + i].as_ptr()) };
+                    }
+                    // SAFETY: register-only; the target features are enabled here.
+                    let r = unsafe { transpose(f) };
+                    for (l, row) in r.into_iter().enumerate() {
+                        let dst = &mut bufs[l][t..t + $lanes];
+                        // SAFETY: `dst` holds exactly one vector of `f32` (bounds-checked).
+                        unsafe { $st_ps(dst.as_mut_ptr(), $narrow(row)) };
+                    }
+                }
+                tiles * $lanes
+            }
+        };
+    }
+
+    /// 8 channels x 8 frames with AVX-512: 8 conversions and 24 shuffles per tile
+    /// (unpack, two-source permute, 128-bit lane shuffle).
     #[cfg(target_arch = "x86_64")]
     mod transpose_avx512 {
         use std::arch::x86_64::*;
@@ -748,55 +798,11 @@ mod kernels {
             }
         }
 
-        /// Fills whole 8-frame tiles of `frames` from `bufs[..8][t0..]`; returns the frames
-        /// written (a multiple of 8). Safety: AVX-512F/VL present, 8 buffers of at least
-        /// `t0 + frames.len()` samples.
-        #[target_feature(enable = "avx512f,avx512vl")]
-        pub(super) unsafe fn gather(bufs: &[&mut [f32]], t0: usize, frames: &mut [[f64; 8]]) -> usize {
-            let tiles = frames.len() / 8;
-            for tile in 0..tiles {
-                let t = t0 + tile * 8;
-                let mut r = [_mm512_setzero_pd(); 8];
-                for (l, row) in r.iter_mut().enumerate() {
-                    let src = &bufs[l][t..t + 8];
-                    // SAFETY: `src` holds exactly 8 `f32` (bounds-checked slice).
-                    *row = _mm512_cvtps_pd(unsafe { _mm256_loadu_ps(src.as_ptr()) });
-                }
-                // SAFETY: register-only; AVX-512F is enabled here.
-                let f = unsafe { transpose(r) };
-                for (i, v) in f.into_iter().enumerate() {
-                    // SAFETY: `frames[tile * 8 + i]` is one `[f64; 8]` (bounds-checked).
-                    unsafe { _mm512_storeu_pd(frames[tile * 8 + i].as_mut_ptr(), v) };
-                }
-            }
-            tiles * 8
-        }
-
-        /// The inverse of [`gather`]: whole tiles of `frames` into `bufs[..8][t0..]`.
-        #[target_feature(enable = "avx512f,avx512vl")]
-        pub(super) unsafe fn scatter(frames: &[[f64; 8]], bufs: &mut [&mut [f32]], t0: usize) -> usize {
-            let tiles = frames.len() / 8;
-            for tile in 0..tiles {
-                let t = t0 + tile * 8;
-                let mut f = [_mm512_setzero_pd(); 8];
-                for (i, v) in f.iter_mut().enumerate() {
-                    // SAFETY: `frames[tile * 8 + i]` is one `[f64; 8]` (bounds-checked).
-                    *v = unsafe { _mm512_loadu_pd(frames[tile * 8 + i].as_ptr()) };
-                }
-                // SAFETY: register-only; AVX-512F is enabled here.
-                let r = unsafe { transpose(f) };
-                for (l, row) in r.into_iter().enumerate() {
-                    let dst = &mut bufs[l][t..t + 8];
-                    // SAFETY: `dst` holds exactly 8 `f32` (bounds-checked slice).
-                    unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), _mm512_cvtpd_ps(row)) };
-                }
-            }
-            tiles * 8
-        }
+        transpose_io!(8, "avx512f,avx512vl", __m512d, _mm512_setzero_pd, _mm256_loadu_ps, _mm256_storeu_ps, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_cvtps_pd, _mm512_cvtpd_ps);
     }
 
-    /// 4 channels x 4 frames with AVX: the 4-lane groups' transposes (4 conversions and
-    /// 8 shuffles per tile), bit-identical to the scalar loops like the AVX-512 ones.
+    /// 4 channels x 4 frames with AVX (the 4-lane groups): 4 conversions and 8 shuffles
+    /// per tile.
     #[cfg(target_arch = "x86_64")]
     mod transpose_avx {
         use std::arch::x86_64::*;
@@ -819,50 +825,7 @@ mod kernels {
             }
         }
 
-        /// Fills whole 4-frame tiles of `frames` from `bufs[..4][t0..]`; returns the frames
-        /// written. Safety: AVX present, 4 buffers of at least `t0 + frames.len()` samples.
-        #[target_feature(enable = "avx")]
-        pub(super) unsafe fn gather(bufs: &[&mut [f32]], t0: usize, frames: &mut [[f64; 4]]) -> usize {
-            let tiles = frames.len() / 4;
-            for tile in 0..tiles {
-                let t = t0 + tile * 4;
-                let mut r = [_mm256_setzero_pd(); 4];
-                for (l, row) in r.iter_mut().enumerate() {
-                    let src = &bufs[l][t..t + 4];
-                    // SAFETY: `src` holds exactly 4 `f32` (bounds-checked slice).
-                    *row = _mm256_cvtps_pd(unsafe { _mm_loadu_ps(src.as_ptr()) });
-                }
-                // SAFETY: register-only; AVX is enabled here.
-                let f = unsafe { transpose(r) };
-                for (i, v) in f.into_iter().enumerate() {
-                    // SAFETY: `frames[tile * 4 + i]` is one `[f64; 4]` (bounds-checked).
-                    unsafe { _mm256_storeu_pd(frames[tile * 4 + i].as_mut_ptr(), v) };
-                }
-            }
-            tiles * 4
-        }
-
-        /// The inverse of [`gather`]: whole tiles of `frames` into `bufs[..4][t0..]`.
-        #[target_feature(enable = "avx")]
-        pub(super) unsafe fn scatter(frames: &[[f64; 4]], bufs: &mut [&mut [f32]], t0: usize) -> usize {
-            let tiles = frames.len() / 4;
-            for tile in 0..tiles {
-                let t = t0 + tile * 4;
-                let mut f = [_mm256_setzero_pd(); 4];
-                for (i, v) in f.iter_mut().enumerate() {
-                    // SAFETY: `frames[tile * 4 + i]` is one `[f64; 4]` (bounds-checked).
-                    *v = unsafe { _mm256_loadu_pd(frames[tile * 4 + i].as_ptr()) };
-                }
-                // SAFETY: register-only; AVX is enabled here.
-                let r = unsafe { transpose(f) };
-                for (l, row) in r.into_iter().enumerate() {
-                    let dst = &mut bufs[l][t..t + 4];
-                    // SAFETY: `dst` holds exactly 4 `f32` (bounds-checked slice).
-                    unsafe { _mm_storeu_ps(dst.as_mut_ptr(), _mm256_cvtpd_ps(row)) };
-                }
-            }
-            tiles * 4
-        }
+        transpose_io!(4, "avx", __m256d, _mm256_setzero_pd, _mm_loadu_ps, _mm_storeu_ps, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_cvtps_pd, _mm256_cvtpd_ps);
     }
 
     /// One group of up to `L` channels starting at `first_channel`.

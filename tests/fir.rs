@@ -113,8 +113,8 @@ fn set_taps_changes_the_kernel_without_losing_history() {
     }
 }
 
-/// Each instruction set's direct kernel (AVX-512 and AVX2 ring kernels, the 4 x 16 tiles,
-/// the portable loops) against plain float64 convolution, with tap counts around the
+/// Each instruction set's direct kernel (the AVX-512 ring kernel, the 4 x 16 tiles with
+/// AVX2, the portable loops) against plain float64 convolution, with tap counts around the
 /// kernels' phase and tile sizes and blocks that mix whole tiles with remainders.
 #[test]
 fn every_direct_kernel_equals_plain_convolution() {

@@ -29,6 +29,33 @@ fn sections_of(chain: Chain) -> Vec<Sos> {
     }
 }
 
+/// A xorshift generator of uniform samples in [-0.5, 0.5).
+fn xorshift(mut seed: u32) -> impl FnMut() -> f32 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed as f32 / u32::MAX as f32 - 0.5
+    }
+}
+
+/// `input` through `c` in blocks of the given lengths, repeated until the end.
+fn process_in_cuts(c: &mut SosCascade, input: &[Vec<f32>], cuts: &[usize]) -> Vec<Vec<f32>> {
+    let frames = input.iter().map(|b| b.len()).min().unwrap_or(0);
+    let mut out = input.to_vec();
+    let mut start = 0;
+    for len in cuts.iter().cycle() {
+        if start >= frames {
+            break;
+        }
+        let end = (start + len).min(frames);
+        let mut s: Vec<&mut [f32]> = out.iter_mut().map(|b| &mut b[start..end]).collect();
+        c.process(&mut s, end - start);
+        start = end;
+    }
+    out
+}
+
 #[test]
 fn all_kernels_match_the_scalar_reference() {
     let cascades = [
@@ -36,13 +63,7 @@ fn all_kernels_match_the_scalar_reference() {
         sections_of(Butterworth::highpass(30.0, 7) | Elliptic::lowpass(9000.0, 6, 0.5, 70.0)),
         sections_of(Butterworth::bandpass(100.0, 5000.0, 12) | Chebyshev2::highpass(50.0, 8, 60.0)),
     ];
-    let mut seed = 1u32;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 17;
-        seed ^= seed << 5;
-        seed as f32 / u32::MAX as f32 - 0.5
-    };
+    let mut rnd = xorshift(1);
     for isa in [Isa::Portable, Isa::Avx2, Isa::Avx512] {
         if !isa.is_supported() {
             println!("SKIPPED {}: this CPU lacks it", isa.name());
@@ -54,18 +75,8 @@ fn all_kernels_match_the_scalar_reference() {
                 let input: Vec<Vec<f32>> = (0..channels).map(|_| (0..frames).map(|_| rnd()).collect()).collect();
                 let mut c = SosCascade::with_isa(sections, channels, isa);
                 assert_eq!(c.isa(), isa);
-                let mut out = input.clone();
                 // Irregular blocks, including ones longer than the internal sub-block.
-                let mut start = 0;
-                for len in [1usize, 300, 7, 600, 592].iter().cycle() {
-                    if start >= frames {
-                        break;
-                    }
-                    let end = (start + len).min(frames);
-                    let mut s: Vec<&mut [f32]> = out.iter_mut().map(|b| &mut b[start..end]).collect();
-                    c.process(&mut s, end - start);
-                    start = end;
-                }
+                let out = process_in_cuts(&mut c, &input, &[1, 300, 7, 600, 592]);
                 for ch in 0..channels {
                     let want = reference(sections, &input[ch]);
                     let peak = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
@@ -86,28 +97,11 @@ fn all_kernels_match_the_scalar_reference() {
 fn channel_grouping_and_block_cuts_do_not_change_a_bit() {
     let sections = sections_of(Butterworth::highpass(30.0, 7) | Elliptic::lowpass(9000.0, 6, 0.5, 70.0));
     let frames = 3000;
-    let mut seed = 7u32;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 17;
-        seed ^= seed << 5;
-        seed as f32 / u32::MAX as f32 - 0.5
-    };
+    let mut rnd = xorshift(7);
     let input: Vec<Vec<f32>> = (0..12).map(|_| (0..frames).map(|_| rnd()).collect()).collect();
     let run = |isa: Isa, group: &[Vec<f32>], cuts: &[usize]| -> Vec<Vec<f32>> {
         let mut c = SosCascade::with_isa(&sections, group.len(), isa);
-        let mut out = group.to_vec();
-        let mut start = 0;
-        for len in cuts.iter().cycle() {
-            if start >= frames {
-                break;
-            }
-            let end = (start + len).min(frames);
-            let mut s: Vec<&mut [f32]> = out.iter_mut().map(|b| &mut b[start..end]).collect();
-            c.process(&mut s, end - start);
-            start = end;
-        }
-        out
+        process_in_cuts(&mut c, group, cuts)
     };
     let mut checked = 0;
     for isa in [Isa::Avx2, Isa::Avx512] {
