@@ -5,7 +5,7 @@ fn main() {
     let s = ferrofx::design::rbj::biquad(ferrofx::design::BiquadKind::Peaking, 1000.0, 1.0, 3.0, 48000.0);
     for isa in [Isa::Portable, Isa::Avx2, Isa::Avx512] {
         for ch in [1usize, 2, 8, 12] {
-            for n in [1usize, 4, 8, 16] {
+            for n in [1usize, 4, 8, 15, 16] {
                 let secs: Vec<Sos> = vec![s; n];
                 let mut c = SosCascade::with_isa(&secs, ch, isa);
                 let frames = 4096;

@@ -22,8 +22,8 @@
 //! Channels are processed in groups of `L` SIMD lanes (8 with AVX-512, 4 with AVX2 or
 //! the portable build), `L` channels per `f64` vector: one section update is five fused
 //! multiply-adds on whole vectors. Audio moves through an interleaved `f64` scratch of
-//! [`SUB_BLOCK`] frames (16 KiB, in L1); the cascade runs over it in chunks of up to 8
-//! sections whose state lives in registers for the whole sub-block, so the sample loop
+//! [`SUB_BLOCK`] frames (16 KiB, in L1); the cascade runs over it in chunks of up to 4
+//! sections (8 for one channel with AVX-512) whose state lives in registers for the whole sub-block, so the sample loop
 //! touches no state memory. The instruction set is detected at run time (portable
 //! binaries: SSE2 baseline, AVX2+FMA and AVX-512 kernels selected when the CPU has them).
 //!
@@ -849,8 +849,14 @@ mod kernels {
             let n = (end - t0).min(SUB_BLOCK);
             let data = &mut data_all[..n];
             gather(wave, bufs, t0, data);
-            // Two channels in section lanes take four sections per vector.
-            let m = if L == 2 && wave == Wave::Avx512 { 4 } else { M };
+            // Sections per register-resident chunk. One channel in section lanes takes
+            // up to `M` (eight with AVX-512: one vector); two channels in section lanes
+            // take four per vector; the channel-lane wavefronts also run four at a time:
+            // with eight, the 8-lane loop's state, frame and coefficient vectors exceed
+            // the 32 registers, coefficients are reloaded and values copied every frame
+            // (`examples/sos_probe.rs`, 8 and 12 channels: 1.15-1.3x slower at 8 to 15
+            // sections). The arithmetic per section is the same either way.
+            let m = if L == 1 { M } else { M.min(4) };
             for (ci, chunk) in coefs.chunks(m).enumerate() {
                 let first_section = ci * m;
                 macro_rules! run {
