@@ -518,7 +518,7 @@ impl Direct {
 /// The kernel is real, so convolving `x0 + i x1` with it yields `y0 + i y1`: one complex
 /// FFT of `2B` serves two channels, where a real FFT per channel (`realfft`: a complex
 /// FFT of `B` plus a scalar unpacking pass) costs the same arithmetic and the unpacking
-/// on top (28 % of `long_fir`'s time, measured with `perf`; stereo 1.43x faster). An
+/// on top (28 % of `long_fir`'s time, measured with `perf`; stereo ~1.4x faster). An
 /// odd channel count's last channel keeps the real FFT ([`LevelSingle`]): alone in a
 /// pair it would cost a whole pair (measured 2x slower).
 struct LevelPair {
@@ -654,6 +654,8 @@ impl Level {
             for (dst, &t) in spec.iter_mut().zip(mine.iter().skip(p * b).take(b)) {
                 dst.re = (t * scale) as f32;
             }
+            // `spec` and `scratch` have the plan's lengths (rustfft panics only on a
+            // length mismatch).
             self.forward.process_with_scratch(spec, &mut self.scratch);
         }
         // The output of the block in progress depends only on past input: redo it with
