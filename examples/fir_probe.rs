@@ -1,4 +1,5 @@
-//! Times the FIR paths per kernel length (calibrates `fir::choose_mode`).
+//! Times the FIR paths per kernel length (calibrates `fir::choose_mode` and, with the
+//! two-channel `p128x2` column, `fir::pairing_factor`).
 use ferrofx::fir::{choose_mode, FirFilter, FirMode};
 use ferrofx::simd::Isa;
 use std::time::Instant;
@@ -43,6 +44,17 @@ fn main() {
             }
             line += &format!(" direct-{}={:.1}", isa.name(), t0.elapsed().as_secs_f64() * 1e9 / frames as f64);
         }
-        println!("{line}  (ns/sample)");
+        // The partitioned path with two channels sharing complex FFTs (fir::pairing_factor).
+        if taps > 128 {
+            let mut f = FirFilter::new(&h, 2, FirMode::Partitioned { partition: 128 }, 4096);
+            let (mut a, mut b) = (x.clone(), x.clone());
+            let t0 = Instant::now();
+            for (ca, cb) in a.chunks_mut(4096).zip(b.chunks_mut(4096)) {
+                let n = ca.len();
+                f.process(&mut [ca, cb], n);
+            }
+            line += &format!(" p128x2={:.1}", t0.elapsed().as_secs_f64() * 1e9 / (2 * frames) as f64);
+        }
+        println!("{line}  (ns/sample per channel)");
     }
 }

@@ -1,7 +1,7 @@
 //! FIR paths against a plain float64 convolution: every partition size and host block
 //! pattern, a million-tap kernel, and the cost-model choice.
 
-use ferrofx::fir::{choose_mode, FirFilter, FirMode};
+use ferrofx::fir::{choose_mode, choose_mode_for, FirFilter, FirMode};
 use ferrofx::simd::Isa;
 
 fn lcg(seed: u64) -> impl FnMut() -> f64 {
@@ -173,4 +173,21 @@ fn paired_channels_stay_separate_on_the_partitioned_path() {
     }
     // The channels left out were not touched.
     assert!(switch < 5000 && ys[1][switch..] == xs[1][switch..] && ys[2][switch..] == xs[2][switch..]);
+}
+
+/// Channels sharing complex FFTs in pairs make the partitioned path cheaper per channel,
+/// so with two channels the cost model switches to it at a shorter kernel than with one,
+/// and at the same length for any count of two or more (channel groups of a split
+/// render must agree).
+#[test]
+fn paired_channels_switch_to_the_fft_path_at_shorter_kernels() {
+    let first = |channels: usize| {
+        (129..8192).find(|&taps| matches!(choose_mode_for(taps, channels), FirMode::Partitioned { .. })).expect("partitioned below 8192 taps")
+    };
+    let (one, two) = (first(1), first(2));
+    assert!(two < one, "two channels switch at {two} taps, one at {one}");
+    for channels in [3, 7, 8, 12] {
+        assert_eq!(first(channels), two, "{channels} channels");
+    }
+    assert_eq!(choose_mode_for(one, 1), choose_mode(one));
 }

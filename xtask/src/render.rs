@@ -6,7 +6,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use ferrofx::gpu::router::{Route, Router, RouterConfig};
 use ferrofx::gpu::wgpu_backend::{GpuStream, WgpuContext};
-use ferrofx::{Chain, DesignedChain, Engine};
+use ferrofx::fir::{choose_mode_for, FirMode};
+use ferrofx::{Chain, DesignedChain, DesignedStage, Engine};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -43,7 +44,8 @@ pub struct RenderArgs {
     #[arg(long)]
     out_dir: Option<PathBuf>,
     /// Engines a single file's channels are split over (default: the cores left by the
-    /// reader and writer threads). Results do not depend on it.
+    /// reader and writer threads; with a long FIR, whole channel pairs). Results do not
+    /// depend on it.
     #[arg(long)]
     threads: Option<usize>,
     /// Input audio files (WAV, FLAC).
@@ -86,14 +88,8 @@ enum Processor {
 
 impl Processor {
     fn cpu(designed: &DesignedChain, channels: usize, block_size: usize, dsp_threads: usize) -> Processor {
-        let groups = dsp_threads.clamp(1, channels);
-        let per_group = channels.div_ceil(groups);
-        Processor::Cpu(
-            (0..channels)
-                .step_by(per_group)
-                .map(|first| Engine::new(designed, per_group.min(channels - first), block_size))
-                .collect(),
-        )
+        let bounds = channel_groups(channels, dsp_threads, pairs_channels(designed));
+        Processor::Cpu(bounds.windows(2).map(|g| Engine::new(designed, g[1] - g[0], block_size)).collect())
     }
 
     fn gpu(ctx: &WgpuContext, designed: &DesignedChain, channels: usize, block_size: usize) -> Result<Processor> {
@@ -310,6 +306,34 @@ fn pipeline(
 
 /// Each engine takes the next `engine.channels()` buffers; all but the first run on
 /// scoped threads.
+/// Whether the chain has a FIR stage that may run on the partitioned path, which runs
+/// channels `(0, 1)`, `(2, 3)`, ... through shared complex FFTs and picks its path by
+/// whether it has a pair.
+fn pairs_channels(designed: &DesignedChain) -> bool {
+    designed.stages.iter().any(|s| matches!(s, DesignedStage::Fir(t) if choose_mode_for(t.len(), 2) != FirMode::Direct))
+}
+
+/// Where a file's channels are split into up to `threads` engines: boundaries from `0`
+/// to `channels`, as even as possible. With `keep_pairs` (see [`pairs_channels`]) groups
+/// start at even channels and hold two or more channels (an odd last channel joins the
+/// last pair), so every split computes every channel exactly as one engine would.
+fn channel_groups(channels: usize, threads: usize, keep_pairs: bool) -> Vec<usize> {
+    if !keep_pairs {
+        let per = channels.div_ceil(threads.clamp(1, channels.max(1))).max(1);
+        let mut bounds: Vec<usize> = (0..channels).step_by(per).collect();
+        bounds.push(channels);
+        return bounds;
+    }
+    if channels < 2 {
+        return vec![0, channels];
+    }
+    let pairs = channels / 2;
+    let per = pairs.div_ceil(threads.clamp(1, pairs));
+    let mut bounds: Vec<usize> = (0..pairs).step_by(per).map(|p| 2 * p).collect();
+    bounds.push(channels);
+    bounds
+}
+
 fn process_split(engines: &mut [Engine], slices: &mut [&mut [f32]]) {
     if let [engine] = engines {
         engine.process(slices);
