@@ -576,9 +576,10 @@ struct Level {
     b: usize,
     first_tap: usize,
     parts: usize,
-    /// Partition spectra (full complex spectra of the real partitions), `parts * 2B`,
-    /// scaled by `1 / 2B`.
+    /// Partition spectra, scaled by `1 / 2B`, `kernel_bins` apart: the full `2B` bins
+    /// when there are pairs, else (one channel) only the `B + 1` a real FFT uses.
     kernel: Vec<Complex32>,
+    kernel_bins: usize,
     pairs: Vec<LevelPair>,
     single: Option<LevelSingle>,
     /// Position within the current block (all channels advance together).
@@ -612,12 +613,14 @@ impl Level {
             }
         });
         let scratch_len = forward.get_inplace_scratch_len().max(inverse.get_inplace_scratch_len());
+        let kernel_bins = if channels >= 2 { 2 * b } else { b + 1 };
         let mut level = Level {
             isa: Isa::detect(),
             b,
             first_tap,
             parts,
-            kernel: vec![zero; parts * 2 * b],
+            kernel: vec![zero; parts * kernel_bins],
+            kernel_bins,
             pairs: (0..channels / 2)
                 .map(|_| LevelPair { x: vec![zero; 2 * b], fdl: vec![zero; parts * 2 * b], out: vec![zero; b] })
                 .collect(),
@@ -668,18 +671,18 @@ impl Level {
     }
 
     fn set_taps(&mut self, taps: &[f64]) {
-        let (b, n) = (self.b, 2 * self.b);
-        let scale = 1.0 / n as f64;
+        let (b, kb) = (self.b, self.kernel_bins);
+        let scale = 1.0 / (2 * b) as f64;
         let mine = taps.get(self.first_tap..).unwrap_or(&[]);
         for p in 0..self.parts {
-            let spec = &mut self.kernel[p * n..(p + 1) * n];
-            spec.fill(Complex32::new(0.0, 0.0));
-            for (dst, &t) in spec.iter_mut().zip(mine.iter().skip(p * b).take(b)) {
+            self.work.fill(Complex32::new(0.0, 0.0));
+            for (dst, &t) in self.work.iter_mut().zip(mine.iter().skip(p * b).take(b)) {
                 dst.re = (t * scale) as f32;
             }
-            // `spec` and `scratch` have the plan's lengths (rustfft panics only on a
+            // `work` and `scratch` have the plan's lengths (rustfft panics only on a
             // length mismatch).
-            self.forward.process_with_scratch(spec, &mut self.scratch);
+            self.forward.process_with_scratch(&mut self.work, &mut self.scratch);
+            self.kernel[p * kb..(p + 1) * kb].copy_from_slice(&self.work[..kb]);
         }
         // The output of the block in progress depends only on past input: redo it with
         // the new kernel so the switch is exact from the next sample on.
@@ -757,6 +760,7 @@ impl Level {
             for p in 0..self.parts {
                 let src = (newest + self.parts - p) % self.parts;
                 let x = &pair.fdl[src * n..(src + 1) * n];
+                // With pairs, `kernel_bins == n`.
                 let h = &self.kernel[p * n..(p + 1) * n];
                 complex_mac(self.isa, &mut self.work, x, h);
             }
@@ -765,12 +769,12 @@ impl Level {
         }
         if let Some(single) = self.single.as_mut() {
             // A real partition's spectrum: the first `B + 1` bins of the full one.
-            let bins = b + 1;
+            let (bins, kb) = (b + 1, self.kernel_bins);
             let acc = &mut self.work[..bins];
             acc.fill(Complex32::new(0.0, 0.0));
             for p in 0..self.parts {
                 let src = (newest + self.parts - p) % self.parts;
-                complex_mac(self.isa, acc, &single.fdl[src * bins..(src + 1) * bins], &self.kernel[p * n..p * n + bins]);
+                complex_mac(self.isa, acc, &single.fdl[src * bins..(src + 1) * bins], &self.kernel[p * kb..p * kb + bins]);
             }
             // DC and Nyquist bins of a real signal's spectrum are real.
             acc[0].im = 0.0;
