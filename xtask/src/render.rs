@@ -318,18 +318,10 @@ fn pairs_channels(designed: &DesignedChain) -> bool {
 /// start at even channels and hold two or more channels (an odd last channel joins the
 /// last pair), so every split computes every channel exactly as one engine would.
 fn channel_groups(channels: usize, threads: usize, keep_pairs: bool) -> Vec<usize> {
-    if !keep_pairs {
-        let per = channels.div_ceil(threads.clamp(1, channels.max(1))).max(1);
-        let mut bounds: Vec<usize> = (0..channels).step_by(per).collect();
-        bounds.push(channels);
-        return bounds;
-    }
-    if channels < 2 {
-        return vec![0, channels];
-    }
-    let pairs = channels / 2;
-    let per = pairs.div_ceil(threads.clamp(1, pairs));
-    let mut bounds: Vec<usize> = (0..pairs).step_by(per).map(|p| 2 * p).collect();
+    let unit = if keep_pairs { 2 } else { 1 };
+    let units = (channels / unit).max(1);
+    let per = units.div_ceil(threads.clamp(1, units));
+    let mut bounds: Vec<usize> = (0..units).step_by(per).map(|u| u * unit).collect();
     bounds.push(channels);
     bounds
 }
