@@ -280,7 +280,9 @@ mod kernels {
     //! The cascade kernel, generic over lanes `L`, sections per register-resident chunk
     //! `M` and the multiply-add flavour, instantiated per instruction set.
     use super::{SosCoefs, SUB_BLOCK};
-    use crate::simd::{Fused, MulAdd, PortableMulAdd};
+    #[cfg(target_arch = "x86_64")]
+    use crate::simd::Fused;
+    use crate::simd::{MulAdd, PortableMulAdd};
 
     /// One section on one frame of `L` lanes (transposed direct form II).
     #[inline(always)]
@@ -469,12 +471,28 @@ mod kernels {
     #[derive(Clone, Copy, PartialEq, Eq)]
     pub enum Wave {
         None,
+        #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
         Avx2,
+        #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
         Avx512,
+    }
+
+    /// No explicit-vector kernels off x86-64: the caller runs the sample-outer loop.
+    #[cfg(not(target_arch = "x86_64"))]
+    #[inline(always)]
+    fn wave_chunk<const L: usize, const N: usize>(
+        _wave: Wave,
+        _c: &[SosCoefs; N],
+        _s1: &mut [[f64; L]; N],
+        _s2: &mut [[f64; L]; N],
+        _data: &mut [[f64; L]],
+    ) -> bool {
+        false
     }
 
     /// Runs the chunk with the wavefront kernel when one fits this lane count; false
     /// when the caller must run the sample-outer loop instead.
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     fn wave_chunk<const L: usize, const N: usize>(
         wave: Wave,
@@ -517,6 +535,7 @@ mod kernels {
 
     /// One iteration of the time-skewed schedule (section `k` on frame `t - S k`, in
     /// place) while the pipeline fills or drains: only the sections with a frame.
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     fn masked_iteration<const L: usize, const N: usize, const S: usize, A: MulAdd>(
         c: &[SosCoefs; N],
@@ -706,6 +725,7 @@ mod kernels {
     /// target features present, `L` buffers of at least `t0 + frames.len()` samples.
     /// `f32 -> f64` is exact and `f64 -> f32` rounds to nearest like `as f32`, so the
     /// result is bit-identical to the scalar loops.
+    #[cfg(target_arch = "x86_64")]
     macro_rules! transpose_io {
         ($lanes:literal, $feat:literal, $vd:ty, $zero:ident, $ld_ps:ident, $st_ps:ident, $ld_pd:ident, $st_pd:ident, $widen:ident, $narrow:ident) => {
             #[target_feature(enable = $feat)]
