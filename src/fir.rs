@@ -26,7 +26,9 @@
 //! `reset` never allocate, lock, log or panic (the FFT plans run with preallocated
 //! scratch).
 
-use crate::simd::{Fused, Isa, MulAdd, PortableMulAdd};
+#[cfg(target_arch = "x86_64")]
+use crate::simd::Fused;
+use crate::simd::{Isa, MulAdd, PortableMulAdd};
 use num_complex::Complex32;
 use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 use rustfft::{Fft, FftPlanner};
@@ -437,36 +439,40 @@ fn convolve_generic<A: MulAdd>(buf: &[f32], rev: &[f32], out: &mut [f32]) {
     }
 }
 
-/// `acc[i] += x[i] * h[i]` over complex bins, dispatched to the best kernel.
-fn complex_mac(isa: Isa, acc: &mut [Complex32], x: &[Complex32], h: &[Complex32]) {
+/// `acc[i] += x[i] * h[i]` over complex bins (`acc[i] = x[i] * h[i]` when `FIRST`:
+/// the first partition overwrites instead of clearing the accumulator in a pass of its
+/// own), dispatched to the best kernel.
+fn complex_mac<const FIRST: bool>(isa: Isa, acc: &mut [Complex32], x: &[Complex32], h: &[Complex32]) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `isa` comes from `Isa::detect`, so the CPU has AVX-512F/VL and FMA.
-        Isa::Avx512 => unsafe { complex_mac_avx512(acc, x, h) },
+        Isa::Avx512 => unsafe { complex_mac_avx512::<FIRST>(acc, x, h) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `isa` comes from `Isa::detect`, so the CPU has AVX2 and FMA.
-        Isa::Avx2 => unsafe { complex_mac_avx2(acc, x, h) },
-        _ => complex_mac_generic::<PortableMulAdd>(acc, x, h),
+        Isa::Avx2 => unsafe { complex_mac_avx2::<FIRST>(acc, x, h) },
+        _ => complex_mac_generic::<FIRST, PortableMulAdd>(acc, x, h),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,fma")]
-fn complex_mac_avx512(acc: &mut [Complex32], x: &[Complex32], h: &[Complex32]) {
-    complex_mac_generic::<Fused>(acc, x, h)
+fn complex_mac_avx512<const FIRST: bool>(acc: &mut [Complex32], x: &[Complex32], h: &[Complex32]) {
+    complex_mac_generic::<FIRST, Fused>(acc, x, h)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn complex_mac_avx2(acc: &mut [Complex32], x: &[Complex32], h: &[Complex32]) {
-    complex_mac_generic::<Fused>(acc, x, h)
+fn complex_mac_avx2<const FIRST: bool>(acc: &mut [Complex32], x: &[Complex32], h: &[Complex32]) {
+    complex_mac_generic::<FIRST, Fused>(acc, x, h)
 }
 
 #[inline(always)]
-fn complex_mac_generic<A: MulAdd>(acc: &mut [Complex32], x: &[Complex32], h: &[Complex32]) {
+fn complex_mac_generic<const FIRST: bool, A: MulAdd>(acc: &mut [Complex32], x: &[Complex32], h: &[Complex32]) {
     for ((a, xv), hv) in acc.iter_mut().zip(x).zip(h) {
-        let re = A::f32(xv.re, hv.re, A::f32(-xv.im, hv.im, a.re));
-        let im = A::f32(xv.re, hv.im, A::f32(xv.im, hv.re, a.im));
+        // The same operations as on a cleared accumulator, so the same rounding.
+        let start = if FIRST { Complex32::new(0.0, 0.0) } else { *a };
+        let re = A::f32(xv.re, hv.re, A::f32(-xv.im, hv.im, start.re));
+        let im = A::f32(xv.re, hv.im, A::f32(xv.im, hv.re, start.im));
         *a = Complex32::new(re, im);
     }
 }
@@ -545,26 +551,28 @@ impl Direct {
 /// odd channel count's last channel keeps the real FFT ([`LevelSingle`]): alone in a
 /// pair it would cost a whole pair (measured 2x slower).
 struct LevelPair {
-    /// `[previous B | current B]` input samples of both channels.
+    /// Two halves of `B` input samples of both channels: the current block in half
+    /// [`Level::half`], the previous one in the other.
     x: Vec<Complex32>,
     /// Frequency-domain delay line: `parts` spectra of `2B` bins, a ring.
     fdl: Vec<Complex32>,
-    /// This level's output for the current `B` samples of both channels.
+    /// The inverse FFT of the current block's spectrum: its last `B` samples are this
+    /// level's output for the current block of both channels.
     out: Vec<Complex32>,
 }
 
 /// State of one level for the unpaired last channel: real FFTs.
 struct LevelSingle {
-    /// `[previous B | current B]` input samples.
+    /// Two halves of `B` input samples, as in [`LevelPair::x`].
     x: Vec<f32>,
     /// Frequency-domain delay line: `parts` half spectra of `B + 1` bins, a ring.
     fdl: Vec<Complex32>,
-    /// This level's output for the current `B` samples.
+    /// The inverse real FFT of the current block's spectrum: its last `B` samples are
+    /// this level's output for the current block.
     out: Vec<f32>,
     r2c: Arc<dyn RealToComplex<f32>>,
     c2r: Arc<dyn ComplexToReal<f32>>,
     time: Vec<f32>,
-    spec: Vec<Complex32>,
     scratch_r2c: Vec<Complex32>,
     scratch_c2r: Vec<Complex32>,
 }
@@ -584,6 +592,8 @@ struct Level {
     single: Option<LevelSingle>,
     /// Position within the current block (all channels advance together).
     fill: usize,
+    /// Which half of the input buffers (`0` or `1`) takes the current block.
+    half: usize,
     /// Ring position where the next spectrum goes.
     slot: usize,
     forward: Arc<dyn Fft<f32>>,
@@ -603,9 +613,8 @@ impl Level {
             LevelSingle {
                 x: vec![0.0; 2 * b],
                 fdl: vec![zero; parts * (b + 1)],
-                out: vec![0.0; b],
+                out: c2r.make_output_vec(),
                 time: r2c.make_input_vec(),
-                spec: r2c.make_output_vec(),
                 scratch_r2c: r2c.make_scratch_vec(),
                 scratch_c2r: c2r.make_scratch_vec(),
                 r2c,
@@ -622,10 +631,11 @@ impl Level {
             kernel: vec![zero; parts * kernel_bins],
             kernel_bins,
             pairs: (0..channels / 2)
-                .map(|_| LevelPair { x: vec![zero; 2 * b], fdl: vec![zero; parts * 2 * b], out: vec![zero; b] })
+                .map(|_| LevelPair { x: vec![zero; 2 * b], fdl: vec![zero; parts * 2 * b], out: vec![zero; 2 * b] })
                 .collect(),
             single,
             fill: 0,
+            half: 0,
             slot: 0,
             work: vec![zero; 2 * b],
             scratch: vec![zero; scratch_len],
@@ -638,7 +648,7 @@ impl Level {
 
     /// Adds the input samples of `channel` at the current position.
     fn push(&mut self, channel: usize, input: &[f32]) {
-        let at = self.b + self.fill;
+        let at = self.half * self.b + self.fill;
         let Some(pair) = self.pairs.get_mut(channel / 2) else {
             if let Some(single) = self.single.as_mut() {
                 single.x[at..at + input.len()].copy_from_slice(input);
@@ -655,7 +665,7 @@ impl Level {
 
     /// Adds this level's output for `channel` at the current position to `io`.
     fn add_output(&self, channel: usize, io: &mut [f32]) {
-        let range = self.fill..self.fill + io.len();
+        let range = self.b + self.fill..self.b + self.fill + io.len();
         let Some(pair) = self.pairs.get(channel / 2) else {
             if let Some(single) = self.single.as_ref() {
                 io.iter_mut().zip(&single.out[range]).for_each(|(o, t)| *o += t);
@@ -702,6 +712,7 @@ impl Level {
             single.out.fill(0.0);
         }
         self.fill = 0;
+        self.half = 0;
         self.slot = 0;
     }
 
@@ -725,27 +736,31 @@ impl Level {
                             keep_real_part(spec);
                         }
                     }
-                    self.work.copy_from_slice(&pair.x);
-                    self.forward.process_with_scratch(&mut self.work, &mut self.scratch);
-                    pair.fdl[slot * n..(slot + 1) * n].copy_from_slice(&self.work);
-                    pair.x.copy_within(b.., 0);
+                    // `[previous | current]` straight into the ring slot, transformed there.
+                    let spec = &mut pair.fdl[slot * n..(slot + 1) * n];
+                    let (cur, prev) = (self.half * b, (1 - self.half) * b);
+                    spec[..b].copy_from_slice(&pair.x[prev..prev + b]);
+                    spec[b..].copy_from_slice(&pair.x[cur..cur + b]);
+                    self.forward.process_with_scratch(spec, &mut self.scratch);
                 }
             }
         }
         if let Some(single) = self.single.as_mut() {
             let bins = b + 1;
             if used > 2 * self.pairs.len() {
-                single.time.copy_from_slice(&single.x);
+                let (cur, prev) = (self.half * b, (1 - self.half) * b);
+                single.time[..b].copy_from_slice(&single.x[prev..prev + b]);
+                single.time[b..].copy_from_slice(&single.x[cur..cur + b]);
                 // The lengths come from the same plan, so this cannot fail.
-                let _ = single.r2c.process_with_scratch(&mut single.time, &mut single.spec, &mut single.scratch_r2c);
-                single.fdl[slot * bins..(slot + 1) * bins].copy_from_slice(&single.spec);
-                single.x.copy_within(b.., 0);
+                let spec = &mut single.fdl[slot * bins..(slot + 1) * bins];
+                let _ = single.r2c.process_with_scratch(&mut single.time, spec, &mut single.scratch_r2c);
             } else {
                 single.x.fill(0.0);
                 single.fdl.fill(zero);
             }
         }
         self.fill = 0;
+        self.half = 1 - self.half;
         self.slot = (slot + 1) % self.parts;
         self.compute_outputs();
     }
@@ -756,31 +771,36 @@ impl Level {
         let (b, n) = (self.b, 2 * self.b);
         let newest = (self.slot + self.parts - 1) % self.parts;
         for pair in self.pairs.iter_mut() {
-            self.work.fill(Complex32::new(0.0, 0.0));
             for p in 0..self.parts {
                 let src = (newest + self.parts - p) % self.parts;
                 let x = &pair.fdl[src * n..(src + 1) * n];
                 // With pairs, `kernel_bins == n`.
                 let h = &self.kernel[p * n..(p + 1) * n];
-                complex_mac(self.isa, &mut self.work, x, h);
+                if p == 0 {
+                    complex_mac::<true>(self.isa, &mut pair.out, x, h);
+                } else {
+                    complex_mac::<false>(self.isa, &mut pair.out, x, h);
+                }
             }
-            self.inverse.process_with_scratch(&mut self.work, &mut self.scratch);
-            pair.out.copy_from_slice(&self.work[b..]);
+            self.inverse.process_with_scratch(&mut pair.out, &mut self.scratch);
         }
         if let Some(single) = self.single.as_mut() {
             // A real partition's spectrum: the first `B + 1` bins of the full one.
             let (bins, kb) = (b + 1, self.kernel_bins);
             let acc = &mut self.work[..bins];
-            acc.fill(Complex32::new(0.0, 0.0));
             for p in 0..self.parts {
                 let src = (newest + self.parts - p) % self.parts;
-                complex_mac(self.isa, acc, &single.fdl[src * bins..(src + 1) * bins], &self.kernel[p * kb..p * kb + bins]);
+                let (x, h) = (&single.fdl[src * bins..(src + 1) * bins], &self.kernel[p * kb..p * kb + bins]);
+                if p == 0 {
+                    complex_mac::<true>(self.isa, acc, x, h);
+                } else {
+                    complex_mac::<false>(self.isa, acc, x, h);
+                }
             }
             // DC and Nyquist bins of a real signal's spectrum are real.
             acc[0].im = 0.0;
             acc[b].im = 0.0;
-            let _ = single.c2r.process_with_scratch(acc, &mut single.time, &mut single.scratch_c2r);
-            single.out.copy_from_slice(&single.time[b..]);
+            let _ = single.c2r.process_with_scratch(acc, &mut single.out, &mut single.scratch_c2r);
         }
     }
 }
