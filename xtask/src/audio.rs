@@ -317,3 +317,33 @@ impl AtomicWavWriter {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_wavs_read_back_and_a_wav_past_4_gib_is_refused_before_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.wav");
+        let planar = vec![vec![0.5f32, -0.25, 1.0e-3], vec![-1.0f32, 0.0, 3.0]];
+        let mut w = AtomicWavWriter::create(&path, 2, 44_100).unwrap();
+        w.write(&planar, 3).unwrap();
+        w.commit().unwrap();
+        let mut r = hound::WavReader::open(&path).unwrap();
+        assert_eq!(r.spec().channels, 2);
+        assert_eq!(r.spec().sample_format, hound::SampleFormat::Float);
+        let got: Vec<f32> = r.samples::<f32>().map(|s| s.unwrap()).collect();
+        assert_eq!(got, vec![0.5, -1.0, -0.25, 0.0, 1.0e-3, 3.0]);
+
+        // A writer that already holds just under 4 GiB of samples: the next block would
+        // overflow the RIFF sizes, so it is refused and nothing reaches the file.
+        let big = dir.path().join("big.wav");
+        let mut w = AtomicWavWriter::create(&big, 2, 44_100).unwrap();
+        w.data_bytes = u64::from(u32::MAX) - w.header_len;
+        let err = w.write(&planar, 3).unwrap_err().to_string();
+        assert!(err.contains("4 GiB"), "{err}");
+        drop(w);
+        assert!(!big.exists(), "an uncommitted render must not appear at its destination");
+    }
+}
