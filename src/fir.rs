@@ -454,6 +454,15 @@ fn complex_mac<const FIRST: bool>(isa: Isa, acc: &mut [Complex32], x: &[Complex3
     }
 }
 
+/// [`complex_mac`] for partition `p` of a sum over partitions: the first writes.
+fn partition_mac(isa: Isa, p: usize, acc: &mut [Complex32], x: &[Complex32], h: &[Complex32]) {
+    if p == 0 {
+        complex_mac::<true>(isa, acc, x, h);
+    } else {
+        complex_mac::<false>(isa, acc, x, h);
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,fma")]
 fn complex_mac_avx512<const FIRST: bool>(acc: &mut [Complex32], x: &[Complex32], h: &[Complex32]) {
@@ -721,6 +730,8 @@ impl Level {
     /// from silence (a pair with one of them keeps only the other channel's part).
     fn block_boundary(&mut self, used: usize) {
         let (b, n, slot) = (self.b, 2 * self.b, self.slot);
+        // Where the previous and the current block sit in the input halves.
+        let (prev, cur) = ((1 - self.half) * b, self.half * b);
         let zero = Complex32::new(0.0, 0.0);
         for (p, pair) in self.pairs.iter_mut().enumerate() {
             match used.saturating_sub(2 * p) {
@@ -738,7 +749,6 @@ impl Level {
                     }
                     // `[previous | current]` straight into the ring slot, transformed there.
                     let spec = &mut pair.fdl[slot * n..(slot + 1) * n];
-                    let (cur, prev) = (self.half * b, (1 - self.half) * b);
                     spec[..b].copy_from_slice(&pair.x[prev..prev + b]);
                     spec[b..].copy_from_slice(&pair.x[cur..cur + b]);
                     self.forward.process_with_scratch(spec, &mut self.scratch);
@@ -748,7 +758,6 @@ impl Level {
         if let Some(single) = self.single.as_mut() {
             let bins = b + 1;
             if used > 2 * self.pairs.len() {
-                let (cur, prev) = (self.half * b, (1 - self.half) * b);
                 single.time[..b].copy_from_slice(&single.x[prev..prev + b]);
                 single.time[b..].copy_from_slice(&single.x[cur..cur + b]);
                 // The lengths come from the same plan, so this cannot fail.
@@ -776,11 +785,7 @@ impl Level {
                 let x = &pair.fdl[src * n..(src + 1) * n];
                 // With pairs, `kernel_bins == n`.
                 let h = &self.kernel[p * n..(p + 1) * n];
-                if p == 0 {
-                    complex_mac::<true>(self.isa, &mut pair.out, x, h);
-                } else {
-                    complex_mac::<false>(self.isa, &mut pair.out, x, h);
-                }
+                partition_mac(self.isa, p, &mut pair.out, x, h);
             }
             self.inverse.process_with_scratch(&mut pair.out, &mut self.scratch);
         }
@@ -790,12 +795,7 @@ impl Level {
             let acc = &mut self.work[..bins];
             for p in 0..self.parts {
                 let src = (newest + self.parts - p) % self.parts;
-                let (x, h) = (&single.fdl[src * bins..(src + 1) * bins], &self.kernel[p * kb..p * kb + bins]);
-                if p == 0 {
-                    complex_mac::<true>(self.isa, acc, x, h);
-                } else {
-                    complex_mac::<false>(self.isa, acc, x, h);
-                }
+                partition_mac(self.isa, p, acc, &single.fdl[src * bins..(src + 1) * bins], &self.kernel[p * kb..p * kb + bins]);
             }
             // DC and Nyquist bins of a real signal's spectrum are real.
             acc[0].im = 0.0;

@@ -477,22 +477,9 @@ mod kernels {
         Avx512,
     }
 
-    /// No explicit-vector kernels off x86-64: the caller runs the sample-outer loop.
-    #[cfg(not(target_arch = "x86_64"))]
-    #[inline(always)]
-    fn wave_chunk<const L: usize, const N: usize>(
-        _wave: Wave,
-        _c: &[SosCoefs; N],
-        _s1: &mut [[f64; L]; N],
-        _s2: &mut [[f64; L]; N],
-        _data: &mut [[f64; L]],
-    ) -> bool {
-        false
-    }
-
     /// Runs the chunk with the wavefront kernel when one fits this lane count; false
-    /// when the caller must run the sample-outer loop instead.
-    #[cfg(target_arch = "x86_64")]
+    /// when the caller must run the sample-outer loop instead (always off x86-64, which
+    /// has no explicit-vector kernels).
     #[inline(always)]
     fn wave_chunk<const L: usize, const N: usize>(
         wave: Wave,
@@ -501,36 +488,41 @@ mod kernels {
         s2: &mut [[f64; L]; N],
         data: &mut [[f64; L]],
     ) -> bool {
-        macro_rules! run_wave {
-            ($lanes:literal, $($kernel:tt)+) => {{
-                let mut a = [[0.0f64; $lanes]; N];
-                let mut b = [[0.0f64; $lanes]; N];
-                for k in 0..N {
-                    a[k].copy_from_slice(&s1[k]);
-                    b[k].copy_from_slice(&s2[k]);
-                }
-                let (frames, _) = data.as_flattened_mut().as_chunks_mut::<$lanes>();
-                // SAFETY: `Wave::Avx512`/`Wave::Avx2` are only passed by the
-                // `#[target_feature]` entry points, reached after run-time detection.
-                unsafe { $($kernel)+(c, &mut a, &mut b, frames) };
-                for k in 0..N {
-                    s1[k].copy_from_slice(&a[k]);
-                    s2[k].copy_from_slice(&b[k]);
-                }
-                true
-            }};
-        }
-        match (wave, L) {
-            #[cfg(target_arch = "x86_64")]
-            (Wave::Avx512, 1) if N <= 8 => run_wave!(1, section_lanes_avx512::<1, N>),
-            #[cfg(target_arch = "x86_64")]
-            (Wave::Avx512, 2) if N <= 4 => run_wave!(2, section_lanes_avx512::<2, N>),
-            #[cfg(target_arch = "x86_64")]
-            (Wave::Avx512, 8) => run_wave!(8, wavefront_avx512::<N>),
-            #[cfg(target_arch = "x86_64")]
-            (Wave::Avx512 | Wave::Avx2, 4) => run_wave!(4, wavefront_avx2::<N>),
-            _ => false,
-        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let ran = {
+            let _ = (wave, c, s1, s2, data);
+            false
+        };
+        #[cfg(target_arch = "x86_64")]
+        let ran = {
+            macro_rules! run_wave {
+                ($lanes:literal, $($kernel:tt)+) => {{
+                    let mut a = [[0.0f64; $lanes]; N];
+                    let mut b = [[0.0f64; $lanes]; N];
+                    for k in 0..N {
+                        a[k].copy_from_slice(&s1[k]);
+                        b[k].copy_from_slice(&s2[k]);
+                    }
+                    let (frames, _) = data.as_flattened_mut().as_chunks_mut::<$lanes>();
+                    // SAFETY: `Wave::Avx512`/`Wave::Avx2` are only passed by the
+                    // `#[target_feature]` entry points, reached after run-time detection.
+                    unsafe { $($kernel)+(c, &mut a, &mut b, frames) };
+                    for k in 0..N {
+                        s1[k].copy_from_slice(&a[k]);
+                        s2[k].copy_from_slice(&b[k]);
+                    }
+                    true
+                }};
+            }
+            match (wave, L) {
+                (Wave::Avx512, 1) if N <= 8 => run_wave!(1, section_lanes_avx512::<1, N>),
+                (Wave::Avx512, 2) if N <= 4 => run_wave!(2, section_lanes_avx512::<2, N>),
+                (Wave::Avx512, 8) => run_wave!(8, wavefront_avx512::<N>),
+                (Wave::Avx512 | Wave::Avx2, 4) => run_wave!(4, wavefront_avx2::<N>),
+                _ => false,
+            }
+        };
+        ran
     }
 
     /// One iteration of the time-skewed schedule (section `k` on frame `t - S k`, in

@@ -4,12 +4,13 @@
 //! float); up to 8 channels the samples are then decoded by `symphonia`, whole packets at
 //! a time (hound's reader goes sample by sample: ~80 % of a pure-I/O render's CPU time on
 //! long files, measured with `perf`), wider files by hound. What hound does not read
-//! (FLAC, 64-bit float WAV, ...) goes through `symphonia`. Output: `hound` writes the float32 WAV header, the samples
-//! are written in bulk (hound has no bulk write for float samples; one call per sample
-//! cost ~20 %) and the two size fields are set at the end, as hound's own `finalize`
-//! does. The file is a temporary one in the destination folder, renamed over the
-//! destination only once complete, so an existing file is never left truncated or
-//! half-written.
+//! (FLAC, 64-bit float WAV, ...) goes through `symphonia`.
+//!
+//! Output: `hound` writes the float32 WAV header, the samples are written in bulk (hound
+//! has no bulk write for float samples; one call per sample cost ~20 %) and the two size
+//! fields are set at the end, as hound's own `finalize` does. The file is a temporary one
+//! in the destination folder, renamed over the destination only once complete, so an
+//! existing file is never left truncated or half-written.
 
 use anyhow::{anyhow, bail, Context, Result};
 use std::fs::File;
@@ -291,12 +292,14 @@ impl AtomicWavWriter {
                 self.bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
             }
         }
-        self.data_bytes += self.bytes.len() as u64;
+        let data_bytes = self.data_bytes + self.bytes.len() as u64;
         // RIFF sizes are 32-bit: refuse before writing what no header could describe.
-        if self.header_len - 8 + self.data_bytes > u64::from(u32::MAX) {
+        if self.header_len - 8 + data_bytes > u64::from(u32::MAX) {
             bail!("{} would exceed the 4 GiB a WAV file can hold; nothing written", self.destination.display());
         }
-        self.writer.write_all(&self.bytes).with_context(|| format!("writing {}", self.destination.display()))
+        self.writer.write_all(&self.bytes).with_context(|| format!("writing {}", self.destination.display()))?;
+        self.data_bytes = data_bytes;
+        Ok(())
     }
 
     /// Completes the file (the RIFF and data chunk sizes) and moves it over the

@@ -304,8 +304,6 @@ fn pipeline(
     })
 }
 
-/// Each engine takes the next `engine.channels()` buffers; all but the first run on
-/// scoped threads.
 /// Whether the chain has a FIR stage that may run on the partitioned path, which runs
 /// channels `(0, 1)`, `(2, 3)`, ... through shared complex FFTs and picks its path by
 /// whether it has a pair.
@@ -326,6 +324,8 @@ fn channel_groups(channels: usize, threads: usize, keep_pairs: bool) -> Vec<usiz
     bounds
 }
 
+/// Each engine takes the next `engine.channels()` buffers; all but the first run on
+/// scoped threads.
 fn process_split(engines: &mut [Engine], slices: &mut [&mut [f32]]) {
     if let [engine] = engines {
         engine.process(slices);
