@@ -210,3 +210,112 @@ fn disabled_stages_are_still_validated_and_bad_sample_rates_refused() {
     assert!(matches!(chain.design(0.0), Err(ChainError::SampleRate { .. })));
     assert!(matches!(chain.design(f64::NAN), Err(ChainError::SampleRate { .. })));
 }
+
+/// The value bounds of `docs/limits.md`: each is refused with the stage and field, and the
+/// value just inside each bound still designs to finite coefficients.
+#[test]
+fn values_that_cannot_give_a_finite_result_are_refused_and_the_bounds_still_work() {
+    use ferrofx::chain::{MAX_COEFFICIENT, MAX_GAIN_DB, MAX_KAISER_BETA};
+    let kaiser = |beta: f64| format!(r#"{{"type": "fir", "response": "lowpass", "taps": 63, "cutoff_hz": 1000, "window": "kaiser", "beta": {beta}}}"#);
+    let cases: Vec<(String, String, &str, &str)> = vec![
+        (r#"{"type": "gain", "gain_db": 6200}"#.into(), r#"{"type": "gain", "gain_db": 600}"#.into(), "gain", "gain_db"),
+        (r#"{"type": "gain", "gain_db": -600.5}"#.into(), r#"{"type": "gain", "gain_db": -600}"#.into(), "gain", "gain_db"),
+        (
+            r#"{"type": "biquad", "kind": "high_shelf", "freq_hz": 1000, "q": 0.7, "gain_db": 601}"#.into(),
+            r#"{"type": "biquad", "kind": "high_shelf", "freq_hz": 1000, "q": 0.7, "gain_db": 600}"#.into(),
+            "biquad",
+            "gain_db",
+        ),
+        (kaiser(MAX_KAISER_BETA + 0.5), kaiser(MAX_KAISER_BETA), "fir", "beta"),
+        (r#"{"type": "fir", "coefficients": [0.5, 1e39, 0.5]}"#.into(), format!(r#"{{"type": "fir", "coefficients": [0.5, {MAX_COEFFICIENT:e}, 0.5]}}"#), "fir", "coefficients"),
+        (r#"{"type": "sos", "sections": [[1e300, 0, 0, 1, -0.5, 0]]}"#.into(), r#"{"type": "sos", "sections": [[1e30, 0, 0, 1, -0.5, 0]]}"#.into(), "sos", "sections"),
+        // Small a0: the normalised row is what runs.
+        (r#"{"type": "sos", "sections": [[1, 0, 0, 1e-300, 0, 0]]}"#.into(), r#"{"type": "sos", "sections": [[1, 0, 0, 1e-29, 0, 0]]}"#.into(), "sos", "sections"),
+    ];
+    for (bad, edge, stage_type, field) in cases {
+        assert_stage_error(&bad, stage_type, field, &["docs/limits.md"]);
+        let chain = Chain::from_json(&file(&[GOOD, &edge, GOOD])).unwrap();
+        let designed = chain.design(48_000.0).unwrap_or_else(|e| panic!("{edge}: {e}"));
+        assert!(designed.response(1000.0).norm().is_finite(), "{edge}");
+        for s in &designed.stages {
+            match s {
+                ferrofx::DesignedStage::Sos(v) => assert!(v.iter().all(|s| s.is_finite()), "{edge}"),
+                ferrofx::DesignedStage::Fir(t) => assert!(t.iter().all(|t| t.is_finite()), "{edge}"),
+            }
+        }
+    }
+    assert!(MAX_GAIN_DB < 770.0, "a gain past float32's range would be accepted");
+}
+
+#[test]
+fn duplicate_keys_are_refused_with_the_key_the_stage_and_the_line() {
+    let text = "{\"format\": \"ferrofx-chain\", \"version\": 1, \"stages\": [\n  {\"type\": \"gain\", \"gain_db\": 1},\n  {\"type\": \"butterworth\", \"response\": \"lowpass\",\n   \"order\": 4, \"order\": 8, \"cutoff_hz\": 100}\n]}";
+    let e = Chain::from_json(text).unwrap_err();
+    match &e {
+        ChainError::DuplicateKey { stage, key, line, .. } => {
+            assert_eq!((*stage, key.as_str(), *line), (Some(1), "order", 4), "{e}");
+        }
+        other => panic!("not a duplicate-key error: {other:?}"),
+    }
+    let msg = e.to_string();
+    assert!(msg.contains("stage 1") && msg.contains("`order`") && msg.contains("line 4"), "{msg}");
+    // At the top level, and nested inside a value.
+    let top = r#"{"format": "ferrofx-chain", "version": 1, "version": 1, "stages": []}"#;
+    assert!(matches!(Chain::from_json(top).unwrap_err(), ChainError::DuplicateKey { stage: None, ref key, .. } if key == "version"));
+    let nested = file(&[r#"{"type": "gain", "gain_db": 1, "label": "x", "label": "y"}"#]);
+    assert!(matches!(Chain::from_json(&nested).unwrap_err(), ChainError::DuplicateKey { stage: Some(0), ref key, .. } if key == "label"));
+    // The same keys in different objects are fine.
+    assert!(Chain::from_json(&file(&[GOOD, GOOD])).is_ok());
+}
+
+#[test]
+fn counts_past_the_limits_are_refused_before_designing() {
+    use ferrofx::chain::{MAX_SECTIONS, MAX_STAGES, MAX_TOTAL_TAPS};
+    // Stages: a chain one over the limit, built in memory (a file of that size would be
+    // refused by its size first).
+    let mut chain = Chain::new();
+    for _ in 0..=MAX_STAGES {
+        chain.push(Stage::gain(0.0));
+    }
+    let e = chain.design(48_000.0).unwrap_err();
+    assert!(matches!(e, ChainError::Limit { .. }) && e.to_string().contains("docs/limits.md"), "{e}");
+    // Sections: 24th-order bandpass designs are 24 sections each; the stage that passes
+    // the limit is named.
+    let band = Butterworth::bandpass(100.0, 200.0, 24);
+    let per = Chain::from(band).design(48_000.0).unwrap().sections();
+    let mut chain = Chain::new();
+    for _ in 0..MAX_SECTIONS / per + 1 {
+        chain.push(Butterworth::bandpass(100.0, 200.0, 24));
+    }
+    let e = chain.design(48_000.0).unwrap_err();
+    assert_eq!(e.stage_index(), Some(MAX_SECTIONS / per), "{e}");
+    assert!(e.to_string().contains("second-order sections"), "{e}");
+    // Taps: three given FIRs of the largest size (not fused: too costly to convolve).
+    let big = Fir::coefficients(vec![1e-3; ferrofx::chain::MAX_GIVEN_TAPS]);
+    let e = (big.clone() | big.clone() | big).design(48_000.0).unwrap_err();
+    assert_eq!(e.stage_index(), Some(2), "{e}");
+    assert!(e.to_string().contains(&MAX_TOTAL_TAPS.to_string()), "{e}");
+}
+
+#[test]
+fn chain_files_are_read_with_a_size_cap() {
+    let dir = std::env::temp_dir().join(format!("ferrofx-chain-cap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A sparse file one byte over the cap: refused without reading it all into a string.
+    let big = dir.join("big.json");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(ferrofx::chain::MAX_FILE_BYTES + 1).unwrap();
+    drop(f);
+    let e = Chain::from_file(&big).unwrap_err();
+    assert!(matches!(e, ChainError::Limit { .. }) && e.to_string().contains("MiB"), "{e}");
+    // Not UTF-8, a directory, a missing file: each a read error naming the path.
+    let bin = dir.join("bin.json");
+    std::fs::write(&bin, [b'{', 0xff, b'}']).unwrap();
+    assert!(Chain::from_file(&bin).unwrap_err().to_string().contains("not UTF-8"));
+    assert!(Chain::from_file(&dir).unwrap_err().to_string().contains("directory"));
+    assert!(Chain::from_file(&dir.join("missing.json")).unwrap_err().to_string().contains("missing.json"));
+    let good = dir.join("good.json");
+    std::fs::write(&good, file(&[GOOD])).unwrap();
+    assert_eq!(Chain::from_file(&good).unwrap().stages.len(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

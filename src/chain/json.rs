@@ -6,11 +6,12 @@
 //! its own into a `deny_unknown_fields` struct for its `type`, so every error names the
 //! stage index, its type and the field.
 
-use super::{Chain, ChainError, Stage, StageKind, FORMAT_NAME, FORMAT_VERSION};
+use super::{Chain, ChainError, Stage, StageKind, FORMAT_NAME, FORMAT_VERSION, MAX_STAGES};
 use crate::design::{BiquadKind, Cutoff, IirFamily, Response, Window};
-use serde::de::{self, DeserializeOwned, Deserializer, SeqAccess, Visitor};
+use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map, Number, Value};
+use std::cell::RefCell;
 
 const STAGE_TYPES: &str =
     "butterworth, chebyshev1, chebyshev2, elliptic, bessel, linkwitz_riley, biquad, fir, sos, gain";
@@ -337,16 +338,141 @@ fn parse_stage(index: usize, value: Value) -> Result<Stage, ChainError> {
     Ok(Stage { kind, enabled, label })
 }
 
-/// Reads a chain file.
-pub(super) fn parse(text: &str) -> Result<Chain, ChainError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| {
+/// Where a JSON value sits in a chain file, for naming the stage of a duplicate key.
+#[derive(Clone, Copy)]
+enum Place {
+    Top,
+    Stages,
+    /// Inside stage `i` (or outside any stage).
+    Stage(Option<usize>),
+}
+
+/// What the reader refused, beyond JSON syntax.
+enum Refused {
+    /// A key given twice: the stage it is in and the key.
+    Duplicate(Option<usize>, String),
+    TooManyStages,
+}
+
+type Duplicate = RefCell<Option<Refused>>;
+
+/// Reads a JSON value like `serde_json::Value` does, but refuses an object that holds a
+/// key twice (serde_json's `Value` keeps the last one silently).
+struct Strict<'a> {
+    place: Place,
+    duplicate: &'a Duplicate,
+}
+
+impl Strict<'_> {
+    fn stage(&self) -> Option<usize> {
+        match self.place {
+            Place::Stage(i) => i,
+            Place::Top | Place::Stages => None,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Strict<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Strict<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Number::from_f64(v).map(Value::Number).ok_or_else(|| E::custom("number is not finite"))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        let mut i = 0;
+        loop {
+            let place = match self.place {
+                Place::Stages => Place::Stage(Some(i)),
+                Place::Top => Place::Stage(None),
+                inner => inner,
+            };
+            match seq.next_element_seed(Strict { place, duplicate: self.duplicate })? {
+                Some(v) => items.push(v),
+                None => break,
+            }
+            i += 1;
+            if matches!(self.place, Place::Stages) && i > MAX_STAGES {
+                *self.duplicate.borrow_mut() = Some(Refused::TooManyStages);
+                return Err(de::Error::custom(format!("the chain has more than {MAX_STAGES} stages")));
+            }
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                *self.duplicate.borrow_mut() = Some(Refused::Duplicate(self.stage(), key.clone()));
+                return Err(de::Error::custom(format!("duplicate key `{key}`")));
+            }
+            let place = match (self.place, key.as_str()) {
+                (Place::Top, "stages") => Place::Stages,
+                (Place::Top, _) | (Place::Stages, _) => Place::Stage(None),
+                (inner, _) => inner,
+            };
+            let value = map.next_value_seed(Strict { place, duplicate: self.duplicate })?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// The whole text as a JSON value: syntax errors, numbers too large for a float and
+/// duplicate keys are reported with line and column.
+fn read_value(text: &str) -> Result<Value, ChainError> {
+    let duplicate = Duplicate::default();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = Strict { place: Place::Top, duplicate: &duplicate }.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    value.map_err(|e| {
+        match duplicate.take() {
+            Some(Refused::Duplicate(stage, key)) => {
+                return ChainError::DuplicateKey { stage, key, line: e.line(), column: e.column() }
+            }
+            Some(Refused::TooManyStages) => {
+                return ChainError::Limit { what: format!("the chain has more than {MAX_STAGES} stages") }
+            }
+            None => {}
+        }
         let full = e.to_string();
         let message = match full.rfind(" at line ") {
             Some(i) => full[..i].to_string(),
             None => full,
         };
         ChainError::Syntax { line: e.line(), column: e.column(), message }
-    })?;
+    })
+}
+
+/// Reads a chain file.
+pub(super) fn parse(text: &str) -> Result<Chain, ChainError> {
+    let value = read_value(text)?;
     let Value::Object(mut top) = value else {
         return Err(not_a_chain("the file", "is not a JSON object"));
     };
@@ -371,6 +497,9 @@ pub(super) fn parse(text: &str) -> Result<Chain, ChainError> {
     };
     if let Some(unknown) = top.keys().next() {
         return Err(not_a_chain(unknown, "is not a top-level field (expected format, version, stages)"));
+    }
+    if stages.len() > MAX_STAGES {
+        return Err(ChainError::Limit { what: format!("the chain has {} stages, more than {MAX_STAGES}", stages.len()) });
     }
     let stages = stages.into_iter().enumerate().map(|(i, v)| parse_stage(i, v)).collect::<Result<_, _>>()?;
     Ok(Chain { stages })

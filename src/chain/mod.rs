@@ -40,6 +40,32 @@ pub const MAX_DESIGNED_TAPS: usize = 65_536;
 /// Largest given FIR the chain format accepts.
 pub const MAX_GIVEN_TAPS: usize = crate::fir::MAX_TAPS;
 
+// Bounds beyond which a chain cannot give a finite, meaningful result or would take
+// memory without bound. Every one is enforced by `Chain::from_json`/`Chain::design`
+// (or the file reader) and listed in `docs/limits.md`, which the messages cite.
+
+/// Largest chain file read (bytes). A million-tap FIR written with full `f64` digits
+/// is about 25 MB; 500,000 biquad stages about 45 MB.
+pub const MAX_FILE_BYTES: u64 = 128 << 20;
+/// Most stages in one chain (disabled stages count).
+pub const MAX_STAGES: usize = 1_000_000;
+/// Most second-order sections in one chain, over all its SOS-type stages.
+pub const MAX_SECTIONS: usize = 1_000_000;
+/// Most FIR taps in one chain, over all its FIR stages (two given FIRs of the largest size).
+pub const MAX_TOTAL_TAPS: usize = 2 * MAX_GIVEN_TAPS;
+/// Largest `|gain_db|` of a `gain` stage or a peaking/shelf biquad: a factor of 1e30 (or
+/// 1e-30), beyond which no float32 signal keeps a finite, non-subnormal result.
+pub const MAX_GAIN_DB: f64 = 600.0;
+/// Largest magnitude of a given FIR coefficient or of a `sos` row's coefficient divided
+/// by its `a0`: the FIR runs in float32 (whose largest value is about 3.4e38), and a
+/// section gain past 1e30 overflows float32 output for any ordinary signal.
+pub const MAX_COEFFICIENT: f64 = 1e30;
+/// Largest kaiser `beta`: SciPy's window is `i0(beta ...)/i0(beta)`, and `i0` overflows
+/// `f64` just above 713.
+pub const MAX_KAISER_BETA: f64 = 700.0;
+/// Where the limits are explained; error messages cite it.
+pub const LIMITS_DOC: &str = "docs/limits.md";
+
 /// A chain of stages applied in series to every channel.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Chain {
@@ -137,6 +163,15 @@ pub enum ChainError {
     /// A stage is malformed or meaningless. `message` starts with the field when there is one.
     #[error("stage {index} ({stage_type}): {message}")]
     Stage { index: usize, stage_type: String, field: String, message: String },
+    /// The chain (or its file) is past one of the documented limits (`docs/limits.md`).
+    #[error("{what} (limits: {LIMITS_DOC})")]
+    Limit { what: String },
+    /// The chain file could not be read.
+    #[error("cannot read {path}: {message}")]
+    Read { path: String, message: String },
+    /// A key appears twice in one JSON object (`stage` is set inside a stage).
+    #[error("{}duplicate key `{key}` at line {line}, column {column} (each field may appear once)", stage.map(|i| format!("stage {i}: ")).unwrap_or_default())]
+    DuplicateKey { stage: Option<usize>, key: String, line: usize, column: usize },
     /// The sample rate the chain was asked to design for is unusable.
     #[error("sample rate {fs} Hz is not a positive finite number")]
     SampleRate { fs: f64 },
@@ -147,6 +182,7 @@ impl ChainError {
     pub fn stage_index(&self) -> Option<usize> {
         match self {
             ChainError::Stage { index, .. } => Some(*index),
+            ChainError::DuplicateKey { stage, .. } => *stage,
             _ => None,
         }
     }
@@ -155,6 +191,7 @@ impl ChainError {
     pub fn field(&self) -> Option<&str> {
         match self {
             ChainError::Stage { field, .. } | ChainError::NotAChain { field, .. } => Some(field),
+            ChainError::DuplicateKey { key, .. } => Some(key),
             _ => None,
         }
     }
@@ -218,6 +255,29 @@ impl Chain {
     /// Parses a chain file (form only; see [`Chain::design`] for meaning).
     pub fn from_json(text: &str) -> Result<Chain, ChainError> {
         json::parse(text)
+    }
+
+    /// Reads and parses a chain file, refusing files over [`MAX_FILE_BYTES`] before
+    /// reading more than that (`/dev/zero` or a mistyped path to a recording is an error,
+    /// not an exhausted memory).
+    pub fn from_file(path: &std::path::Path) -> Result<Chain, ChainError> {
+        use std::io::Read;
+        let read_error = |message: String| ChainError::Read { path: path.display().to_string(), message };
+        let file = std::fs::File::open(path).map_err(|e| read_error(e.to_string()))?;
+        if file.metadata().is_ok_and(|m| m.is_dir()) {
+            return Err(read_error("is a directory".into()));
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| read_error(e.to_string()))?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(ChainError::Limit {
+                what: format!("{} is larger than {} MiB, the most a chain file may hold", path.display(), MAX_FILE_BYTES >> 20),
+            });
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            read_error(format!("is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+        })?;
+        json::parse(&text)
     }
 
     /// The chain file text (pretty-printed; every stage written in full).

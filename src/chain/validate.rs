@@ -1,7 +1,8 @@
 //! The meaning layer: every stage checked at a sample rate, then designed and fused.
 
 use super::{
-    Chain, ChainError, DesignedChain, DesignedStage, StageKind, MAX_DESIGNED_TAPS, MAX_GIVEN_TAPS, MAX_IIR_ORDER,
+    Chain, ChainError, DesignedChain, DesignedStage, StageKind, LIMITS_DOC, MAX_COEFFICIENT, MAX_DESIGNED_TAPS,
+    MAX_GAIN_DB, MAX_GIVEN_TAPS, MAX_IIR_ORDER, MAX_KAISER_BETA, MAX_SECTIONS, MAX_STAGES, MAX_TOTAL_TAPS,
 };
 use crate::design::{self, Cutoff, IirFamily, Response, Sos, Window};
 
@@ -71,6 +72,18 @@ impl Check<'_> {
                 field,
                 format!("{field} [{lo}, {hi}] must be a single number for a {} response", response.name()),
             )),
+        }
+    }
+
+    /// A gain in dB within `±MAX_GAIN_DB`.
+    fn gain_db(&self, field: &str, g: f64) -> Result<f64, ChainError> {
+        if self.finite(field, g)?.abs() <= MAX_GAIN_DB {
+            Ok(g)
+        } else {
+            Err(self.fail(
+                field,
+                format!("{field} {g} is outside -{MAX_GAIN_DB}..={MAX_GAIN_DB} dB (no float32 signal stays finite past that; see {LIMITS_DOC})"),
+            ))
         }
     }
 
@@ -159,7 +172,7 @@ fn design_stage(check: &Check, kind: &StageKind) -> Result<Designed, ChainError>
             let f = check.frequency("freq_hz", *freq_hz)?;
             let q = check.positive("q", *q)?;
             let gain = match (kind.uses_gain(), gain_db) {
-                (true, Some(g)) => check.finite("gain_db", *g)?,
+                (true, Some(g)) => check.gain_db("gain_db", *g)?,
                 (true, None) => {
                     return Err(check.fail("gain_db", format!("missing field `gain_db` (required for {})", kind.name())))
                 }
@@ -189,6 +202,12 @@ fn design_stage(check: &Check, kind: &StageKind) -> Result<Designed, ChainError>
                 if *beta < 0.0 {
                     return Err(check.fail("beta", format!("beta {beta} must not be negative")));
                 }
+                if *beta > MAX_KAISER_BETA {
+                    return Err(check.fail(
+                        "beta",
+                        format!("beta {beta} is above {MAX_KAISER_BETA} (the window's Bessel function overflows; see {LIMITS_DOC})"),
+                    ));
+                }
             }
             Designed::Fir(design::firwin(*taps, *response, cutoff, *window, fs))
         }
@@ -202,6 +221,15 @@ fn design_stage(check: &Check, kind: &StageKind) -> Result<Designed, ChainError>
             }
             if let Some(i) = coefficients.iter().position(|c| !c.is_finite()) {
                 return Err(check.fail("coefficients", format!("coefficients[{i}] is not a finite number")));
+            }
+            if let Some(i) = coefficients.iter().position(|c| c.abs() > MAX_COEFFICIENT) {
+                return Err(check.fail(
+                    "coefficients",
+                    format!(
+                        "coefficients[{i}] = {:e} is larger in magnitude than {MAX_COEFFICIENT:e} (the FIR runs in float32; see {LIMITS_DOC})",
+                        coefficients[i]
+                    ),
+                ));
             }
             Designed::Fir(coefficients.clone())
         }
@@ -227,12 +255,22 @@ fn design_stage(check: &Check, kind: &StageKind) -> Result<Designed, ChainError>
                         ),
                     ));
                 }
-                out.push(s.normalized());
+                let n = s.normalized();
+                if let Some(j) = n.b.iter().position(|b| !(b.abs() <= MAX_COEFFICIENT)) {
+                    return Err(check.fail(
+                        "sections",
+                        format!(
+                            "sections[{i}]: b{j}/a0 = {:e} is larger in magnitude than {MAX_COEFFICIENT:e} (the output would overflow float32; see {LIMITS_DOC})",
+                            s.b[j] / s.a[0]
+                        ),
+                    ));
+                }
+                out.push(n);
             }
             Designed::Sos(out)
         }
         StageKind::Gain { gain_db } => {
-            let g = check.finite("gain_db", *gain_db)?;
+            let g = check.gain_db("gain_db", *gain_db)?;
             Designed::Sos(vec![Sos::gain(10f64.powf(g / 20.0))])
         }
     })
@@ -243,13 +281,39 @@ pub(super) fn design(chain: &Chain, fs: f64) -> Result<DesignedChain, ChainError
     if !(fs.is_finite() && fs > 0.0) {
         return Err(ChainError::SampleRate { fs });
     }
+    if chain.stages.len() > MAX_STAGES {
+        return Err(ChainError::Limit {
+            what: format!("the chain has {} stages, more than {MAX_STAGES}", chain.stages.len()),
+        });
+    }
     let mut stages: Vec<DesignedStage> = Vec::new();
+    let (mut sections, mut taps) = (0usize, 0usize);
     for (index, stage) in chain.stages.iter().enumerate() {
         let check = Check { index, stage_type: stage.kind.type_name(), fs };
         // Disabled stages are validated too: a file is either valid or not.
         let designed = design_stage(&check, &stage.kind)?;
         if !stage.enabled {
             continue;
+        }
+        match &designed {
+            Designed::Sos(s) => {
+                sections += s.len();
+                if sections > MAX_SECTIONS {
+                    return Err(check.fail(
+                        "",
+                        format!("the chain reaches more than {MAX_SECTIONS} second-order sections here (see {LIMITS_DOC})"),
+                    ));
+                }
+            }
+            Designed::Fir(t) => {
+                taps += t.len();
+                if taps > MAX_TOTAL_TAPS {
+                    return Err(check.fail(
+                        "",
+                        format!("the chain's FIR stages reach more than {MAX_TOTAL_TAPS} taps here (see {LIMITS_DOC})"),
+                    ));
+                }
+            }
         }
         match (designed, stages.last_mut()) {
             (Designed::Sos(new), Some(DesignedStage::Sos(run))) => run.extend(new),
