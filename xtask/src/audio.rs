@@ -1,21 +1,25 @@
-//! Audio file input (streaming, block by block) and atomic float32 WAV output.
+//! Audio file input, streaming block by block. (Output: `output.rs`.)
 //!
-//! Input: `hound` reads the WAV header (any channel count, 8/16/24/32-bit integer, 32-bit
+//! Every file's header is checked first (`header.rs`: consistent fields, sizes within
+//! the file). Then `hound` reads the WAV header (any channel count, 8/16/24/32-bit integer, 32-bit
 //! float); up to 8 channels the samples are then decoded by `symphonia`, whole packets at
 //! a time (hound's reader goes sample by sample: ~80 % of a pure-I/O render's CPU time on
 //! long files, measured with `perf`), wider files by hound. What hound does not read
 //! (FLAC, 64-bit float WAV, ...) goes through `symphonia`.
 //!
-//! Output: `hound` writes the float32 WAV header, the samples are written in bulk (hound
-//! has no bulk write for float samples; one call per sample cost ~20 %) and the two size
-//! fields are set at the end, as hound's own `finalize` does. The file is a temporary one
-//! in the destination folder, renamed over the destination only once complete, so an
-//! existing file is never left truncated or half-written.
+//! Damage: symphonia's FLAC reader skips a frame that fails its checksum and goes on with
+//! the next one. Every packet carries its first frame's timestamp, so a skipped frame shows
+//! as a gap, and a packet the decoder refuses as an error; a stream shorter than its header
+//! states shows at the end. Each is an error, or, with `allow_damaged`, that many frames of
+//! silence in its place (the output keeps the input's length) and a report of where.
+//! A damaged *last* frame of a FLAC that does not state its length cannot be told from a
+//! shorter stream: no decoder can see it.
 
+use crate::header;
 use anyhow::{anyhow, bail, Context, Result};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::io::BufReader;
+use std::path::Path;
 use symphonia::core::audio::SampleBuffer;
 use symphonia::core::codecs::{Decoder, DecoderOptions, CODEC_TYPE_NULL};
 use symphonia::core::errors::Error as SymphoniaError;
@@ -53,10 +57,21 @@ pub struct SymphoniaReader {
     samples: Option<SampleBuffer<f32>>,
     pos: usize,
     finished: bool,
+    /// The timestamp (frame) the next packet should start at.
+    next_ts: u64,
+    /// Frames of silence to hand out before `pending` (replacing damaged frames).
+    silence: u64,
+    allow_damaged: bool,
+    /// Damaged regions replaced by silence: (first frame, frames).
+    damage: Vec<(u64, u64)>,
 }
 
 impl AudioReader {
-    pub fn open(path: &Path) -> Result<AudioReader> {
+    /// Opens `path` after checking its header. With `allow_damaged`, frames that cannot
+    /// be decoded become silence (see [`AudioReader::damage_report`]); otherwise they are
+    /// an error.
+    pub fn open(path: &Path, allow_damaged: bool) -> Result<AudioReader> {
+        let checked = header::check(path)?;
         let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         match hound::WavReader::new(BufReader::new(file)) {
             Ok(reader) => {
@@ -73,8 +88,11 @@ impl AudioReader {
                 // symphonia decodes whole packets; its WAV reader derives a speaker
                 // mask from the channel count, which overflows beyond 32 channels
                 // (a panic in symphonia-format-riff 0.5.5), so wide files stay with hound.
+                if checked.is_some_and(|h| h.frames != info.frames || h.channels != info.channels) {
+                    bail!("the WAV header reads differently to two parsers (a damaged header)");
+                }
                 if info.channels <= SYMPHONIA_MAX_CHANNELS {
-                    if let Ok(s) = SymphoniaReader::open(path) {
+                    if let Ok(s) = SymphoniaReader::open(path, allow_damaged) {
                         if s.info.channels == info.channels && s.info.sample_rate == info.sample_rate {
                             return Ok(AudioReader::Symphonia(Box::new(s)));
                         }
@@ -83,8 +101,30 @@ impl AudioReader {
                 Ok(AudioReader::Wav { reader, info, int_scale })
             }
             // Not a WAV hound reads (FLAC, 64-bit float WAV, ...): let symphonia try.
-            Err(_) => Ok(AudioReader::Symphonia(Box::new(SymphoniaReader::open(path)?))),
+            Err(_) => {
+                let s = SymphoniaReader::open(path, allow_damaged)?;
+                if let Some(h) = checked {
+                    if (h.channels, h.sample_rate) != (s.info.channels, s.info.sample_rate) {
+                        bail!("the header reads differently to two parsers (a damaged header)");
+                    }
+                }
+                Ok(AudioReader::Symphonia(Box::new(s)))
+            }
         }
+    }
+
+    /// With `allow_damaged`: a line saying how many frames were replaced by silence and
+    /// where, or `None` when the stream was whole.
+    pub fn damage_report(&self, sample_rate: u32) -> Option<String> {
+        let AudioReader::Symphonia(s) = self else { return None };
+        let (&(first, _), total) = (s.damage.first()?, s.damage.iter().map(|d| d.1).sum::<u64>());
+        let secs = |f: u64| f as f64 / f64::from(sample_rate);
+        Some(format!(
+            "{total} damaged frames ({:.3} s) replaced by silence in {} region(s), the first at frame {first} ({:.3} s)",
+            secs(total),
+            s.damage.len(),
+            secs(first)
+        ))
     }
 
     pub fn info(&self) -> AudioInfo {
@@ -138,7 +178,7 @@ impl AudioReader {
 }
 
 impl SymphoniaReader {
-    fn open(path: &Path) -> Result<SymphoniaReader> {
+    fn open(path: &Path, allow_damaged: bool) -> Result<SymphoniaReader> {
         let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         let mss = MediaSourceStream::new(Box::new(file), Default::default());
         let mut hint = Hint::new();
@@ -169,7 +209,27 @@ impl SymphoniaReader {
             samples: None,
             pos: 0,
             finished: false,
+            next_ts: 0,
+            silence: 0,
+            allow_damaged,
+            damage: Vec::new(),
         })
+    }
+
+    /// Frames `first..first + frames` could not be decoded: an error, or silence.
+    fn damaged(&mut self, first: u64, frames: u64, why: &str) -> Result<()> {
+        if !self.allow_damaged {
+            let fs = f64::from(self.info.sample_rate);
+            bail!(
+                "the stream is damaged: frames {first}..{} ({:.3} s from {:.3} s) {why}; nothing written (--allow-damaged replaces damaged frames with silence)",
+                first + frames,
+                frames as f64 / fs,
+                first as f64 / fs
+            );
+        }
+        self.damage.push((first, frames));
+        self.silence += frames;
+        Ok(())
     }
 
     /// Decodes the next packet of our track into `pending`; false at the end.
@@ -177,13 +237,41 @@ impl SymphoniaReader {
         loop {
             let packet = match self.format.next_packet() {
                 Ok(p) => p,
-                Err(SymphoniaError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+                Err(SymphoniaError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    // A stream that ends before the frames its header states.
+                    if let Some(stated) = self.info.frames.filter(|&n| n > self.next_ts) {
+                        self.damaged(self.next_ts, stated - self.next_ts, "are missing at the end of the stream")?;
+                        self.next_ts = stated;
+                        return Ok(true);
+                    }
+                    return Ok(false);
+                }
                 Err(e) => bail!("reading the stream: {e}"),
             };
             if packet.track_id() != self.track_id {
                 continue;
             }
-            let decoded = self.decoder.decode(&packet).map_err(|e| anyhow!("decoding: {e}"))?;
+            let ts = packet.ts();
+            if ts > self.next_ts {
+                // The reader skipped data it could not parse (a frame that failed its checksum).
+                // The silence goes out before this packet's samples.
+                self.damaged(self.next_ts, ts - self.next_ts, "failed their checks and were skipped by the decoder")?;
+                self.next_ts = ts;
+            }
+            if ts < self.next_ts {
+                bail!("the stream is damaged: a packet at frame {ts} overlaps frames already decoded (up to {})", self.next_ts);
+            }
+            let decoded = match self.decoder.decode(&packet) {
+                Ok(d) => d,
+                Err(SymphoniaError::DecodeError(e)) => {
+                    let frames = packet.dur();
+                    self.damaged(ts, frames, &format!("could not be decoded ({e})"))?;
+                    self.next_ts = ts + frames;
+                    return Ok(true);
+                }
+                Err(e) => bail!("decoding: {e}"),
+            };
+            self.next_ts = ts + decoded.frames() as u64;
             if decoded.spec().channels.count() != self.info.channels {
                 bail!("the channel count changes inside the stream");
             }
@@ -204,6 +292,15 @@ impl SymphoniaReader {
         let channels = self.info.channels;
         let mut n = 0;
         while n < max_frames {
+            if self.silence > 0 {
+                let take = (self.silence.min((max_frames - n) as u64)) as usize;
+                for ch in out.iter_mut().take(channels) {
+                    ch[n..n + take].fill(0.0);
+                }
+                self.silence -= take as u64;
+                n += take;
+                continue;
+            }
             if self.pos >= self.pending.len() {
                 if self.finished || !self.decode_next()? {
                     self.finished = true;
@@ -223,130 +320,5 @@ impl SymphoniaReader {
             n += take;
         }
         Ok(n)
-    }
-}
-
-/// A float32 WAV being written to a temporary file beside its destination.
-pub struct AtomicWavWriter {
-    writer: BufWriter<File>,
-    /// Bytes of the header hound wrote (its last field is the data chunk's length).
-    header_len: u64,
-    data_bytes: u64,
-    /// Interleaved little-endian bytes of one block, reused.
-    bytes: Vec<u8>,
-    temp: tempfile::TempPath,
-    destination: PathBuf,
-    channels: usize,
-}
-
-impl AtomicWavWriter {
-    pub fn create(destination: &Path, channels: usize, sample_rate: u32) -> Result<AtomicWavWriter> {
-        let dir = match destination.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let name = destination.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let prefix = format!(".{name}.");
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).suffix(".tmp");
-        // Temporary files are private (0600) by default; the render is an ordinary
-        // output file, so create it like one (0666 less the umask).
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(0o666));
-        }
-        let temp = builder
-            .tempfile_in(&dir)
-            .with_context(|| format!("cannot write in {}", dir.display()))?;
-        let (mut file, temp) = temp.into_parts();
-        let spec = hound::WavSpec {
-            channels: u16::try_from(channels).context("too many channels for WAV")?,
-            sample_rate,
-            bits_per_sample: 32,
-            sample_format: hound::SampleFormat::Float,
-        };
-        let context = || format!("cannot write {}", destination.display());
-        // hound writes the header of an empty file; the data follows it.
-        let header = file.try_clone().with_context(context)?;
-        hound::WavWriter::new(BufWriter::new(header), spec).with_context(context)?.finalize().with_context(context)?;
-        let header_len = file.seek(SeekFrom::End(0)).with_context(context)?;
-        Ok(AtomicWavWriter {
-            writer: BufWriter::with_capacity(1 << 16, file),
-            header_len,
-            data_bytes: 0,
-            bytes: Vec::new(),
-            temp,
-            destination: destination.to_path_buf(),
-            channels,
-        })
-    }
-
-    /// Appends `frames` frames from planar buffers.
-    pub fn write(&mut self, planar: &[Vec<f32>], frames: usize) -> Result<()> {
-        let channels = self.channels;
-        self.bytes.resize(frames * channels * 4, 0);
-        for (c, ch) in planar.iter().take(channels).enumerate() {
-            for (i, &v) in ch[..frames].iter().enumerate() {
-                let at = (i * channels + c) * 4;
-                self.bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
-            }
-        }
-        let data_bytes = self.data_bytes + self.bytes.len() as u64;
-        // RIFF sizes are 32-bit: refuse before writing what no header could describe.
-        if self.header_len - 8 + data_bytes > u64::from(u32::MAX) {
-            bail!("{} would exceed the 4 GiB a WAV file can hold; nothing written", self.destination.display());
-        }
-        self.writer.write_all(&self.bytes).with_context(|| format!("writing {}", self.destination.display()))?;
-        self.data_bytes = data_bytes;
-        Ok(())
-    }
-
-    /// Completes the file (the RIFF and data chunk sizes) and moves it over the
-    /// destination.
-    pub fn commit(self) -> Result<()> {
-        let AtomicWavWriter { writer, header_len, data_bytes, temp, destination, .. } = self;
-        let context = || format!("writing {}", destination.display());
-        let mut file = writer.into_inner().map_err(|e| e.into_error()).with_context(context)?;
-        // `write` keeps both within u32.
-        let riff_len = (header_len - 8 + data_bytes) as u32;
-        file.seek(SeekFrom::Start(4)).with_context(context)?;
-        file.write_all(&riff_len.to_le_bytes()).with_context(context)?;
-        file.seek(SeekFrom::Start(header_len - 4)).with_context(context)?;
-        file.write_all(&(data_bytes as u32).to_le_bytes()).with_context(context)?;
-        file.flush().with_context(context)?;
-        drop(file);
-        temp.persist(&destination).map_err(|e| anyhow!("cannot replace {}: {}", destination.display(), e.error))?;
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn written_wavs_read_back_and_a_wav_past_4_gib_is_refused_before_writing() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out.wav");
-        let planar = vec![vec![0.5f32, -0.25, 1.0e-3], vec![-1.0f32, 0.0, 3.0]];
-        let mut w = AtomicWavWriter::create(&path, 2, 44_100).unwrap();
-        w.write(&planar, 3).unwrap();
-        w.commit().unwrap();
-        let mut r = hound::WavReader::open(&path).unwrap();
-        assert_eq!(r.spec().channels, 2);
-        assert_eq!(r.spec().sample_format, hound::SampleFormat::Float);
-        let got: Vec<f32> = r.samples::<f32>().map(|s| s.unwrap()).collect();
-        assert_eq!(got, vec![0.5, -1.0, -0.25, 0.0, 1.0e-3, 3.0]);
-
-        // A writer that already holds just under 4 GiB of samples: the next block would
-        // overflow the RIFF sizes, so it is refused and nothing reaches the file.
-        let big = dir.path().join("big.wav");
-        let mut w = AtomicWavWriter::create(&big, 2, 44_100).unwrap();
-        w.data_bytes = u64::from(u32::MAX) - w.header_len;
-        let err = w.write(&planar, 3).unwrap_err().to_string();
-        assert!(err.contains("4 GiB"), "{err}");
-        drop(w);
-        assert!(!big.exists(), "an uncommitted render must not appear at its destination");
     }
 }

@@ -7,6 +7,8 @@
 mod audio;
 mod bench;
 mod design;
+mod header;
+mod output;
 mod render;
 
 use clap::{Parser, Subcommand};
@@ -53,7 +55,34 @@ fn bundle(args: Vec<String>) -> ExitCode {
     }
 }
 
+/// The Vulkan loader (lavapipe) prints `error: XDG_RUNTIME_DIR is invalid or not set`
+/// while an adapter is probed when that variable names no usable folder (CI, cron,
+/// services), though the probe works. A render that succeeded must not print "error:",
+/// so give it a private folder of its own before any thread starts.
+#[cfg(unix)]
+fn give_the_gpu_probe_a_runtime_dir() {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let usable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o077 == 0)
+    };
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| usable(std::path::Path::new(&d))) {
+        return;
+    }
+    let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0);
+    let dir = std::env::temp_dir().join(format!("ferrofx-runtime-{uid}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    let owned = std::fs::metadata(&dir).is_ok_and(|m| m.uid() == uid);
+    if owned && usable(&dir) {
+        // Set before any other thread exists (the first thing `main` does).
+        std::env::set_var("XDG_RUNTIME_DIR", &dir);
+    }
+}
+
+#[cfg(not(unix))]
+fn give_the_gpu_probe_a_runtime_dir() {}
+
 fn main() -> ExitCode {
+    give_the_gpu_probe_a_runtime_dir();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if matches!(args.first().map(String::as_str), Some("bundle" | "bundle-universal" | "known-packages")) {
         return bundle(args);

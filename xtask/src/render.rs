@@ -1,13 +1,16 @@
 //! `cargo xtask render`: offline rendering of audio files through a chain file
 //! (contract: `../shared/spec/command-line.md`).
 
-use crate::audio::{AtomicWavWriter, AudioReader};
+use crate::audio::AudioReader;
+use crate::header::{MAX_CHANNELS, SAMPLE_RATES_HZ};
+use crate::output::{check_output_name, WavOutput};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use ferrofx::gpu::router::{Route, Router, RouterConfig};
 use ferrofx::gpu::wgpu_backend::{GpuStream, WgpuContext};
 use ferrofx::fir::{choose_mode_for, FirMode};
 use ferrofx::{Chain, DesignedChain, DesignedStage, Engine};
+use std::panic::AssertUnwindSafe;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,8 +37,8 @@ pub struct RenderArgs {
     /// Processing backend.
     #[arg(long, value_enum, default_value_t = Backend::Auto)]
     backend: Backend,
-    /// Frames per engine call, the way a host feeds a plugin.
-    #[arg(long, default_value_t = 4096)]
+    /// Frames per engine call, the way a host feeds a plugin (1..=1048576).
+    #[arg(long, default_value_t = 4096, value_parser = parse_block_size)]
     block_size: usize,
     /// Output file (one input).
     #[arg(long, conflicts_with = "out_dir", required_unless_present = "out_dir")]
@@ -48,20 +51,54 @@ pub struct RenderArgs {
     /// depend on it.
     #[arg(long)]
     threads: Option<usize>,
+    /// Replace frames that cannot be decoded (a damaged FLAC frame, a stream shorter than
+    /// its header says) by silence and say how many and where, instead of failing.
+    #[arg(long)]
+    allow_damaged: bool,
     /// Input audio files (WAV, FLAC).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
 }
 
-/// Limits from the command-line contract.
-const MAX_CHANNELS: usize = 64;
-const SAMPLE_RATES_HZ: std::ops::RangeInclusive<u32> = 8_000..=384_000;
+/// The largest `--block-size` (`docs/limits.md`): a block of every channel is held in
+/// a few buffers at once (64 channels x 2^20 frames x 4 bytes = 256 MiB each).
+pub const MAX_BLOCK_FRAMES: usize = 1 << 20;
+
+fn parse_block_size(text: &str) -> Result<usize, String> {
+    let n: u64 = text.trim().parse().map_err(|_| format!("`{text}` is not a whole number of frames"))?;
+    if n == 0 || n > MAX_BLOCK_FRAMES as u64 {
+        return Err(format!("{n} is out of range (1..={MAX_BLOCK_FRAMES} frames; see docs/limits.md)"));
+    }
+    Ok(n as usize)
+}
+
+/// The output became non-finite: where, so the stage can be found.
+#[derive(Debug)]
+struct NonFinite {
+    frame: u64,
+    channel: usize,
+}
+
+impl std::fmt::Display for NonFinite {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "the output becomes non-finite at frame {} (channel {})", self.frame, self.channel)
+    }
+}
+
+impl std::error::Error for NonFinite {}
+
+/// The first non-finite sample of a block: (channel, frame within the block).
+fn first_non_finite(buf: &[Vec<f32>], n: usize) -> Option<(usize, usize)> {
+    buf.iter().enumerate().find_map(|(c, ch)| ch[..n].iter().position(|v| !v.is_finite()).map(|i| (c, i)))
+}
 
 /// What one render produced.
 pub struct Rendered {
     pub frames: u64,
     pub channels: usize,
     pub sample_rate: u32,
+    /// With `--allow-damaged`: what was replaced by silence.
+    pub damage: Option<String>,
 }
 
 /// Inputs with fewer samples (frames x channels) than this stay on the CPU under `auto`:
@@ -170,10 +207,39 @@ fn choose_auto(
     (chosen, format!("{name} (auto: {}; {figures})", d.reason))
 }
 
+/// Re-runs the input up to `upto` frames through each enabled stage on its own and
+/// returns the first stage whose output is not finite there: `stage K (type)`.
+fn guilty_stage(chain: &Chain, input: &Path, fs: u32, channels: usize, block_size: usize, upto: u64, allow_damaged: bool) -> Option<String> {
+    let mut reader = AudioReader::open(input, allow_damaged).ok()?;
+    let mut stages: Vec<(usize, &'static str, Engine)> = Vec::new();
+    for (i, stage) in chain.stages.iter().enumerate().filter(|(_, s)| s.enabled) {
+        let designed = Chain::from(stage.clone()).design(f64::from(fs)).ok()?;
+        stages.push((i, stage.kind.type_name(), Engine::new(&designed, channels, block_size)));
+    }
+    let mut buf = vec![vec![0.0f32; block_size]; channels];
+    let mut done = 0u64;
+    while done <= upto {
+        let n = reader.read(&mut buf, block_size).ok()?;
+        if n == 0 {
+            return None;
+        }
+        for (index, type_name, engine) in stages.iter_mut() {
+            let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[..n]).collect();
+            engine.process(&mut slices);
+            if first_non_finite(&buf, n).is_some() {
+                return Some(format!("stage {index} ({type_name})"));
+            }
+        }
+        done += n as u64;
+    }
+    None
+}
+
 /// Renders one file: decode block by block, filter, write atomically. On the CPU the
 /// channels are split over up to `dsp_threads` engines running in parallel on each block
 /// (channels are independent, so the result is the same as one engine's); on the GPU one
 /// chain runs all channels. Returns what was rendered and the backend line.
+#[allow(clippy::too_many_arguments)]
 pub fn render_file(
     chain: &Chain,
     input: &Path,
@@ -182,11 +248,13 @@ pub fn render_file(
     dsp_threads: usize,
     backend: Backend,
     gpu: &GpuSlot,
+    allow_damaged: bool,
 ) -> Result<(Rendered, String)> {
     if same_file(input, output) {
         bail!("the output {} would replace its own input", output.display());
     }
-    let reader = AudioReader::open(input)?;
+    check_output_name(output)?;
+    let reader = AudioReader::open(input, allow_damaged)?;
     let info = reader.info();
     if !(1..=MAX_CHANNELS).contains(&info.channels) {
         bail!("{} channels is out of range (1..={MAX_CHANNELS})", info.channels);
@@ -204,41 +272,58 @@ pub fn render_file(
         Backend::Auto => choose_auto(gpu, &designed, info.channels, block_size, dsp_threads, info.frames),
         Backend::Cpu | Backend::Cuda => (Processor::cpu(&designed, info.channels, block_size, dsp_threads), "cpu".to_string()),
     };
-    let writer = AtomicWavWriter::create(output, info.channels, info.sample_rate)?;
-    let frames = pipeline(reader, &mut processor, writer, info.channels, block_size, info.frames)?;
-    Ok((Rendered { frames, channels: info.channels, sample_rate: info.sample_rate }, used))
+    let writer = WavOutput::create(output, info.channels, info.sample_rate)?;
+    let (frames, damage) = match pipeline(reader, &mut processor, writer, info.channels, block_size, info.frames) {
+        Ok(done) => done,
+        Err(e) => match e.downcast_ref::<NonFinite>() {
+            Some(at) => {
+                let stage = guilty_stage(chain, input, info.sample_rate, info.channels, block_size, at.frame, allow_damaged)
+                    .unwrap_or_else(|| "the fused stages together".to_string());
+                bail!("{at}: {stage} drives the signal past float32's range; nothing written (limits: docs/limits.md)");
+            }
+            None => return Err(e),
+        },
+    };
+    Ok((Rendered { frames, channels: info.channels, sample_rate: info.sample_rate, damage }, used))
 }
 
 /// Decoding, filtering and writing overlap: a reader thread and a writer thread around
 /// the engine on this one, handing blocks through bounded queues (buffers are recycled);
 /// on the GPU, uploads also overlap the device's work (two blocks in flight).
 /// Any error stops all three; the temporary output is then deleted, never committed.
+/// A non-finite output sample stops the render with a [`NonFinite`] error (the engine
+/// turns non-finite input into silence, so such a sample comes from the chain itself).
+/// Returns the frames written and, where frames were replaced by silence, the report.
 fn pipeline(
     mut reader: AudioReader,
     processor: &mut Processor,
-    mut writer: AtomicWavWriter,
+    mut writer: WavOutput,
     channels: usize,
     block_size: usize,
     expected_frames: Option<u64>,
-) -> Result<u64> {
+) -> Result<(u64, Option<String>)> {
+    let sample_rate = reader.info().sample_rate;
     type Block = (Vec<Vec<f32>>, usize);
     let (to_dsp, from_reader) = mpsc::sync_channel::<Result<Block>>(4);
     let (to_writer, from_dsp) = mpsc::sync_channel::<Block>(4);
     let (recycle, recycled) = mpsc::channel::<Vec<Vec<f32>>>();
     std::thread::scope(|s| {
-        s.spawn(move || loop {
-            let mut buf = recycled.try_recv().unwrap_or_else(|_| vec![vec![0.0; block_size]; channels]);
-            let msg = match reader.read(&mut buf, block_size) {
-                Ok(0) => break,
-                Ok(n) => Ok((buf, n)),
-                Err(e) => Err(e),
-            };
-            let failed = msg.is_err();
-            if to_dsp.send(msg).is_err() || failed {
-                break;
+        let reading = s.spawn(move || {
+            loop {
+                let mut buf = recycled.try_recv().unwrap_or_else(|_| vec![vec![0.0; block_size]; channels]);
+                let msg = match reader.read(&mut buf, block_size) {
+                    Ok(0) => break,
+                    Ok(n) => Ok((buf, n)),
+                    Err(e) => Err(e),
+                };
+                let failed = msg.is_err();
+                if to_dsp.send(msg).is_err() || failed {
+                    break;
+                }
             }
+            reader.damage_report(sample_rate)
         });
-        let writing = s.spawn(move || -> Result<AtomicWavWriter> {
+        let writing = s.spawn(move || -> Result<WavOutput> {
             for (buf, n) in from_dsp {
                 writer.write(&buf, n)?;
                 let _ = recycle.send(buf);
@@ -274,6 +359,9 @@ fn pipeline(
                         (buf, n)
                     }
                 };
+                if let Some((channel, i)) = first_non_finite(&done.0, done.1) {
+                    return Err(NonFinite { frame: frames + i as u64, channel }.into());
+                }
                 frames += done.1 as u64;
                 if to_writer.send(done).is_err() {
                     return Ok(()); // the writer failed; its error is reported below
@@ -282,6 +370,9 @@ fn pipeline(
             if let Processor::Gpu(stream) = processor {
                 while !waiting.is_empty() {
                     let done = collect_oldest(stream, &mut waiting)?;
+                    if let Some((channel, i)) = first_non_finite(&done.0, done.1) {
+                        return Err(NonFinite { frame: frames + i as u64, channel }.into());
+                    }
                     frames += done.1 as u64;
                     if to_writer.send(done).is_err() {
                         break;
@@ -294,13 +385,16 @@ fn pipeline(
         let written = writing.join().map_err(|_| anyhow::anyhow!("the writer thread panicked"))?;
         filtered?;
         let writer = written?;
+        // The reader has ended (the DSP loop drained its queue); a panic in it is re-raised
+        // for the file boundary to report.
+        let damage = reading.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         if let Some(expected) = expected_frames {
             if expected != frames {
                 bail!("the header promises {expected} frames but the stream held {frames}; nothing written");
             }
         }
         writer.commit()?;
-        Ok(frames)
+        Ok((frames, damage))
     })
 }
 
@@ -358,8 +452,35 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 fn load_chain(path: &Path) -> Result<Chain> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read chain {}", path.display()))?;
-    Chain::from_json(&text).with_context(|| format!("chain {}", path.display()))
+    Chain::from_file(path).with_context(|| format!("chain {}", path.display()))
+}
+
+/// The message of the last panic caught at a file boundary (the hook keeps it instead of
+/// printing it, so a failing file reports one line like any other error).
+static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+fn keep_panic_messages() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        if let Ok(mut last) = LAST_PANIC.lock() {
+            last.get_or_insert(format!("{message}{at}"));
+        }
+    }));
+}
+
+/// Runs one file's render so that a panic anywhere in it (a decoder's, ours) becomes that
+/// file's error: the temporary output is dropped, and a batch goes on with the next file.
+fn contained<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|_| {
+        let why = LAST_PANIC.lock().ok().and_then(|mut m| m.take()).unwrap_or_else(|| "unknown".into());
+        Err(anyhow::anyhow!("internal error while rendering (a panic: {why}); nothing written; please report it"))
+    })
 }
 
 /// One line: `error: context: cause: cause`.
@@ -378,9 +499,7 @@ pub fn run(args: RenderArgs) -> ExitCode {
 }
 
 fn run_inner(args: RenderArgs) -> Result<ExitCode> {
-    if args.block_size == 0 {
-        bail!("--block-size must be at least 1");
-    }
+    keep_panic_messages();
     let gpu = GpuSlot::new();
     match args.backend {
         Backend::Auto | Backend::Cpu => {}
@@ -401,8 +520,13 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
         // One file: its channels may use the cores the reader and writer threads leave.
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let dsp_threads = args.threads.unwrap_or(cores.saturating_sub(2).max(1));
-        let (r, used) = render_file(&chain, input, output, args.block_size, dsp_threads, args.backend, &gpu)
-            .with_context(|| input.display().to_string())?;
+        let (r, used) = contained(|| {
+            render_file(&chain, input, output, args.block_size, dsp_threads, args.backend, &gpu, args.allow_damaged)
+        })
+        .with_context(|| input.display().to_string())?;
+        if let Some(warning) = &r.damage {
+            eprintln!("warning: {}: {warning}", input.display());
+        }
         println!(
             "wrote {} ({} frames, {} channels, {} Hz, backend {used})",
             output.display(),
@@ -414,7 +538,7 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
     }
     let out_dir = args.out_dir.as_deref().unwrap_or(Path::new("."));
     std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    render_many(&chain, &args.inputs, out_dir, args.block_size, args.backend, &gpu)
+    render_many(&chain, &args.inputs, out_dir, args.block_size, args.backend, &gpu, args.allow_damaged)
 }
 
 /// The output path for `input` in `out_dir`: same file name, `.wav` extension.
@@ -424,7 +548,15 @@ fn output_name(input: &Path, out_dir: &Path) -> Option<PathBuf> {
 }
 
 /// Renders many files over all cores; a bad file is reported and the rest go on.
-fn render_many(chain: &Chain, inputs: &[PathBuf], out_dir: &Path, block_size: usize, backend: Backend, gpu: &GpuSlot) -> Result<ExitCode> {
+fn render_many(
+    chain: &Chain,
+    inputs: &[PathBuf],
+    out_dir: &Path,
+    block_size: usize,
+    backend: Backend,
+    gpu: &GpuSlot,
+    allow_damaged: bool,
+) -> Result<ExitCode> {
     // Two inputs must not race for one output name.
     let mut jobs: Vec<(PathBuf, Result<PathBuf, String>)> = Vec::new();
     let mut taken: HashMap<PathBuf, PathBuf> = HashMap::new();
@@ -458,13 +590,20 @@ fn render_many(chain: &Chain, inputs: &[PathBuf], out_dir: &Path, block_size: us
                 bar.set_message(input.display().to_string());
                 let result = match out {
                     // Files already run in parallel: one engine per file.
-                    Ok(out) => render_file(chain, input, out, block_size, 1, backend, gpu).map(|_| ()),
+                    Ok(out) => contained(|| render_file(chain, input, out, block_size, 1, backend, gpu, allow_damaged)),
                     Err(why) => Err(anyhow::anyhow!("{why}")),
                 };
-                if let Err(e) = result {
-                    failed.fetch_add(1, Ordering::Relaxed);
-                    let _guard = report.lock();
-                    bar.suspend(|| eprintln!("error: {}: {e:#}", input.display()));
+                match result {
+                    Err(e) => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        let _guard = report.lock();
+                        bar.suspend(|| eprintln!("error: {}: {e:#}", input.display()));
+                    }
+                    Ok((Rendered { damage: Some(warning), .. }, _)) => {
+                        let _guard = report.lock();
+                        bar.suspend(|| eprintln!("warning: {}: {warning}", input.display()));
+                    }
+                    Ok(_) => {}
                 }
                 bar.inc(1);
             });
