@@ -13,12 +13,13 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq
-    # pkg-config/gcc: -sys crates; flac: the FLAC decoding test encodes its input;
+    # pkg-config/gcc: -sys crates; flac: the FLAC decoding tests encode their inputs;
+    # strace: the test that the renderer flushes its output before and after the rename;
     # python3-venv: the test tools' virtual environment; libasound2-dev and
     # libjack-jackd2-dev: the plugin's standalone app (ALSA/JACK); xvfb, xdotool and
     # imagemagick: the editor check under a virtual display; libgl1-mesa-dri: its OpenGL.
     # mesa-vulkan-drivers + libvulkan1: lavapipe, the Vulkan adapter the wgpu tests run on.
-    apt-get install -y -qq --no-install-recommends pkg-config gcc flac python3 python3-venv python3-pip \
+    apt-get install -y -qq --no-install-recommends pkg-config gcc flac strace python3 python3-venv python3-pip \
         libasound2-dev libjack-jackd2-dev libx11-xcb-dev libxcursor-dev libgl1-mesa-dev libgl1-mesa-dri \
         mesa-vulkan-drivers libvulkan1 \
         xvfb xdotool imagemagick >/dev/null

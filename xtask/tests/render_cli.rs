@@ -1,88 +1,11 @@
 //! `xtask render` end to end: the binary this package builds, run on real files.
 
-use ferrofx::{Chain, Engine};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn xtask() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_xtask"))
-}
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn reference_dir() -> PathBuf {
-    std::env::var("FERROFX_REFERENCE_DIR").map(PathBuf::from).unwrap_or_else(|_| repo_root().join("../shared/reference"))
-}
-
-fn noise(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 1.8 - 0.9
-        })
-        .collect()
-}
-
-fn write_wav_f32(path: &Path, planar: &[Vec<f32>], fs: u32) {
-    let spec = hound::WavSpec { channels: planar.len() as u16, sample_rate: fs, bits_per_sample: 32, sample_format: hound::SampleFormat::Float };
-    let mut w = hound::WavWriter::create(path, spec).unwrap();
-    for i in 0..planar[0].len() {
-        for ch in planar {
-            w.write_sample(ch[i]).unwrap();
-        }
-    }
-    w.finalize().unwrap();
-}
-
-fn read_wav(path: &Path) -> (hound::WavSpec, Vec<Vec<f32>>) {
-    let mut r = hound::WavReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let spec = r.spec();
-    assert_eq!((spec.sample_format, spec.bits_per_sample), (hound::SampleFormat::Float, 32), "output must be float32 WAV");
-    let flat: Vec<f32> = r.samples::<f32>().map(|s| s.unwrap()).collect();
-    let c = spec.channels as usize;
-    let planar = (0..c).map(|ch| flat.iter().skip(ch).step_by(c).copied().collect()).collect();
-    (spec, planar)
-}
-
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("run xtask");
-    eprintln!("stdout: {}\nstderr: {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn engine_output(chain: &Chain, fs: f64, input: &[Vec<f32>], block: usize) -> Vec<Vec<f32>> {
-    let designed = chain.design(fs).unwrap();
-    let mut engine = Engine::new(&designed, input.len(), block);
-    let mut out = input.to_vec();
-    let n = out[0].len();
-    for start in (0..n).step_by(block) {
-        let end = (start + block).min(n);
-        let mut s: Vec<&mut [f32]> = out.iter_mut().map(|c| &mut c[start..end]).collect();
-        engine.process(&mut s);
-    }
-    out
-}
-
-fn max_rel_diff(a: &[Vec<f32>], b: &[Vec<f32>]) -> f64 {
-    let peak = b.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs() as f64));
-    let err = a.iter().flatten().zip(b.iter().flatten()).fold(0.0f64, |m, (x, y)| m.max((*x as f64 - *y as f64).abs()));
-    err / peak
-}
-
-fn dir_entries(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    v.sort();
-    v
-}
+use common::*;
+use ferrofx::Chain;
+use std::path::Path;
+use std::process::Command;
 
 #[test]
 fn stereo_and_8_channel_renders_equal_the_engine_in_process() {
@@ -536,4 +459,21 @@ fn splitting_channels_over_threads_changes_nothing_on_the_fft_fir_path() {
     let chain_path = dir.path().join("long_fir.json");
     std::fs::write(&chain_path, chain.to_string()).unwrap();
     assert_threads_change_nothing(dir.path(), &chain_path, 60, &["1", "2", "3", "16"]);
+}
+
+#[test]
+fn a_successful_gpu_render_prints_no_error_line_without_xdg_runtime_dir() {
+    if !gpu_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.wav");
+    write_wav_f32(&input, &[noise(4_000, 5)], 48_000);
+    let out = dir.path().join("out.wav");
+    let chain = repo_root().join("examples/chains/demo.json");
+    for backend in ["wgpu", "auto"] {
+        let o = run(xtask().env_remove("XDG_RUNTIME_DIR").args(["render", "--backend", backend, "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
+        assert!(o.status.success());
+        assert!(!stderr(&o).contains("error"), "{backend}: {}", stderr(&o));
+    }
 }
