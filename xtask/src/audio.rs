@@ -78,7 +78,10 @@ impl AudioReader {
                 let spec = reader.spec();
                 let int_scale = match spec.sample_format {
                     hound::SampleFormat::Float => None,
-                    hound::SampleFormat::Int => Some(1.0 / (1u64 << (spec.bits_per_sample - 1)) as f32),
+                    hound::SampleFormat::Int if (1..=32).contains(&spec.bits_per_sample) => {
+                        Some(1.0 / (1u64 << (spec.bits_per_sample - 1)) as f32)
+                    }
+                    hound::SampleFormat::Int => bail!("{} bits per integer sample is not readable", spec.bits_per_sample),
                 };
                 let info = AudioInfo {
                     channels: spec.channels as usize,

@@ -118,6 +118,11 @@ fn parse_fmt(body: &[u8]) -> Result<Fmt> {
         }
         // The sub-format GUID starts with the format tag it stands for.
         fmt.tag = u16le(body, 24);
+        // Readers scale integer samples by the valid bits, which must fit the container.
+        let valid = u16le(body, 18);
+        if valid == 0 || valid > fmt.bits || (fmt.tag == WAVE_FORMAT_IEEE_FLOAT && valid != fmt.bits) {
+            bail!("the WAV header is inconsistent: {valid} valid bits in {}-bit samples", fmt.bits);
+        }
     }
     check_common(usize::from(fmt.channels), fmt.sample_rate)?;
     let valid_bits: &[u16] = match fmt.tag {
