@@ -20,7 +20,9 @@ fn mutated_chain_files_never_panic_and_every_refusal_names_its_place() {
     let seed = env_u64("FERROFX_FUZZ_SEED", 0x5EED);
     let (mut refused_parse, mut refused_design, mut ran) = (0u64, 0u64, 0u64);
     let mut panics = Vec::new();
+    let mut slowest = (std::time::Duration::ZERO, 0u64);
     for n in 0..cases {
+        let started = std::time::Instant::now();
         let text = chain_mutant(seed, n);
         let mut r = Rng::new(seed.wrapping_add(n));
         let fs = *r.pick(&[8_000.0, 22_050.0, 44_100.0, 48_000.0, 96_000.0, 384_000.0]);
@@ -44,6 +46,9 @@ fn mutated_chain_files_never_panic_and_every_refusal_names_its_place() {
             engine.process(&mut [&mut a[..], &mut b[..]]);
             Ok(Some(true))
         }));
+        if started.elapsed() > slowest.0 {
+            slowest = (started.elapsed(), n);
+        }
         match result {
             Err(_) => panics.push(text),
             Ok(Err(e)) => {
@@ -58,8 +63,10 @@ fn mutated_chain_files_never_panic_and_every_refusal_names_its_place() {
             Ok(Ok(_)) => ran += 1,
         }
     }
-    println!("chain fuzz (seed {seed:#x}): {cases} mutants: {refused_parse} refused when read, {refused_design} refused when designed, {ran} designed and run, {} panics", panics.len());
+    println!("chain fuzz (seed {seed:#x}): {cases} mutants: {refused_parse} refused when read, {refused_design} refused when designed, {ran} designed and run, {} panics; slowest: mutant {} in {:?}", panics.len(), slowest.1, slowest.0);
     assert!(panics.is_empty(), "{} mutants panicked; the first: {}", panics.len(), panics[0]);
+    // A hang, in effect: no mutant may take long (the worst seen is well under a second).
+    assert!(slowest.0.as_secs() < 10, "mutant {} took {:?}: `cargo run -p ferrofx-testkit --example dump_mutant {seed} {}` prints it", slowest.1, slowest.0, slowest.1);
     // The corpus must exercise both sides, or the fuzzer tests nothing.
     assert!(ran > cases / 10 && refused_parse + refused_design > cases / 10, "unbalanced corpus: {ran} ran");
 }

@@ -331,7 +331,7 @@ fn parse_stage(index: usize, value: Value) -> Result<Stage, ChainError> {
                 index,
                 other,
                 "type",
-                format!("type `{other}` is not a stage type (expected one of: {STAGE_TYPES})"),
+                format!("type `{other}` is not a stage type (expected one of: {STAGE_TYPES}; see docs/chain-format.md)"),
             ))
         }
     };

@@ -1,5 +1,5 @@
 //! Filter chains: the spec (what the chain file says), its JSON form
-//! (`../shared/spec/chain-format.md`), validation and design at a sample rate, and a
+//! (`docs/chain-format.md`), validation and design at a sample rate, and a
 //! Rust API with a pipe operator.
 //!
 //! Two layers, as in camilladsp: [`Chain::from_json`] checks the *form* (serde with
@@ -155,7 +155,7 @@ pub enum ChainError {
     #[error("not valid JSON at line {line}, column {column}: {message}")]
     Syntax { line: usize, column: usize, message: String },
     /// The top level is not a chain file of this format.
-    #[error("not a {FORMAT_NAME} file: {field} {message}")]
+    #[error("not a {FORMAT_NAME} file: {field} {message} (the format: docs/chain-format.md)")]
     NotAChain { field: String, message: String },
     /// The file is of a newer format version.
     #[error("chain format version {found} is newer than this build reads (version {FORMAT_VERSION}); update FerroFX")]

@@ -288,6 +288,7 @@ pub(super) fn design(chain: &Chain, fs: f64) -> Result<DesignedChain, ChainError
     }
     let mut stages: Vec<DesignedStage> = Vec::new();
     let (mut sections, mut taps) = (0usize, 0usize);
+    let mut fusion_work = 0usize;
     for (index, stage) in chain.stages.iter().enumerate() {
         let check = Check { index, stage_type: stage.kind.type_name(), fs };
         // Disabled stages are validated too: a file is either valid or not.
@@ -318,7 +319,9 @@ pub(super) fn design(chain: &Chain, fs: f64) -> Result<DesignedChain, ChainError
         match (designed, stages.last_mut()) {
             (Designed::Sos(new), Some(DesignedStage::Sos(run))) => run.extend(new),
             (Designed::Sos(new), _) => stages.push(DesignedStage::Sos(new)),
-            (Designed::Fir(taps), Some(DesignedStage::Fir(prev))) if fusable(prev.len(), taps.len()) => {
+            (Designed::Fir(taps), Some(DesignedStage::Fir(prev)))
+                if fusable(prev.len(), taps.len(), &mut fusion_work) =>
+            {
                 *prev = convolve(prev, &taps);
             }
             (Designed::Fir(taps), _) => stages.push(DesignedStage::Fir(taps)),
@@ -333,12 +336,23 @@ pub(super) fn design(chain: &Chain, fs: f64) -> Result<DesignedChain, ChainError
     Ok(DesignedChain { fs, stages })
 }
 
+/// Multiply-adds that FIR fusion may spend on one chain: a chain of thousands of FIR
+/// stages would otherwise cost time quadratic in their number (each fusion convolves the
+/// growing kernel again). Past it, FIRs stay separate stages.
+const FUSION_WORK_BUDGET: usize = 200_000_000;
+
 /// Consecutive FIRs run as one kernel (their convolution, computed in `f64`) when the
-/// result stays within the given-FIR limit and the convolution is cheap to compute here;
-/// one longer FIR costs less than two (FFT levels grow logarithmically) and the signal is
-/// not rounded to `f32` between them.
-fn fusable(a: usize, b: usize) -> bool {
-    a + b - 1 <= MAX_GIVEN_TAPS && a.saturating_mul(b) <= 50_000_000
+/// result stays within the given-FIR limit and the convolution is cheap to compute here
+/// (`work` counts what the chain's fusions have spent); one longer FIR costs less than
+/// two (FFT levels grow logarithmically) and the signal is not rounded to `f32` between
+/// them.
+fn fusable(a: usize, b: usize, work: &mut usize) -> bool {
+    let cost = a.saturating_mul(b);
+    let ok = a + b - 1 <= MAX_GIVEN_TAPS && cost <= 50_000_000 && *work + cost <= FUSION_WORK_BUDGET;
+    if ok {
+        *work += cost;
+    }
+    ok
 }
 
 /// Full linear convolution of two kernels.

@@ -67,8 +67,7 @@ fn run_inner(args: DesignArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let (Some(path), Some(fs)) = (args.chain, args.fs) else { bail!("--chain and --fs are required") };
-    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read chain {}", path.display()))?;
-    let chain = Chain::from_json(&text).with_context(|| format!("chain {}", path.display()))?;
+    let chain = Chain::from_file(&path).with_context(|| format!("chain {}", path.display()))?;
     let value = designed_json(&chain, fs);
     if let Some(e) = value.get("error") {
         bail!("chain {}: {}", path.display(), e.as_str().unwrap_or_default());

@@ -39,7 +39,7 @@ fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
 /// a FLAC when the `flac` tool is there.
 fn seed_audio(dir: &Path) -> Vec<Vec<u8>> {
     let mut seeds = Vec::new();
-    let mut wav = |channels: u16, bits: u16, float: bool, frames: usize| {
+    let wav = |channels: u16, bits: u16, float: bool, frames: usize| {
         let p = dir.join("seed.wav");
         let format = if float { hound::SampleFormat::Float } else { hound::SampleFormat::Int };
         let spec = hound::WavSpec { channels, sample_rate: 44_100, bits_per_sample: bits, sample_format: format };
