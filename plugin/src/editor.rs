@@ -247,8 +247,8 @@ impl EditorApp {
     }
 
     fn import(&mut self, setter: &ParamSetter) -> Result<(), String> {
-        let text = std::fs::read_to_string(&self.preset_path).map_err(|e| format!("{}: {e}", self.preset_path))?;
-        let chain = Chain::from_json(&text).map_err(|e| format!("{}: {e}", self.preset_path))?;
+        // Read with the chain-file size cap: a mistyped path to a recording is an error.
+        let chain = Chain::from_file(std::path::Path::new(&self.preset_path)).map_err(|e| format!("{}: {e}", self.preset_path))?;
         let imported = preset::import(&chain);
         for (i, bp) in self.params.bands.iter().enumerate() {
             let band = imported.bands.iter().find(|(n, _)| *n == i).map(|(_, b)| *b);

@@ -244,14 +244,21 @@ fn special_output_paths_keep_what_they_are() {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read(&fifo).unwrap())
     };
-    assert!(render(&chain, &input, &fifo, &[]).status.success());
+    // The render is staged in the temporary folder: keep that inside this test's folder.
+    let staging = dir.path().join("staging");
+    std::fs::create_dir(&staging).unwrap();
+    let o = run(xtask().env("TMPDIR", &staging).arg("render").arg("--chain").arg(&chain).arg("--output").arg(&fifo).arg(&input));
+    assert!(o.status.success());
     assert_eq!(reader.join().unwrap(), expected);
+    let staged: Vec<String> = dir_entries(&staging).into_iter().filter(|n| n.contains("ferrofx-render")).collect();
+    assert!(staged.is_empty(), "the staged copy is removed: {staged:?}");
     assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
 
     // A character device (a null device made here; needs CAP_MKNOD).
     let null = dir.path().join("null");
     if std::process::Command::new("mknod").arg(&null).args(["c", "1", "3"]).status().is_ok_and(|s| s.success()) {
-        assert!(render(&chain, &input, &null, &[]).status.success());
+        let o = run(xtask().env("TMPDIR", &staging).arg("render").arg("--chain").arg(&chain).arg("--output").arg(&null).arg(&input));
+        assert!(o.status.success());
         assert!(std::fs::symlink_metadata(&null).unwrap().file_type().is_char_device(), "the device node was replaced");
         std::fs::remove_file(&null).unwrap();
     } else {
@@ -296,7 +303,7 @@ fn special_output_paths_keep_what_they_are() {
     assert_refused(&render(&chain, &input, &dir.path().join("out.flac"), &[]), &["32-bit float WAV only", ".flac"]);
     assert_only(
         dir.path(),
-        &["created.wav", "dangling.wav", "folder", "in.wav", "link.wav", "pipe.wav", "plain.wav", "private.wav", "ro.wav", "target.wav", "unity.json"],
+        &["created.wav", "dangling.wav", "folder", "in.wav", "link.wav", "pipe.wav", "plain.wav", "private.wav", "ro.wav", "staging", "target.wav", "unity.json"],
     );
 }
 
