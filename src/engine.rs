@@ -26,8 +26,10 @@
 //! can still overflow a filter's output; a cascade whose state becomes non-finite is
 //! reset at the end of that block (see `sos`), and a FIR's history holds only finite
 //! samples and forgets them after its length. Either way the output is finite again
-//! once the bad samples have passed. Filter states below about -600 dB are flushed to
-//! zero at each block end, so silence never runs on subnormal numbers.
+//! once the bad samples have passed. Filter states that become subnormal (`f64`) are
+//! flushed to zero at each block end, so silence never runs on subnormal numbers; the
+//! designer spreads a cascade's gain evenly over its sections (see `chain`), so no
+//! section's state is tiny merely because the design put all its gain in one place.
 
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::design;

@@ -37,8 +37,8 @@
 //!
 //! Input sanitising is the engine's job (see `engine`). Here, at the end of every
 //! `process` call, a lane whose state became non-finite (a finite but huge input can
-//! overflow an unstable-looking transient) is reset to zero, and state magnitudes below
-//! [`FLUSH_BELOW`] are flushed to zero, so a decaying state never lingers in the
+//! overflow an unstable-looking transient) is reset to zero, and subnormal state values
+//! (below [`FLUSH_BELOW`]) are flushed to zero, so a decaying state never lingers in the
 //! subnormal range (where a pole close to 1 can otherwise hold it forever, slowly).
 
 use crate::design::Sos;
@@ -48,9 +48,13 @@ pub const SUB_BLOCK: usize = 256;
 /// The widest SIMD group (AVX-512: 8 `f64` lanes).
 pub const MAX_LANES: usize = 8;
 
-/// State magnitudes below this are set to zero at the end of each block (about -600 dB:
-/// far below anything a float32 output can carry relative to a signal).
-pub const FLUSH_BELOW: f64 = 1e-30;
+/// State magnitudes below this are set to zero at the end of each block: the smallest
+/// normal `f64`, so only what is subnormal at the precision the state is kept in goes
+/// (subnormal arithmetic is what costs). An absolute threshold any higher would assume
+/// unit gain per section: SciPy puts the whole gain of a high-order low-cutoff design
+/// into its first section (b ~ 1e-39), whose state then lives far below 1e-30 while the
+/// signal it carries is full scale after the later sections.
+pub const FLUSH_BELOW: f64 = f64::MIN_POSITIVE;
 
 /// One section normalised to `a0 = 1`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -1,19 +1,32 @@
 //! The GPU's arithmetic, modelled on the CPU (`ferrofx::gpu::realize`), against every
 //! SciPy reference case: the delta state-space form in `f32`, sequential and scanned.
+//! Where the model misses the tolerance, the GPU path's own estimate must say so (it
+//! then declines the cascade and the CPU runs it): exact, or a clear refusal.
 
 mod common;
 
 use common::{chain_of, load_cases, rel_error};
 use ferrofx::chain::DesignedStage;
-use ferrofx::gpu::realize::{chunking, model_section, Realization};
+use ferrofx::gpu::realize::{chunking, f32_error_estimate, model_section, Realization, GPU_ERROR_BUDGET};
 use ferrofx::sos::SosCoefs;
 
 #[test]
 fn model_meets_reference_tolerances_sequential_and_scanned() {
     let mut worst: f64 = 0.0;
     let mut failures = Vec::new();
+    let mut declined = Vec::new();
     for case in load_cases() {
         let designed = chain_of(case.given_stage()).design(case.fs).unwrap();
+        let estimate = designed
+            .stages
+            .iter()
+            .filter_map(|s| if let DesignedStage::Sos(v) = s { Some(v) } else { None })
+            .map(|v| f32_error_estimate(&v.iter().map(SosCoefs::from).collect::<Vec<_>>(), 4096, 512))
+            .fold(0.0f64, f64::max);
+        let gpu_declines = !(estimate <= GPU_ERROR_BUDGET);
+        if gpu_declines {
+            declined.push(format!("{} (estimate {estimate:.1e})", case.id));
+        }
         for &frames in &[64usize, 4096, 16384] {
             let mut y = case.input.clone();
             let mut steps = 0;
@@ -36,12 +49,17 @@ fn model_meets_reference_tolerances_sequential_and_scanned() {
                 continue;
             }
             let e = rel_error(&y, &case.expected);
+            if gpu_declines {
+                continue;
+            }
             worst = worst.max(e);
             if e.is_nan() || e > 1e-4 {
-                failures.push(format!("{} frames {frames}: {e:.3e}", case.id));
+                failures.push(format!("{} frames {frames}: {e:.3e} but the estimate {estimate:.1e} lets the GPU run it", case.id));
             }
         }
     }
-    println!("model worst {worst:.3e}");
+    println!("model worst {worst:.3e} where the GPU runs; declined: {declined:?}");
+    // Declining is for the numerically hard cases, not a way out of the ordinary ones.
+    assert!(declined.len() * 10 <= load_cases().len(), "the GPU declines too many reference cases: {declined:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -56,8 +56,16 @@ fn every_reference_case_meets_the_tolerances_on_the_gpu() {
     let Some(ctx) = context() else { return };
     let mut failures = Vec::new();
     let (mut worst, mut worst_low) = (0.0f64, 0.0f64);
+    let mut declined = Vec::new();
     for case in load_cases() {
         let designed = chain_of(case.given_stage()).design(case.fs).unwrap();
+        // Exact, or a clear refusal: a cascade the float32 form cannot run within the
+        // tolerance is declined when the chain is built (the CPU then runs it).
+        if let Err(e) = GpuStream::new(ctx, &designed, 2, 64) {
+            assert!(matches!(e, ferrofx::gpu::GpuError::Precision { .. }), "{}: {e}", case.id);
+            declined.push(case.id.clone());
+            continue;
+        }
         for block in [64usize, 4096, 65536] {
             let y = run_gpu(ctx, &designed, &case.input, block, None);
             let e = rel_error(&y, &case.expected);
@@ -70,7 +78,8 @@ fn every_reference_case_meets_the_tolerances_on_the_gpu() {
             }
         }
     }
-    println!("gpu reference: worst {worst:.2e} (lowfreq {worst_low:.2e}), tolerance {TIME_TOLERANCE:.0e}");
+    println!("gpu reference: worst {worst:.2e} (lowfreq {worst_low:.2e}), tolerance {TIME_TOLERANCE:.0e}; declined {declined:?}");
+    assert!(declined.len() * 10 <= load_cases().len(), "the GPU declines too many reference cases: {declined:?}");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 

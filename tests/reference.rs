@@ -1,4 +1,6 @@
-//! All shared SciPy reference cases (`../shared/reference/`): designed from `spec` and,
+//! All SciPy reference cases of a reference set (`FERROFX_REFERENCE_DIR`: the one
+//! `scripts/scipy_reference.py vectors` generates, or the shared `../shared/reference/`),
+//! designed from `spec` and,
 //! separately, run from the given `sos`/`taps`, at block sizes 1, 7, 64 and 4096, both
 //! FIR paths; plus the magnitude response of the coefficients the engine actually runs.
 
@@ -34,7 +36,9 @@ struct Worst {
 #[test]
 fn every_reference_case_meets_the_tolerances() {
     let cases = load_cases();
-    assert_eq!(cases.len(), 77, "the shared reference set has 77 cases");
+    // The shared set has 77 cases, the one `scripts/scipy_reference.py vectors` generates
+    // about 100 (`load_cases` checks every case the index lists was read).
+    assert!(cases.len() >= 50, "only {} reference cases", cases.len());
     let mut failures = Vec::new();
     let mut worst: BTreeMap<String, Worst> = BTreeMap::new();
     for case in &cases {

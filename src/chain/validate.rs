@@ -327,10 +327,12 @@ pub(super) fn design(chain: &Chain, fs: f64) -> Result<DesignedChain, ChainError
             (Designed::Fir(taps), _) => stages.push(DesignedStage::Fir(taps)),
         }
     }
-    // Fold pure-gain sections into a neighbour of their cascade (one section less to run).
+    // Fold pure-gain sections into a neighbour of their cascade (one section less to run),
+    // then spread the cascade's gain evenly over its sections.
     for stage in stages.iter_mut() {
         if let DesignedStage::Sos(run) = stage {
             fold_gains(run);
+            balance_gains(run);
         }
     }
     Ok(DesignedChain { fs, stages })
@@ -376,5 +378,43 @@ fn fold_gains(run: &mut Vec<Sos>) {
         Some(first) => first.b.iter_mut().for_each(|b| *b *= total),
         // Only gains: one section with their product.
         None => run.push(Sos::gain(total)),
+    }
+}
+
+/// The largest magnitude of a section's response, estimated on a grid that includes its
+/// poles' and zeros' angles (where a narrow peak or notch sits) and a log-spaced sweep
+/// down to 1e-7 of Nyquist. An estimate is enough: it only decides how gain is spread.
+fn peak_gain(s: &Sos) -> f64 {
+    let n = s.normalized();
+    let angle = |c1: f64, c2: f64| -> Option<f64> {
+        // Angle of the complex roots of z^2 + c1 z + c2 (none for real roots).
+        let disc = c1 * c1 - 4.0 * c2;
+        (disc < 0.0 && c2 > 0.0).then(|| (-c1 / (2.0 * c2.sqrt())).clamp(-1.0, 1.0).acos())
+    };
+    let mut omegas: Vec<f64> = (0..=96).map(|i| std::f64::consts::PI * 10f64.powf(-7.0 * (96 - i) as f64 / 96.0)).collect();
+    omegas.push(0.0);
+    omegas.extend(angle(n.a[1], n.a[2]));
+    omegas.extend(angle(n.b[1] / n.b[0], n.b[2] / n.b[0]).filter(|w| w.is_finite()));
+    omegas.iter().map(|&w| n.response(w).norm()).filter(|m| m.is_finite()).fold(0.0, f64::max)
+}
+
+/// Spreads a cascade's gain evenly over its sections without changing its response:
+/// each section's numerator is scaled so that every section peaks at the geometric mean
+/// of the sections' peaks (the scale factors multiply to one). SciPy's designs put the
+/// whole gain of a high-order, low-cutoff lowpass into the first section (b ~ 1e-39 for
+/// order 12 at 2e-4 fs); spread, no section runs on values far below the signal's.
+/// Sections whose peak cannot be estimated (zero, non-finite) leave the cascade as it is.
+fn balance_gains(run: &mut [Sos]) {
+    if run.len() < 2 {
+        return;
+    }
+    let peaks: Vec<f64> = run.iter().map(peak_gain).collect();
+    if peaks.iter().any(|p| !(p.is_finite() && *p > 0.0)) {
+        return;
+    }
+    let mean_log = peaks.iter().map(|p| p.ln()).sum::<f64>() / peaks.len() as f64;
+    for (s, p) in run.iter_mut().zip(&peaks) {
+        let k = (mean_log - p.ln()).exp();
+        s.b.iter_mut().for_each(|b| *b *= k);
     }
 }

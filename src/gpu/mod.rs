@@ -19,7 +19,7 @@ pub mod router;
 pub mod wgpu_backend;
 
 /// Why the GPU path cannot run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GpuError {
     #[error("no GPU adapter found (searched backends {backends}): {why}")]
     NoAdapter { backends: String, why: String },
@@ -27,6 +27,11 @@ pub enum GpuError {
     Device { adapter: String, why: String },
     #[error("not supported on the GPU path: {what}")]
     Unsupported { what: String },
+    /// The GPU's float32 form of a cascade would miss the accuracy the CPU keeps.
+    /// `stage` counts the designed chain's processors (each run of consecutive IIR,
+    /// biquad, `sos` and `gain` stages is one cascade).
+    #[error("declined by the GPU path: in float32, cascade {stage} of the chain would be off by about {estimate:.1e} of the output peak (the tolerance is 1e-4; the CPU runs it exactly)")]
+    Precision { stage: usize, estimate: f64 },
     #[error("bad GPU job: {why}")]
     Job { why: String },
     #[error("the GPU device was lost: {why}")]

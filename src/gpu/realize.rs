@@ -234,6 +234,66 @@ pub fn model_section(sec: &DeltaSection, table: &[[f32; 4]; SCAN_STEPS], x: &mut
     }
 }
 
+/// The error a GPU path may have, as a share of the output peak, before it declines a
+/// cascade: a fifth of the reference tolerance (1e-4), since the estimate comes from one
+/// probe signal and the input will be another.
+pub const GPU_ERROR_BUDGET: f64 = 2e-5;
+
+/// Estimates the error of running `sections` (one cascade) the way the GPU does: a
+/// seeded white-noise probe of `frames` samples through the `f32` delta form (the CPU
+/// model of the shader: sequentially, and scanned in the chunks a block of `frames`
+/// would use past `sequential_max`) against the same cascade in `f64` TDF-II. Returns
+/// `max |y_gpu - y_f64| / max |y_f64|`, the worse of the two paths (infinite when the
+/// model's output is not finite). The probe is long enough (16,384 samples, less for very
+/// long cascades) for the coefficient rounding of a low-frequency pole to show.
+pub fn f32_error_estimate(sections: &[SosCoefs], frames: usize, sequential_max: usize) -> f64 {
+    let probe_len = (1usize << 24).checked_div(sections.len().max(1)).unwrap_or(0).clamp(1024, 16_384);
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let probe: Vec<f32> = (0..probe_len)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect();
+    let mut exact: Vec<f64> = probe.iter().map(|&v| f64::from(v)).collect();
+    for s in sections {
+        let mut z = [0.0f64; 2];
+        for v in exact.iter_mut() {
+            let y = s.b0 * *v + z[0];
+            z[0] = s.b1 * *v - s.a1 * y + z[1];
+            z[1] = s.b2 * *v - s.a2 * y;
+            *v = y;
+        }
+    }
+    let peak = exact.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let (_, chunk_len) = chunking(frames.max(sequential_max + 1), sequential_max);
+    let mut worst = 0.0f64;
+    for scanned in [false, true] {
+        let mut y = probe.clone();
+        for s in sections {
+            let r = Realization::new(s);
+            let sec = r.to_gpu();
+            let mut state = [0.0f32; 2];
+            if scanned {
+                let table = r.scan_table(chunk_len);
+                for block in y.chunks_mut(chunk_len * MAX_CHUNKS) {
+                    model_section(&sec, &table, block, &mut state, chunk_len);
+                }
+            } else {
+                for v in y.iter_mut() {
+                    *v = step(&sec, &mut state, *v);
+                }
+            }
+        }
+        let err = y.iter().zip(&exact).fold(0.0f64, |m, (a, b)| m.max((f64::from(*a) - b).abs()));
+        let rel = if peak > 0.0 { err / peak } else { err };
+        worst = worst.max(if rel.is_finite() { rel } else { f64::INFINITY });
+    }
+    worst
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@
 //! `shaders/fft_fir.wgsl` (uniformly partitioned overlap-save with a radix-2 Stockham FFT
 //! for longer FIRs). A FIR's job state is its time-domain history either way.
 
-use super::realize::{chunking, Realization, SCAN_STEPS};
+use super::realize::{chunking, f32_error_estimate, Realization, GPU_ERROR_BUDGET, SCAN_STEPS};
 use super::GpuError;
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::engine::ChainState;
@@ -281,6 +281,13 @@ impl GpuChain {
         for (index, stage) in chain.stages.iter().enumerate() {
             match stage {
                 DesignedStage::Sos(sections) => {
+                    // Exact or declined: a cascade whose float32 form would miss the
+                    // tolerance is not run here (the caller keeps it on the CPU).
+                    let coefs: Vec<SosCoefs> = sections.iter().map(SosCoefs::from).collect();
+                    let estimate = f32_error_estimate(&coefs, max_frames, SEQUENTIAL_MAX_FRAMES);
+                    if !(estimate <= GPU_ERROR_BUDGET) {
+                        return Err(GpuError::Precision { stage: index, estimate });
+                    }
                     fft_plans.push(None);
                     layout.push((true, realizations.len(), sections.len(), 0));
                     realizations.extend(sections.iter().map(|s| Realization::new(&SosCoefs::from(s))));

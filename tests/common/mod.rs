@@ -139,9 +139,11 @@ pub fn load_cases() -> Vec<Case> {
             .unwrap_or_else(|e| panic!("reading {}: {e} (set FERROFX_REFERENCE_DIR)", dir.join("index.json").display())),
     )
     .unwrap();
-    index["cases"]
-        .as_array()
-        .unwrap()
+    let listed = index["cases"].as_array().unwrap();
+    if let Some(count) = index["count"].as_u64() {
+        assert_eq!(listed.len() as u64, count, "{}: the index lists {} of {count} cases", dir.display(), listed.len());
+    }
+    listed
         .iter()
         .map(|c| {
             let id = c["id"].as_str().unwrap().to_string();
