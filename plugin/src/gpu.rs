@@ -64,6 +64,8 @@ pub fn build_offload(chain: &DesignedChain, channels: usize, block: usize) -> (O
             Err(e) => (None, format!("offload not built: {e}")),
         },
         Err(why) => match Offload::cpu_only(chain, channels, block) {
+            // A precision decline says itself what it is; anything else means no GPU.
+            Ok(off) if why.starts_with("declined") => (Some(off), format!("{why}; blocks run on the CPU")),
             Ok(off) => (Some(off), format!("GPU unavailable ({why}); blocks run on the CPU")),
             Err(e) => (None, format!("offload not built: {e}")),
         },

@@ -30,7 +30,7 @@ pub enum GpuError {
     /// The GPU's float32 form of a cascade would miss the accuracy the CPU keeps.
     /// `stage` counts the designed chain's processors (each run of consecutive IIR,
     /// biquad, `sos` and `gain` stages is one cascade).
-    #[error("declined by the GPU path: in float32, cascade {stage} of the chain would be off by about {estimate:.1e} of the output peak (the tolerance is 1e-4; the CPU runs it exactly)")]
+    #[error("declined by the GPU path: in float32, cascade {stage} of the chain would be off by about {estimate:.1e} of the output peak (the tolerance is 1e-4; the CPU backend runs it in float64)")]
     Precision { stage: usize, estimate: f64 },
     #[error("bad GPU job: {why}")]
     Job { why: String },

@@ -477,3 +477,23 @@ fn a_successful_gpu_render_prints_no_error_line_without_xdg_runtime_dir() {
         assert!(!stderr(&o).contains("error"), "{backend}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn a_forced_gpu_render_of_a_design_float32_cannot_run_is_refused_not_wrong() {
+    if !gpu_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.wav");
+    write_wav_f32(&input, &[noise(4_000, 7)], 192_000);
+    // A 23rd-order Chebyshev highpass near Nyquist: within 1e-6 of SciPy on the CPU
+    // (the stress suite's case), about 1e-2 of the peak off in float32.
+    let chain = dir.path().join("hard.json");
+    std::fs::write(&chain, r#"{"format": "ferrofx-chain", "version": 1, "stages": [{"type": "chebyshev1", "response": "highpass", "order": 23, "cutoff_hz": 81437.9, "ripple_db": 2.335}]}"#).unwrap();
+    let out = dir.path().join("out.wav");
+    let o = run(xtask().args(["render", "--backend", "wgpu", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("declined by the GPU path") && stderr(&o).contains("the CPU backend runs it"), "{}", stderr(&o));
+    assert!(!out.exists());
+    assert!(run(xtask().args(["render", "--backend", "cpu", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input)).status.success());
+}
