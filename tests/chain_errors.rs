@@ -337,3 +337,23 @@ fn thousands_of_fir_stages_design_in_bounded_time() {
     let single = Chain::from(Fir::lowpass(101, 1000.0)).design(48_000.0).unwrap().response(500.0).norm();
     assert!((r.ln() - 5_000.0 * single.ln()).abs() < 1e-6 * 5_000.0, "{r} vs {single}^5000");
 }
+
+#[test]
+fn designs_float64_cannot_run_are_refused_and_ordinary_high_orders_are_not() {
+    // A 46-pole Butterworth bandstop whose band spans 2.5 kHz to 103 kHz at 384 kHz: its
+    // float64 sosfilt output (SciPy's and ours) is over 1000x its peak away from the same
+    // sections in extended precision. Refused, naming the stage and the order.
+    let text = file(&[GOOD, r#"{"type": "butterworth", "response": "bandstop", "order": 23, "cutoff_hz": [2513.01, 103454.0]}"#]);
+    let e = Chain::from_json(&text).unwrap().design(384_000.0).unwrap_err();
+    assert_eq!((e.stage_index(), e.field()), (Some(1), Some("order")), "{e}");
+    assert!(e.to_string().contains("too ill-conditioned to run in float64"), "{e}");
+    // High orders that float64 runs well still design.
+    for stage in [
+        Butterworth::lowpass(100.0, 24),
+        Butterworth::bandstop(1000.0, 2000.0, 12),
+        Butterworth::highpass(20.0, 24),
+        Butterworth::bandpass(300.0, 3400.0, 24),
+    ] {
+        Chain::from(stage.clone()).design(48_000.0).unwrap_or_else(|e| panic!("{stage:?}: {e}"));
+    }
+}

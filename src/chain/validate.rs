@@ -289,6 +289,11 @@ pub(super) fn design(chain: &Chain, fs: f64) -> Result<DesignedChain, ChainError
     let mut stages: Vec<DesignedStage> = Vec::new();
     let (mut sections, mut taps) = (0usize, 0usize);
     let mut fusion_work = 0usize;
+    // The conditioning check (a double-double probe) costs ~30 ns per section-sample:
+    // identical stages are checked once, and a chain spends at most this much on it
+    // (about 340 stages of order 24; later ones are not checked).
+    let mut conditioning: std::collections::HashMap<Vec<u64>, f64> = std::collections::HashMap::new();
+    let mut condition_budget: usize = 1 << 25;
     for (index, stage) in chain.stages.iter().enumerate() {
         let check = Check { index, stage_type: stage.kind.type_name(), fs };
         // Disabled stages are validated too: a file is either valid or not.
@@ -298,6 +303,31 @@ pub(super) fn design(chain: &Chain, fs: f64) -> Result<DesignedChain, ChainError
         }
         match &designed {
             Designed::Sos(s) => {
+                let cost = s.len() * probe_frames(s.len());
+                let key: Vec<u64> = s.iter().flat_map(|x| x.b.iter().chain(&x.a).map(|v| v.to_bits())).collect();
+                let drift = match conditioning.get(&key) {
+                    Some(&d) => Some(d),
+                    None if s.len() >= CONDITION_CHECK_MIN_SECTIONS && cost <= condition_budget => {
+                        condition_budget -= cost;
+                        let mut balanced = s.clone();
+                        balance_gains(&mut balanced);
+                        let d = float64_drift(&balanced);
+                        conditioning.insert(key, d);
+                        Some(d)
+                    }
+                    None => None,
+                };
+                if let Some(drift) = drift {
+                    if !(drift <= MAX_FLOAT64_DRIFT) {
+                        let field = if matches!(stage.kind, StageKind::Sos { .. }) { "sections" } else { "order" };
+                        return Err(check.fail(
+                            field,
+                            format!(
+                                "the design is too ill-conditioned to run in float64 at fs={fs}: on a test signal its output drifts {drift:.1e} of the peak from exact arithmetic (SciPy's float64 sosfilt is no better here); lower the order or widen the band"
+                            ),
+                        ));
+                    }
+                }
                 sections += s.len();
                 if sections > MAX_SECTIONS {
                     return Err(check.fail(
@@ -417,4 +447,84 @@ fn balance_gains(run: &mut [Sos]) {
         let k = (mean_log - p.ln()).exp();
         s.b.iter_mut().for_each(|b| *b *= k);
     }
+}
+
+/// Cascades of at least this many sections are checked for float64 conditioning (below
+/// it no design of the contract comes near the limit).
+const CONDITION_CHECK_MIN_SECTIONS: usize = 8;
+/// The largest drift of a float64 run from exact arithmetic, as a share of the output
+/// peak, that a design may show: a tenth of the reference tolerance (1e-4).
+const MAX_FLOAT64_DRIFT: f64 = 1e-5;
+
+/// Samples of the conditioning probe for a cascade of `sections` sections.
+fn probe_frames(sections: usize) -> usize {
+    (1usize << 20).checked_div(sections).unwrap_or(0).clamp(512, 4096)
+}
+
+/// A double-double number `hi + lo` (about 106 bits of mantissa).
+#[derive(Clone, Copy)]
+struct Dd(f64, f64);
+
+fn two_sum(a: f64, b: f64) -> Dd {
+    let s = a + b;
+    let bb = s - a;
+    Dd(s, (a - (s - bb)) + (b - bb))
+}
+
+fn dd_add(a: Dd, b: Dd) -> Dd {
+    let s = two_sum(a.0, b.0);
+    let lo = s.1 + a.1 + b.1;
+    let hi = s.0 + lo;
+    Dd(hi, lo - (hi - s.0))
+}
+
+fn dd_mul(a: Dd, c: f64) -> Dd {
+    let p = a.0 * c;
+    let lo = a.0.mul_add(c, -p) + a.1 * c;
+    let hi = p + lo;
+    Dd(hi, lo - (hi - p))
+}
+
+/// How far a float64 TDF-II run of `run` drifts from the same sections run in
+/// double-double arithmetic, on a seeded white-noise probe: `max |y64 - y| / max |y|`.
+/// A well-conditioned cascade shows ~1e-15; a design SciPy itself cannot run in float64
+/// (e.g. a 46-pole bandstop with its band edges decades apart) shows 1e-3 to 1e3.
+fn float64_drift(run: &[Sos]) -> f64 {
+    let frames = probe_frames(run.len());
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let probe: Vec<f64> = (0..frames)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        })
+        .collect();
+    let mut y64 = probe.clone();
+    let mut ydd: Vec<Dd> = probe.iter().map(|&v| Dd(v, 0.0)).collect();
+    for s in run {
+        let n = s.normalized();
+        let (b, a) = (n.b, n.a);
+        let mut z = [0.0f64; 2];
+        for v in y64.iter_mut() {
+            let y = b[0] * *v + z[0];
+            z[0] = b[1] * *v - a[1] * y + z[1];
+            z[1] = b[2] * *v - a[2] * y;
+            *v = y;
+        }
+        let mut z = [Dd(0.0, 0.0); 2];
+        for v in ydd.iter_mut() {
+            let x = *v;
+            let y = dd_add(dd_mul(x, b[0]), z[0]);
+            z[0] = dd_add(dd_add(dd_mul(x, b[1]), dd_mul(y, -a[1])), z[1]);
+            z[1] = dd_add(dd_mul(x, b[2]), dd_mul(y, -a[2]));
+            *v = y;
+        }
+    }
+    let peak = ydd.iter().fold(0.0f64, |m, v| m.max(v.0.abs()));
+    let err = y64.iter().zip(&ydd).fold(0.0f64, |m, (a, b)| m.max((a - b.0).abs()));
+    if !(peak > 0.0) {
+        return if err == 0.0 { 0.0 } else { f64::INFINITY };
+    }
+    err / peak
 }
