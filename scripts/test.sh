@@ -1,51 +1,84 @@
 #!/usr/bin/env bash
-# Runs every FerroFX test: the plugin bundles (debug), the Rust unit and integration
-# tests (the 77 shared SciPy reference cases print a summary; the CLAP host tests load
-# the bundle), the README's main job (`cargo xtask render` in release), a benchmark
-# smoke run, the standalone app with its editor under Xvfb, and in Python the SciPy
-# cross-check and the VST3 host test (pedalboard).
+# Runs every FerroFX test from a plain clone: the plugin bundles (debug), SciPy reference
+# vectors and seeded stress cases generated here (scripts/scipy_reference.py), the Rust
+# unit and integration tests (reference cases, the stress suite, the fuzzers, the CLAP
+# host tests that load the bundle), the README's main job (`cargo xtask render` in
+# release), a benchmark smoke run, the standalone app with its editor under Xvfb, and in
+# Python the SciPy cross-check and the VST3 host test (pedalboard). When the project's
+# shared reference vectors are beside the clone (../shared/reference, or
+# FERROFX_SHARED_REFERENCE), they are run too, as an extra check.
+# Ends with one line: "tests: N passed, N failed".
 # Expects scripts/install-deps.sh to have run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 VENV="${FERROFX_VENV:-$HOME/.cache/ferrofx/venv}"
-export FERROFX_REFERENCE_DIR="${FERROFX_REFERENCE_DIR:-$PWD/../shared/reference}"
-if [ ! -f "$FERROFX_REFERENCE_DIR/index.json" ]; then
-    echo "error: shared reference vectors not found at $FERROFX_REFERENCE_DIR (set FERROFX_REFERENCE_DIR)" >&2
-    exit 1
-fi
+PY="$VENV/bin/python"
+log="$(mktemp)"
+tmp="$(mktemp -d)"
+
+# One closing line over every runner's counts (cargo test, pytest), also on failure.
+summary() {
+    local status=$?
+    local passed failed
+    passed=$(grep -aoE '(test result: (ok|FAILED)\. [0-9]+ passed|[0-9]+ passed)' "$log" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+    failed=$(grep -aoE '([0-9]+ failed)' "$log" | awk '{s+=$1} END {print s+0}')
+    if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+    echo "tests: $passed passed, $failed failed"
+    rm -rf "$tmp" "$log"
+    exit "$status"
+}
+trap summary EXIT
+step() { echo "== $*"; }
+# Runs a command, its output shown and kept for the summary.
+run() { "$@" 2>&1 | tee -a "$log"; return "${PIPESTATUS[0]}"; }
 
 # The wgpu backend's tests run on a real adapter (lavapipe where there is no GPU) and
 # must not skip; lavapipe wants a private runtime folder.
 export FERROFX_REQUIRE_GPU=1
 if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
-    export XDG_RUNTIME_DIR="$(mktemp -d)"
+    export XDG_RUNTIME_DIR="$tmp/runtime"
+    mkdir -p "$XDG_RUNTIME_DIR"
     chmod 700 "$XDG_RUNTIME_DIR"
 fi
 
-echo "== plugin bundles, debug build (nice-plug's allocation checks on): cargo xtask bundle ferrofx"
+step "SciPy ground truth, generated: reference vectors and 300 seeded stress cases"
+generated="$CARGO_TARGET_DIR/ferrofx-generated"
+run "$PY" scripts/scipy_reference.py vectors "$generated/reference"
+run "$PY" scripts/scipy_reference.py stress "$generated/stress" --count "${FERROFX_STRESS_CASES:-300}" --seed "${FERROFX_STRESS_SEED:-1}"
+export FERROFX_REFERENCE_DIR="$generated/reference" FERROFX_STRESS_DIR="$generated/stress" FERROFX_REQUIRE_STRESS=1
+shared="${FERROFX_SHARED_REFERENCE:-$PWD/../shared/reference}"
+
+step "plugin bundles, debug build (nice-plug's allocation checks on): cargo xtask bundle ferrofx"
 cargo xtask bundle ferrofx
 # The host tests (clack-host for CLAP, pedalboard for VST3) load these and must not skip.
 export FERROFX_BUNDLE_DIR="$CARGO_TARGET_DIR/bundled" FERROFX_REQUIRE_BUNDLES=1
 
-echo "== cargo test (workspace; includes the CLAP host tests)"
-cargo test --workspace -- --skip every_reference_case_meets_the_tolerances
-echo "== SciPy reference cases (CPU engine, then the wgpu backend)"
-cargo test --workspace --test reference -- --nocapture
+step "cargo test (workspace: unit and integration tests, stress suite, fuzzers, CLAP host tests)"
+run cargo test --workspace -- --skip every_reference_case_meets_the_tolerances
+step "SciPy reference cases, generated set (CPU engine, then the wgpu backend)"
+run cargo test --workspace --test reference -- --nocapture
 # --workspace: the same feature set as the test build above, so nothing recompiles.
-cargo test --workspace --test gpu_wgpu every_reference_case -- --nocapture
+run cargo test --workspace --test gpu_wgpu every_reference_case -- --nocapture
+if [ -f "$shared/index.json" ]; then
+    step "SciPy reference cases, the shared set at $shared (extra check)"
+    FERROFX_REFERENCE_DIR="$shared" run cargo test --workspace --test reference --test gpu_model -- --nocapture
+    FERROFX_REFERENCE_DIR="$shared" run cargo test --workspace --test gpu_wgpu every_reference_case -- --nocapture
+else
+    echo "note: no shared reference vectors at $shared; the generated set stands alone"
+fi
 
-echo "== README main job (release): cargo xtask render"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-cargo xtask render --chain examples/chains/demo.json --output "$tmp/demo.wav" examples/audio/demo.wav
+step "README main job (release): cargo xtask render"
+run cargo xtask render --chain examples/chains/demo.json --output "$tmp/demo.wav" examples/audio/demo.wav
 
-echo "== benchmark smoke run (no timing assertions): cargo xtask bench --quick"
-cargo xtask bench --quick
+step "benchmark smoke run (no timing assertions): cargo xtask bench --quick"
+run cargo xtask bench --quick
 
-echo "== standalone app and editor under a virtual display"
-bash scripts/editor-check.sh "$tmp/editor.png"
+step "standalone app and editor under a virtual display"
+mkdir -p "$CARGO_TARGET_DIR/editor-check"
+run bash scripts/editor-check.sh "$CARGO_TARGET_DIR/editor-check/editor.png"
+echo "editor screenshot: $CARGO_TARGET_DIR/editor-check/editor.png"
 
-echo "== SciPy cross-check and the VST3 host test (Python)"
-FERROFX_XTASK="$CARGO_TARGET_DIR/debug/xtask" "$VENV/bin/python" -m pytest -q tests/python
+step "SciPy cross-check and the VST3 host test (Python)"
+FERROFX_XTASK="$CARGO_TARGET_DIR/debug/xtask" run "$PY" -m pytest -q tests/python
