@@ -85,6 +85,9 @@ impl Default for Band {
     }
 }
 
+/// Band frequencies are kept at or below this share of the sample rate (0.9 of Nyquist).
+pub const NYQUIST_SHARE: f64 = 0.45;
+
 impl Band {
     /// The settings clamped into the parameter ranges and below Nyquist at `fs`.
     pub fn clamped(&self, fs: f64) -> Band {
@@ -98,7 +101,12 @@ impl Band {
             db += 6; // Linkwitz-Riley slopes come in steps of 12 dB/oct
         }
         Band {
-            freq_hz: finite(self.freq_hz, 1000.0).clamp(f_lo, f_hi.min(0.45 * fs)),
+            // At very low rates even the lowest band frequency is above Nyquist: then
+            // the band sits at the highest frequency the rate can carry.
+            freq_hz: {
+                let hi = f_hi.min(NYQUIST_SHARE * fs);
+                finite(self.freq_hz, 1000.0).clamp(f_lo.min(hi), hi)
+            },
             gain_db: finite(self.gain_db, 0.0).clamp(g_lo, g_hi),
             q: finite(self.q, 0.7).clamp(q_lo, q_hi),
             slope: Slope { db_per_oct: db.min(s_hi), linkwitz_riley: self.slope.linkwitz_riley },

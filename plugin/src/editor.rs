@@ -212,6 +212,10 @@ impl EditorApp {
                 t.max_block_frames.load(Ordering::Relaxed),
                 t.eq_sections.load(Ordering::Relaxed),
             ));
+            let top_hz = f64::from(fs) * crate::bands::NYQUIST_SHARE;
+            if fs > 0.0 && top_hz < crate::bands::ranges::freq_hz().1 {
+                ui.label(format!("bands above {top_hz:.0} Hz are clamped to it at this sample rate"));
+            }
         });
     }
 

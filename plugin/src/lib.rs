@@ -238,7 +238,10 @@ impl FerroFx {
             for (c, r) in refs.iter_mut().enumerate() {
                 let y = r[i] * gain;
                 non_finite |= !y.is_finite();
-                r[i] = if fading && c < channels { wet * y + (1.0 - wet) * self.dry[c][i] } else { y };
+                let out = if fading && c < channels { wet * y + (1.0 - wet) * self.dry[c][i] } else { y };
+                // No subnormal leaves the plugin (hosts and validators count them as
+                // faults; a decaying tail can produce them after the output gain).
+                r[i] = if out.abs() < f32::MIN_POSITIVE { 0.0 } else { out };
             }
             if fading {
                 self.wet_mix = if target > self.wet_mix {
@@ -322,9 +325,16 @@ impl Plugin for FerroFx {
         let channels = audio_io_layout.main_output_channels.map(|c| c.get() as usize).unwrap_or(0);
         let fs = buffer_config.sample_rate;
         let max_block = buffer_config.max_buffer_size.max(1) as usize;
-        if !(1_000.0..=768_000.0).contains(&fs) {
-            nice_error!("sample rate {fs} Hz is outside 1 kHz..768 kHz");
+        // A plugin runs at whatever rate the host gives it: bands above what the rate can
+        // carry are clamped below Nyquist (the editor says so), and chain stages that
+        // cannot be designed there are not run (the chain status says why). Only a rate
+        // that is no number at all is refused.
+        if !(fs.is_finite() && fs > 0.0) {
+            nice_error!("sample rate {fs} Hz is not a positive number");
             return false;
+        }
+        if f64::from(fs) * bands::NYQUIST_SHARE < bands::ranges::freq_hz().1 {
+            nice_warn!("at {fs} Hz, band frequencies above {} Hz are clamped to it", f64::from(fs) * bands::NYQUIST_SHARE);
         }
         // The GPU path (chain stages re-blocked to the host's largest block, that many
         // samples late) or the CPU path (no latency); see `gpu.rs`.

@@ -1119,3 +1119,77 @@ fn non_finite_and_subnormal_input() {
     println!("processing time: subnormal input {:.2} ms, normal {:.2} ms ({:.2}x)", t_sub * 1e3, t_norm * 1e3, t_sub / t_norm);
     assert!(t_sub <= 2.0 * t_norm, "subnormal input took {:.2}x as long as normal input", t_sub / t_norm);
 }
+
+/// Output checks a validator makes: every sample finite, none subnormal, and within the
+/// largest gain the parameters can ask for (24 bands of +24 dB and +24 dB output gain
+/// on a signal of peak `peak`).
+#[track_caller]
+fn assert_valid_output(out: &[Vec<f32>], peak: f32, what: &str) {
+    let bound = peak * 10f32.powf((24.0 * 24.0 + 24.0) / 20.0);
+    for (c, y) in out.iter().enumerate() {
+        for (i, &v) in y.iter().enumerate() {
+            assert!(v.is_finite(), "{what}: channel {c} frame {i} is {v}");
+            assert!(v == 0.0 || v.abs() >= f32::MIN_POSITIVE, "{what}: channel {c} frame {i} is subnormal ({v:e})");
+            assert!(v.abs() <= bound, "{what}: channel {c} frame {i} is {v:e}, past any gain the parameters allow");
+        }
+    }
+}
+
+#[test]
+fn activates_and_processes_at_any_sample_rate_from_1_hz_to_1_5_mhz() {
+    let Some(entry) = entry() else { return };
+    let (settings, _) = settings();
+    // Steinberg's validator tries 1,234,567.8 Hz; hosts may offer anything.
+    for fs in [1.0, 7.0, 100.0, 999.0, 8_000.0, 768_001.0, 1_234_567.8, 1_500_000.0] {
+        let mut plugin = Plugin::new(entry);
+        let evs = events(&plugin, 0, &settings);
+        let input = stereo_noise(3_000, 5);
+        // `run` asserts that activation succeeds.
+        let (out, _) = plugin.run_with(fs, &[1, 64, 512], &input, &evs, |_, _, _| {}, None);
+        assert_valid_output(&out, 0.5, &format!("fs {fs}"));
+        assert!(out[0].iter().any(|v| *v != 0.0), "fs {fs}: the plugin still passes signal");
+    }
+}
+
+#[test]
+fn random_values_for_every_parameter_keep_the_output_finite_normal_and_bounded() {
+    // clap-validator's param-fuzz-basic, built in: random values for every parameter,
+    // set at block starts and mid-block, on noise and on a decaying tail.
+    let Some(entry) = entry() else { return };
+    let mut rng = 0x1234_5678_9ABC_DEF1u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for round in 0..6 {
+        let fs = [44_100.0, 48_000.0, 96_000.0][round % 3];
+        let mut plugin = Plugin::new(entry);
+        if round % 2 == 1 {
+            // Chain stages whose tail decays slowly through the range where float32 turns
+            // subnormal once the input stops.
+            plugin.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &[], |_, _, _| {});
+            let mut state = state_json(&plugin.save());
+            let tail = Butterworth::lowpass(200.0, 2) | ferrofx::Stage::gain(-60.0);
+            state["fields"]["chain"] = serde_json::Value::String(serde_json::to_string(&tail.to_json()).unwrap());
+            assert!(plugin.load(&state_bytes(&state)), "the chain loads");
+        }
+        let params: Vec<(ClapId, f64, f64)> = plugin.params.values().copied().collect();
+        let frames = 48_000;
+        let mut evs = Vec::new();
+        for at in [0, 4_000, 8_000, 8_123, 12_000] {
+            for &(id, min, max) in &params {
+                evs.push((at, id, min + next() * (max - min)));
+            }
+        }
+        evs.sort_by_key(|e| e.0);
+        // Noise, then silence: the tail decays through the range where subnormals appear.
+        let mut input = stereo_noise(frames, 40 + round as u64);
+        for ch in input.iter_mut() {
+            ch[frames / 3..].fill(0.0);
+        }
+        let (out, _) = plugin.run_with(fs, &[1, 256, 4096, 7], &input, &evs, |_, _, _| {}, None);
+        assert_valid_output(&out, 0.5, &format!("round {round}"));
+    }
+}
