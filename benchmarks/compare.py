@@ -2,13 +2,17 @@
 """FerroFX against SciPy, an optional TorchFX and the hand-written C reference, on the
 workloads of `cargo xtask bench`, measured in one run on this machine.
 
-    python benchmarks/compare.py [--quick] [--runs N] [--rounds R] [--out docs]
+    python benchmarks/compare.py [--quick] [--runs N] [--rounds R] [--out DIR]
+
+Results go to target/compare/ (or --out DIR); `--out docs` replaces the committed
+figures that docs/perf.md quotes, so do that only for a run the page is updated from.
 
 The shared development VM's speed drifts by up to 2x within minutes, so the whole
 comparison runs R times (default 3) and each engine keeps its fastest round per cell:
 a slow phase that falls on one engine's turn then does not decide a ratio.
 
-Needs numpy and scipy; matplotlib for the plot; gcc for the C reference; TorchFX
+Needs numpy and scipy; matplotlib for the plot (scripts/install-deps.sh installs it
+into the project's virtual environment; without it the plot is skipped with a note); gcc for the C reference; TorchFX
 (`pip install torchfx "torch==2.11.0"`, ~5 GB with torch's CUDA libraries) is used when
 importable and working, skipped otherwise (torchfx 0.8.0's compiled extension fails on
 torch 2.15 with "CUDA extension not compiled" even for CPU tensors: a torch ABI change;
@@ -160,7 +164,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="short durations (seconds, not minutes)")
     ap.add_argument("--runs", type=int, default=3, help="timed runs per cell and engine in a round (their median)")
     ap.add_argument("--rounds", type=int, default=3, help="passes over all engines; each engine's fastest round is kept")
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs"))
+    ap.add_argument("--out", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "compare"),
+                    help="folder for perf.json and perf_iir.png (default: target/compare; docs/ holds the committed figures)")
     args = ap.parse_args()
     scale = 0.05 if args.quick else 1.0
     api_sos = np.vstack([s["sos"] for s in design(API)])

@@ -12,6 +12,7 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps: apt-get update, then the system packages (a few minutes on a fresh machine)"
     apt-get update -qq
     # pkg-config/gcc: -sys crates; flac: the FLAC decoding tests encode their inputs;
     # strace: the test that the renderer flushes its output before and after the rename;
@@ -22,7 +23,9 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get install -y -qq --no-install-recommends pkg-config gcc flac strace python3 python3-venv python3-pip \
         libasound2-dev libjack-jackd2-dev libx11-xcb-dev libxcursor-dev libgl1-mesa-dev libgl1-mesa-dri \
         mesa-vulkan-drivers libvulkan1 \
-        xvfb xdotool imagemagick >/dev/null
+        xvfb xdotool imagemagick 2>&1 | { grep --line-buffered -E '^(Setting up|E:)' || true; }
+    # (pipefail: a failing apt-get still fails this script; only its chatter is filtered.)
+    echo "install-deps: system packages ready"
 else
     echo "note: not root or no apt-get; skipping system packages" >&2
 fi
@@ -32,5 +35,6 @@ if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
 # pedalboard: the VST3 host the plugin's tests load the bundle into.
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check numpy scipy pytest pedalboard
+echo "install-deps: Python tools (numpy, scipy, pytest, pedalboard, matplotlib) into $VENV"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --progress-bar on numpy scipy pytest pedalboard matplotlib
 echo "dependencies ready (Python tools in $VENV)"

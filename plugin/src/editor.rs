@@ -268,7 +268,7 @@ impl EditorApp {
 
     fn export(&self) -> Result<(), String> {
         let fs = self.sample_rate() as f64;
-        let chain = preset::export(&self.params.bands(), &self.params.chain.chain(), self.params.output_gain_db.value() as f64, fs);
+        let chain = preset::export(&self.params.bands(), &self.params.chain.chain(), crate::params::decimal(self.params.output_gain_db.value()), fs);
         std::fs::write(&self.preset_path, chain.to_json()).map_err(|e| format!("{}: {e}", self.preset_path))
     }
 

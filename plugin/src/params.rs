@@ -169,6 +169,13 @@ pub mod ranges {
     }
 }
 
+/// A parameter's `f32` value as the `f64` of its shortest decimal form (54.768383, not
+/// 54.76838302612305): what a user reads, what a preset file stores, and what the bands
+/// are designed from, so an exported chain renders exactly as the plugin runs.
+pub fn decimal(v: f32) -> f64 {
+    format!("{v}").parse().unwrap_or(f64::from(v))
+}
+
 /// Default frequency of band `index` (0-based): spread log-evenly over the audio range.
 pub fn default_freq_hz(index: usize) -> f32 {
     (20.0f64 * 1000f64.powf((index as f64 + 0.5) / BANDS as f64)) as f32
@@ -208,9 +215,9 @@ impl BandParams {
         Band {
             enabled: self.enabled.value(),
             shape: self.shape.value().shape(),
-            freq_hz: self.freq_hz.value() as f64,
-            gain_db: self.gain_db.value() as f64,
-            q: self.q.value() as f64,
+            freq_hz: decimal(self.freq_hz.value()),
+            gain_db: decimal(self.gain_db.value()),
+            q: decimal(self.q.value()),
             slope: Slope {
                 db_per_oct: (self.slope_poles.value().max(1) as u32) * 6,
                 linkwitz_riley: self.linkwitz_riley.value(),

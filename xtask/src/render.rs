@@ -21,11 +21,16 @@ use std::time::Instant;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
-    /// The engine's own choice: the cost model times the CPU and the GPU on a probe block
-    /// and takes the GPU only when it is clearly faster (short inputs stay on the CPU).
+    /// The engine's own choice: inputs under ~4M samples stay on the CPU; longer ones time
+    /// a probe block on both and take the GPU only when it is at least 1.5x faster
     Auto,
+    /// The CPU engine (float64 cascades, exact to SciPy within ~1e-7 of the peak)
     Cpu,
+    /// The GPU through wgpu (Vulkan, Metal, DX12; lavapipe without a GPU), exact within
+    /// 1e-4 of the peak or declined with an error
     Wgpu,
+    /// Not in this build: accepted so that asking for it says so (exit 2)
+    #[value(hide = true)]
     Cuda,
 }
 
@@ -34,7 +39,7 @@ pub struct RenderArgs {
     /// The chain file (ferrofx-chain JSON).
     #[arg(long)]
     chain: PathBuf,
-    /// Processing backend.
+    /// Where the chain runs (output aligned and of the same length on every backend).
     #[arg(long, value_enum, default_value_t = Backend::Auto)]
     backend: Backend,
     /// Frames per engine call, the way a host feeds a plugin (1..=1048576).
