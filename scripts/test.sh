@@ -4,7 +4,7 @@
 # unit and integration tests (reference cases, the stress suite, the fuzzers, the CLAP
 # host tests that load the bundle), the README's main job (`cargo xtask render` in
 # release), a benchmark smoke run, the standalone app with its editor under Xvfb, and in
-# Python the SciPy cross-check and the VST3 host test (pedalboard). When the project's
+# Python the SciPy cross-check and the VST3 host test (pedalboard), and a 10-minute soak. When the project's
 # shared reference vectors are beside the clone (../shared/reference, or
 # FERROFX_SHARED_REFERENCE), they are run too, as an extra check.
 # Ends with one line: "tests: N passed, N failed".
@@ -71,6 +71,12 @@ fi
 
 step "README main job (release): cargo xtask render"
 run cargo xtask render --chain examples/chains/demo.json --output "$tmp/demo.wav" examples/audio/demo.wav
+
+step "soak, 10 minutes of audio through the CLAP host (docs/testing.md has the 8-hour run)"
+# The debug bundle built above aborts on any allocation inside process(). Ten minutes are
+# mostly warm-up for memory (lavapipe's pipelines and caches grow over the first 20-40
+# sessions), so the memory bound here is loose; the long run holds it to 1 MB.
+run cargo xtask soak --minutes 10 --max-rss-growth-mb 16
 
 step "benchmark smoke run (no timing assertions): cargo xtask bench --quick"
 run cargo xtask bench --quick

@@ -10,6 +10,7 @@ mod design;
 mod header;
 mod output;
 mod render;
+mod soak;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -34,6 +35,10 @@ enum Command {
     Design(design::DesignArgs),
     /// Time the engine on the contract's workloads.
     Bench(bench::BenchArgs),
+    /// Play the plugin bundle through a CLAP host for hours of audio under random
+    /// automation, chain swaps, backend switches and garbage input; report memory growth,
+    /// non-finite output and block times.
+    Soak(soak::SoakArgs),
 }
 
 const BUNDLE_HELP: &str = "Build the plugin bundles (CLAP, VST3) and the standalone app into target/bundled/
@@ -107,5 +112,6 @@ fn main() -> ExitCode {
         Command::Render(args) => render::run(args),
         Command::Design(args) => design::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Soak(args) => soak::run(args),
     }
 }

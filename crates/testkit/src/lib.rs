@@ -1,6 +1,9 @@
 //! Test helpers shared by FerroFX's crates (dev-only; never a dependency of the product):
-//! a seeded random source, seeded noise, and a mutator of chain files for fuzzing.
+//! a seeded random source, seeded noise, a mutator of chain files for fuzzing, and (with
+//! the `clap-host` feature) a small CLAP host.
 
+#[cfg(feature = "clap-host")]
+pub mod clap;
 pub mod mutate;
 
 /// xorshift64*: small, fast, and the same sequence on every machine for a seed.

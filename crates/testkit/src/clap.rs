@@ -1,0 +1,252 @@
+//! A small CLAP host on `clack-host` for driving the bundled plugin outside its own test
+//! file (the soak): load a bundle, read its parameters, save and load state, and play a
+//! session (activate, process blocks on an audio thread while the main thread serves
+//! the plugin's callbacks and runs actions, deactivate).
+
+use clack_extensions::latency::{HostLatency, HostLatencyImpl, PluginLatency};
+use clack_extensions::params::{
+    HostParams, HostParamsImplMainThread, HostParamsImplShared, ParamClearFlags, ParamInfoBuffer, ParamRescanFlags,
+    PluginParams,
+};
+use clack_extensions::state::PluginState;
+use clack_host::events::event_types::ParamValueEvent;
+use clack_host::prelude::*;
+use std::ffi::CString;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+pub use clack_host::events::event_types::ParamValueEvent as ParamEvent;
+pub use clack_host::events::Event;
+pub use clack_host::prelude::{ClapId, Pckn, PluginEntry};
+
+#[derive(Default)]
+pub struct Shared {
+    params: OnceLock<Option<PluginParams>>,
+    state: OnceLock<Option<PluginState>>,
+    latency: OnceLock<Option<PluginLatency>>,
+    pub restart_requested: AtomicBool,
+    callback_requested: AtomicBool,
+    pub latency_changed: AtomicBool,
+}
+
+impl<'a> SharedHandler<'a> for Shared {
+    fn initializing(&self, instance: InitializingPluginHandle<'a>) {
+        let _ = self.params.set(instance.get_extension());
+        let _ = self.state.set(instance.get_extension());
+        let _ = self.latency.set(instance.get_extension());
+    }
+    fn request_restart(&self) {
+        self.restart_requested.store(true, Ordering::SeqCst);
+    }
+    fn request_process(&self) {}
+    fn request_callback(&self) {
+        self.callback_requested.store(true, Ordering::SeqCst);
+    }
+}
+
+impl HostParamsImplShared for Shared {
+    fn request_flush(&self) {}
+}
+
+pub struct MainThread<'a> {
+    shared: &'a Shared,
+}
+
+impl<'a> MainThreadHandler<'a> for MainThread<'a> {}
+
+impl HostParamsImplMainThread for MainThread<'_> {
+    fn rescan(&self, _flags: ParamRescanFlags) {}
+    fn clear(&self, _param_id: ClapId, _flags: ParamClearFlags) {}
+}
+
+impl HostLatencyImpl for MainThread<'_> {
+    fn changed(&self) {
+        self.shared.latency_changed.store(true, Ordering::SeqCst);
+    }
+}
+
+pub struct Host;
+
+impl HostHandlers for Host {
+    type Shared<'a> = Shared;
+    type MainThread<'a> = MainThread<'a>;
+    type AudioProcessor<'a> = ();
+
+    fn declare_extensions(builder: &mut HostExtensions<Self>, _shared: &Self::Shared<'_>) {
+        builder.register::<HostParams>().register::<HostLatency>();
+    }
+}
+
+/// Loads a `.clap` bundle's entry.
+pub fn load_entry(path: &Path) -> Result<PluginEntry, String> {
+    // SAFETY: loading a shared library runs its initialisers; the callers load FerroFX's
+    // own bundle, built from this workspace.
+    unsafe { PluginEntry::load(path) }.map_err(|e| format!("{}: {e:?}", path.display()))
+}
+
+/// One parameter: CLAP id, name and range.
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub id: ClapId,
+    pub name: String,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// A plugin instance and its parameters.
+pub struct Plugin {
+    pub instance: PluginInstance<Host>,
+    pub params: Vec<Param>,
+}
+
+/// What one block's `process` call saw.
+pub struct BlockReport {
+    pub seconds: f64,
+}
+
+impl Plugin {
+    pub fn new(entry: &PluginEntry, plugin_id: &str) -> Result<Plugin, String> {
+        let host = HostInfo::new("ferrofx-testkit", "FerroFX", "https://example.invalid", "1.0").map_err(|e| format!("{e:?}"))?;
+        let id = CString::new(plugin_id).map_err(|e| e.to_string())?;
+        let mut instance = PluginInstance::<Host>::new(|_| Shared::default(), |shared| MainThread { shared }, entry, &id, &host)
+            .map_err(|e| format!("instantiating {plugin_id}: {e:?}"))?;
+        let ext = instance.access_shared_handler(|s| *s.params.get().unwrap_or(&None)).ok_or("no params extension")?;
+        let handle = instance.plugin_handle();
+        let mut buf = ParamInfoBuffer::new();
+        let mut params = Vec::new();
+        for i in 0..ext.count(&handle) {
+            if let Some(info) = ext.get_info(&handle, i, &mut buf) {
+                params.push(Param {
+                    id: info.id,
+                    name: String::from_utf8_lossy(info.name).into_owned(),
+                    min: info.min_value,
+                    max: info.max_value,
+                });
+            }
+        }
+        Ok(Plugin { instance, params })
+    }
+
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    pub fn save(&mut self) -> Result<Vec<u8>, String> {
+        let ext = self.instance.access_shared_handler(|s| *s.state.get().unwrap_or(&None)).ok_or("no state extension")?;
+        let mut out = Vec::new();
+        ext.save(&self.instance.plugin_handle(), &mut out).map_err(|e| format!("{e:?}"))?;
+        Ok(out)
+    }
+
+    pub fn load(&mut self, state: &[u8]) -> bool {
+        let ok = load_state(&mut self.instance, state);
+        self.pump();
+        ok
+    }
+
+    pub fn latency(&mut self) -> u32 {
+        match self.instance.access_shared_handler(|s| *s.latency.get().unwrap_or(&None)) {
+            Some(ext) => ext.get(&self.instance.plugin_handle()),
+            None => 0,
+        }
+    }
+
+    /// Takes (and clears) the plugin's request for a restart.
+    pub fn take_restart_request(&mut self) -> bool {
+        self.instance.access_shared_handler(|s| s.restart_requested.swap(false, Ordering::SeqCst))
+    }
+
+    /// Runs the plugin's main-thread callbacks if it asked for them.
+    pub fn pump(&mut self) {
+        if self.instance.access_shared_handler(|s| s.callback_requested.swap(false, Ordering::SeqCst)) {
+            self.instance.call_on_main_thread_callback();
+        }
+    }
+
+    /// One session: activates at `fs` with blocks up to `max_block` frames and calls
+    /// `block(frame, in, out, events) -> Option<frames>` on the audio thread before each
+    /// `process` to fill the input and events of the next block (`None` ends the
+    /// session); `after(frame, out, frames, report)` sees each block's output. On the main
+    /// thread, meanwhile, it serves the plugin's callbacks and calls `main(instance)`
+    /// every few milliseconds. Deactivates at the end.
+    #[allow(clippy::type_complexity)]
+    pub fn session(
+        &mut self,
+        fs: f64,
+        channels: usize,
+        max_block: usize,
+        mut block: impl FnMut(u64, &mut [Vec<f32>], &mut Vec<ParamValueEvent>) -> Option<usize> + Send,
+        mut after: impl FnMut(u64, &[Vec<f32>], usize, BlockReport) + Send,
+        mut main: impl FnMut(&mut PluginInstance<Host>),
+    ) -> Result<(), String> {
+        let config = PluginAudioConfiguration { sample_rate: fs, min_frames_count: 1, max_frames_count: max_block as u32 };
+        let processor = self.instance.activate(|_, _| (), config).map_err(|e| format!("activation at {fs} Hz: {e:?}"))?;
+        let instance = &mut self.instance;
+        let stopped = std::thread::scope(|s| {
+            let audio = s.spawn(move || -> Result<_, String> {
+                let mut p = processor.start_processing().map_err(|e| format!("{e:?}"))?;
+                let mut inputs = AudioPorts::with_capacity(channels, 1);
+                let mut outputs = AudioPorts::with_capacity(channels, 1);
+                let mut in_buf = vec![vec![0.0f32; max_block]; channels];
+                let mut out_buf = vec![vec![0.0f32; max_block]; channels];
+                let mut evs: Vec<ParamValueEvent> = Vec::with_capacity(4096);
+                let mut frame = 0u64;
+                loop {
+                    evs.clear();
+                    let Some(len) = block(frame, &mut in_buf, &mut evs) else { break };
+                    let len = len.clamp(1, max_block);
+                    let input_events = InputEvents::from_buffer(&evs);
+                    let in_audio = inputs.with_input_buffers([AudioPortBuffer {
+                        latency: 0,
+                        channels: AudioPortBufferType::f32_input_only(in_buf.iter_mut().map(|b| InputChannel::variable(&mut b[..len]))),
+                    }]);
+                    let mut out_audio = outputs.with_output_buffers([AudioPortBuffer {
+                        latency: 0,
+                        channels: AudioPortBufferType::f32_output_only(out_buf.iter_mut().map(|b| &mut b[..len])),
+                    }]);
+                    let t0 = Instant::now();
+                    p.process(&in_audio, &mut out_audio, &input_events, &mut OutputEvents::void(), None, None)
+                        .map_err(|e| format!("process: {e:?}"))?;
+                    let seconds = t0.elapsed().as_secs_f64();
+                    after(frame, &out_buf, len, BlockReport { seconds });
+                    frame += len as u64;
+                }
+                Ok(p.stop_processing())
+            });
+            while !audio.is_finished() {
+                if instance.access_shared_handler(|s| s.callback_requested.swap(false, Ordering::SeqCst)) {
+                    instance.call_on_main_thread_callback();
+                }
+                main(instance);
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            audio.join().map_err(|_| "the audio thread panicked".to_string())?
+        })?;
+        self.instance.deactivate(stopped);
+        self.pump();
+        Ok(())
+    }
+}
+
+/// Loads a state into a running instance (on the main thread, also while it plays).
+pub fn load_state(instance: &mut PluginInstance<Host>, state: &[u8]) -> bool {
+    let Some(ext) = instance.access_shared_handler(|s| *s.state.get().unwrap_or(&None)) else { return false };
+    ext.load(&instance.plugin_handle(), &mut &state[..]).is_ok()
+}
+
+/// The plugin's state as JSON (nice-plug's: an 8-byte length, then JSON).
+pub fn state_json(saved: &[u8]) -> Option<serde_json::Value> {
+    let (len, json) = saved.split_at_checked(8)?;
+    (u64::from_le_bytes(len.try_into().ok()?) as usize == json.len()).then_some(())?;
+    serde_json::from_slice(json).ok()
+}
+
+/// JSON back into the plugin's state bytes.
+pub fn state_bytes(state: &serde_json::Value) -> Vec<u8> {
+    let json = serde_json::to_vec(state).unwrap_or_default();
+    let mut out = (json.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&json);
+    out
+}
