@@ -15,12 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use clack_extensions::latency::{HostLatency, HostLatencyImpl, PluginLatency};
-use clack_extensions::params::{
-    HostParams, HostParamsImplMainThread, HostParamsImplShared, ParamClearFlags, ParamInfoBuffer, ParamRescanFlags,
-    PluginParams,
-};
-use clack_extensions::state::PluginState;
+use clack_extensions::params::ParamInfoBuffer;
 use clack_host::events::event_types::ParamValueEvent;
 use clack_host::prelude::*;
 use ferrofx::chain::{Biquad, Butterworth, Chain, Elliptic, Fir, LinkwitzRiley};
@@ -31,63 +26,9 @@ const PLUGIN_ID: &str = "org.ferrofx.equaliser";
 
 // ---------------------------------------------------------------- the host
 
-#[derive(Default)]
-struct Shared {
-    params: OnceLock<Option<PluginParams>>,
-    state: OnceLock<Option<PluginState>>,
-    latency: OnceLock<Option<PluginLatency>>,
-    restart_requested: AtomicBool,
-    callback_requested: AtomicBool,
-    latency_changed: AtomicBool,
-}
-
-impl<'a> SharedHandler<'a> for Shared {
-    fn initializing(&self, instance: InitializingPluginHandle<'a>) {
-        let _ = self.params.set(instance.get_extension());
-        let _ = self.state.set(instance.get_extension());
-        let _ = self.latency.set(instance.get_extension());
-    }
-    fn request_restart(&self) {
-        self.restart_requested.store(true, Ordering::SeqCst);
-    }
-    fn request_process(&self) {}
-    fn request_callback(&self) {
-        self.callback_requested.store(true, Ordering::SeqCst);
-    }
-}
-
-impl HostParamsImplShared for Shared {
-    fn request_flush(&self) {}
-}
-
-struct MainThread<'a> {
-    shared: &'a Shared,
-}
-
-impl<'a> MainThreadHandler<'a> for MainThread<'a> {}
-
-impl HostParamsImplMainThread for MainThread<'_> {
-    fn rescan(&self, _flags: ParamRescanFlags) {}
-    fn clear(&self, _param_id: ClapId, _flags: ParamClearFlags) {}
-}
-
-impl HostLatencyImpl for MainThread<'_> {
-    fn changed(&self) {
-        self.shared.latency_changed.store(true, Ordering::SeqCst);
-    }
-}
-
-struct TestHost;
-
-impl HostHandlers for TestHost {
-    type Shared<'a> = Shared;
-    type MainThread<'a> = MainThread<'a>;
-    type AudioProcessor<'a> = ();
-
-    fn declare_extensions(builder: &mut HostExtensions<Self>, _shared: &Self::Shared<'_>) {
-        builder.register::<HostParams>().register::<HostLatency>();
-    }
-}
+// The host's handlers (params, state, latency; restart and callback requests) are the
+// testkit's: one CLAP host for these tests and the soak.
+use ferrofx_testkit::clap::{Host as TestHost, MainThread, Shared};
 
 fn bundle() -> Option<PathBuf> {
     let mut dirs = Vec::new();
@@ -1156,13 +1097,8 @@ fn random_values_for_every_parameter_keep_the_output_finite_normal_and_bounded()
     // clap-validator's param-fuzz-basic, built in: random values for every parameter,
     // set at block starts and mid-block, on noise and on a decaying tail.
     let Some(entry) = entry() else { return };
-    let mut rng = 0x1234_5678_9ABC_DEF1u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        (rng >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut rng = ferrofx_testkit::Rng::new(0x1234_5678_9ABC_DEF1);
+    let mut next = move || rng.unit();
     for round in 0..6 {
         let fs = [44_100.0, 48_000.0, 96_000.0][round % 3];
         let mut plugin = Plugin::new(entry);

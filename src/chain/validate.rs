@@ -491,15 +491,7 @@ fn dd_mul(a: Dd, c: f64) -> Dd {
 /// (e.g. a 46-pole bandstop with its band edges decades apart) shows 1e-3 to 1e3.
 fn float64_drift(run: &[Sos]) -> f64 {
     let frames = probe_frames(run.len());
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-    let probe: Vec<f64> = (0..frames)
-        .map(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        })
-        .collect();
+    let probe = design::probe_noise(frames);
     let mut y64 = probe.clone();
     let mut ydd: Vec<Dd> = probe.iter().map(|&v| Dd(v, 0.0)).collect();
     for s in run {

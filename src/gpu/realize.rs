@@ -248,15 +248,7 @@ pub const GPU_ERROR_BUDGET: f64 = 2e-5;
 /// long cascades) for the coefficient rounding of a low-frequency pole to show.
 pub fn f32_error_estimate(sections: &[SosCoefs], frames: usize, sequential_max: usize) -> f64 {
     let probe_len = (1usize << 24).checked_div(sections.len().max(1)).unwrap_or(0).clamp(1024, 16_384);
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
-    let probe: Vec<f32> = (0..probe_len)
-        .map(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect();
+    let probe: Vec<f32> = crate::design::probe_noise(probe_len).iter().map(|&v| v as f32).collect();
     let mut exact: Vec<f64> = probe.iter().map(|&v| f64::from(v)).collect();
     for s in sections {
         let mut z = [0.0f64; 2];

@@ -13,6 +13,7 @@ The xtask binary comes from $FERROFX_XTASK (the test script builds it), else `ca
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -20,6 +21,8 @@ import pytest
 import scipy.signal as ss
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from scipy_reference import rbj  # noqa: E402  (the cookbook formulas, one copy)
 RATES = [8000, 22050, 44100, 48000, 96000, 192000, 384000]
 
 
@@ -27,31 +30,6 @@ def xtask(args, stdin=None):
     exe = os.environ.get("FERROFX_XTASK")
     cmd = [exe] + args if exe else ["cargo", "run", "-q", "-p", "xtask", "--"] + args
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, cwd=ROOT)
-
-
-def rbj(kind, f0, q, gain_db, fs):
-    a_ = 10 ** (gain_db / 40)
-    w0 = 2 * np.pi * f0 / fs
-    al, c, s = np.sin(w0) / (2 * q), np.cos(w0), np.sin(w0)
-    sa = 2 * np.sqrt(a_) * al
-    b, a = {
-        "lowpass": ([(1 - c) / 2, 1 - c, (1 - c) / 2], [1 + al, -2 * c, 1 - al]),
-        "highpass": ([(1 + c) / 2, -(1 + c), (1 + c) / 2], [1 + al, -2 * c, 1 - al]),
-        "bandpass": ([al, 0, -al], [1 + al, -2 * c, 1 - al]),
-        "bandpass_skirt": ([s / 2, 0, -s / 2], [1 + al, -2 * c, 1 - al]),
-        "notch": ([1, -2 * c, 1], [1 + al, -2 * c, 1 - al]),
-        "allpass": ([1 - al, -2 * c, 1 + al], [1 + al, -2 * c, 1 - al]),
-        "peaking": ([1 + al * a_, -2 * c, 1 - al * a_], [1 + al / a_, -2 * c, 1 - al / a_]),
-        "low_shelf": (
-            [a_ * ((a_ + 1) - (a_ - 1) * c + sa), 2 * a_ * ((a_ - 1) - (a_ + 1) * c), a_ * ((a_ + 1) - (a_ - 1) * c - sa)],
-            [(a_ + 1) + (a_ - 1) * c + sa, -2 * ((a_ - 1) + (a_ + 1) * c), (a_ + 1) + (a_ - 1) * c - sa],
-        ),
-        "high_shelf": (
-            [a_ * ((a_ + 1) + (a_ - 1) * c + sa), -2 * a_ * ((a_ - 1) + (a_ + 1) * c), a_ * ((a_ + 1) + (a_ - 1) * c - sa)],
-            [(a_ + 1) - (a_ - 1) * c + sa, 2 * ((a_ - 1) - (a_ + 1) * c), (a_ + 1) - (a_ - 1) * c - sa],
-        ),
-    }[kind]
-    return np.array([list(b) + list(a)]) / a[0]
 
 
 def random_stage(rng, fs, allow_fir=True):
@@ -146,7 +124,19 @@ def test_random_designs_match_scipy():
     answers = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(answers) == len(refs)
     failures, worst = [], {}
+    refused = 0
     for (fs, st, (kind, coefs)), ans in zip(refs, answers):
+        if "too ill-conditioned to run in float64" in ans.get("error", ""):
+            # A refusal is right only where float64 cannot run the design: SciPy's own
+            # sosfilt then drifts from the same sections in extended precision.
+            x = np.random.default_rng(5).standard_normal(4096)
+            y = ss.sosfilt(coefs, x)
+            y_ld = ss.sosfilt(np.asarray(coefs, np.longdouble), x.astype(np.longdouble))
+            drift = float(np.abs(y - y_ld).max() / np.abs(y_ld).max())
+            if not drift > 1e-6:
+                failures.append(f"{st} fs={fs}: refused as ill-conditioned, but SciPy's float64 drifts only {drift:.1e}")
+            refused += 1
+            continue
         assert "error" not in ans, f"{st} at fs={fs}: {ans.get('error')}"
         freqs = np.geomspace(max(2.0, fs * 1e-5), 0.499 * fs, 128)
         h_ref = response(kind, coefs, freqs, fs)
@@ -160,7 +150,9 @@ def test_random_designs_match_scipy():
         worst[key] = max(worst.get(key, 0.0), err)
         if not err <= 1e-3:
             failures.append(f"{st} fs={fs}: complex response error {err:.2e}")
-    print("worst complex-response error per type:", {k: f"{v:.1e}" for k, v in sorted(worst.items())})
+    print("worst complex-response error per type:", {k: f"{v:.1e}" for k, v in sorted(worst.items())},
+          f"; {refused} refused as ill-conditioned in float64")
+    assert refused * 50 <= len(refs), f"{refused} of {len(refs)} designs refused"
     assert not failures, f"{len(failures)} of {len(refs)} designs differ from SciPy:\n" + "\n".join(failures[:30])
 
 

@@ -40,6 +40,10 @@ pub struct SoakArgs {
     /// Seed of every random choice (a run is repeatable).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The backend parameter's value for every session (0 Auto, 1 CPU, 2 GPU, in the
+    /// plugin's order); by default each session draws one.
+    #[arg(long)]
+    backend: Option<u8>,
     /// Largest resident-memory growth allowed, in MB, from the end of the warm-up (the
     /// first half of the run, at most an hour of audio) to the end.
     #[arg(long, default_value_t = 1.0)]
@@ -172,8 +176,12 @@ fn soak(args: SoakArgs) -> Result<bool> {
         // The backend of this session: switching it makes the plugin ask for a restart.
         // The first sessions go through every backend once (the warm-up after which
         // memory is measured); then they are drawn at random.
-        let backend_value =
-            if session <= backend.max as u64 { session as f64 } else { rng.below(backend.max as usize + 1) as f64 };
+        let drawn = rng.below(backend.max as usize + 1) as f64;
+        let backend_value = match args.backend {
+            Some(fixed) => f64::from(fixed).min(backend.max),
+            None if session <= backend.max as u64 => session as f64,
+            None => drawn,
+        };
         let mut audio_rng = Rng::new(args.seed ^ session.wrapping_mul(0x9E37_79B9));
         let mut bypass_on = false;
         let mut next_toggle = 0u64;

@@ -23,11 +23,11 @@ pub use clack_host::prelude::{ClapId, Pckn, PluginEntry};
 
 #[derive(Default)]
 pub struct Shared {
-    params: OnceLock<Option<PluginParams>>,
-    state: OnceLock<Option<PluginState>>,
-    latency: OnceLock<Option<PluginLatency>>,
+    pub params: OnceLock<Option<PluginParams>>,
+    pub state: OnceLock<Option<PluginState>>,
+    pub latency: OnceLock<Option<PluginLatency>>,
     pub restart_requested: AtomicBool,
-    callback_requested: AtomicBool,
+    pub callback_requested: AtomicBool,
     pub latency_changed: AtomicBool,
 }
 
@@ -51,7 +51,7 @@ impl HostParamsImplShared for Shared {
 }
 
 pub struct MainThread<'a> {
-    shared: &'a Shared,
+    pub shared: &'a Shared,
 }
 
 impl<'a> MainThreadHandler<'a> for MainThread<'a> {}
