@@ -171,9 +171,20 @@ pub mod ranges {
 
 /// A parameter's `f32` value as the `f64` of its shortest decimal form (54.768383, not
 /// 54.76838302612305): what a user reads, what a preset file stores, and what the bands
-/// are designed from, so an exported chain renders exactly as the plugin runs.
+/// are designed from, so an exported chain renders exactly as the plugin runs. Runs on
+/// the audio thread: formats into a stack buffer, never allocates.
 pub fn decimal(v: f32) -> f64 {
-    format!("{v}").parse().unwrap_or(f64::from(v))
+    use std::io::Write;
+    // The longest f32 in plain decimal is 40 characters (-3.4028235e38 written out).
+    let mut buf = [0u8; 64];
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    if write!(cursor, "{v}").is_ok() {
+        let n = cursor.position() as usize;
+        if let Some(d) = std::str::from_utf8(&buf[..n]).ok().and_then(|s| s.parse().ok()) {
+            return d;
+        }
+    }
+    f64::from(v)
 }
 
 /// Default frequency of band `index` (0-based): spread log-evenly over the audio range.
