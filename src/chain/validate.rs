@@ -1,4 +1,6 @@
 //! The meaning layer: every stage checked at a sample rate, then designed and fused.
+// `!(x <= limit)` on purpose throughout: a NaN must fail these checks too.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 use super::{
     Chain, ChainError, DesignedChain, DesignedStage, StageKind, LIMITS_DOC, MAX_COEFFICIENT, MAX_DESIGNED_TAPS,

@@ -16,7 +16,7 @@ pub fn seed_chains() -> Vec<String> {
         json!({"type": "bessel", "response": "lowpass", "order": 5, "cutoff_hz": 2000}),
         json!({"type": "linkwitz_riley", "response": "lowpass", "order": 4, "cutoff_hz": 2500}),
         json!({"type": "biquad", "kind": "peaking", "freq_hz": 1000, "q": 1.4, "gain_db": -6}),
-        json!({"type": "biquad", "kind": "low_shelf", "freq_hz": 120, "q": 0.7071, "gain_db": 3, "label": "warmth"}),
+        json!({"type": "biquad", "kind": "low_shelf", "freq_hz": 120, "q": 0.7, "gain_db": 3, "label": "warmth"}),
         json!({"type": "biquad", "kind": "notch", "freq_hz": 50, "q": 10, "enabled": false}),
         json!({"type": "fir", "response": "lowpass", "taps": 101, "cutoff_hz": 1000, "window": "hamming"}),
         json!({"type": "fir", "response": "bandpass", "taps": 63, "cutoff_hz": [300, 3000], "window": "kaiser", "beta": 8.6}),
