@@ -1,8 +1,8 @@
-//! Measures candidate SOS structures on the shared SciPy reference cases (IIR and
+//! Measures candidate SOS structures on a SciPy reference set (IIR and
 //! biquad cases, given `sos`), the measurement behind the choice in `src/sos.rs`.
 //!
 //! `cargo run --release --example structure_survey [REFERENCE_DIR]`
-//! (default `../shared/reference`). Prints, per structure, how many cases miss the
+//! (default: the set `scripts/scipy_reference.py vectors` generates into `target/ferrofx-generated/reference`). Prints, per structure, how many cases miss the
 //! 1e-4 tolerance and the 1e-5 aim, and the worst error overall and on `lowfreq` cases.
 
 use ferrofx::chain::{Chain, Stage};
@@ -70,7 +70,7 @@ fn rel_err(y: &[f32], r: &[f32]) -> f64 {
 }
 
 fn main() {
-    let dir = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("../shared/reference"));
+    let dir = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target/ferrofx-generated/reference"));
     let index: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
     let names = ["f32 TDF-II (f32 coefs)", "f32 DF-I (f32 coefs)", "f32 TDF-II state, f64 coefs", "f64 TDF-II (engine)"];
     let mut stats = vec![(0usize, 0usize, 0.0f64, 0.0f64); names.len()];

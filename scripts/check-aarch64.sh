@@ -22,15 +22,12 @@ export RUSTC=/usr/bin/rustc
 export CARGO_TARGET_DIR="${FERROFX_AARCH64_TARGET_DIR:-${CARGO_TARGET_DIR:-$PWD/target}-aarch64}"
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
-# The SciPy reference set: generated here unless one is named (or the shared one exists).
+# The SciPy reference set: generated here (deterministic) unless one is named.
 if [ -z "${FERROFX_REFERENCE_DIR:-}" ]; then
-    if [ -f "$PWD/../shared/reference/index.json" ]; then
-        export FERROFX_REFERENCE_DIR="$PWD/../shared/reference"
-    else
-        export FERROFX_REFERENCE_DIR="$CARGO_TARGET_DIR/ferrofx-generated/reference"
-        "${FERROFX_VENV:-$HOME/.cache/ferrofx/venv}/bin/python" scripts/scipy_reference.py vectors "$FERROFX_REFERENCE_DIR"
-    fi
+    export FERROFX_REFERENCE_DIR="$CARGO_TARGET_DIR/ferrofx-generated/reference"
+    "${FERROFX_VENV:-$HOME/.cache/ferrofx/venv}/bin/python" scripts/scipy_reference.py vectors "$FERROFX_REFERENCE_DIR"
 fi
+
 # Warnings are errors: every x86-only item must be compiled out cleanly. Static glibc:
 # in this VM, qemu-user (7.2 and 10.0 alike) hangs in `pthread_create` of dynamically
 # linked aarch64 programs (C ones too) and runs statically linked ones; the test harness

@@ -170,9 +170,9 @@ pub mod ranges {
 }
 
 /// A parameter's `f32` value as the `f64` of its shortest decimal form (54.768383, not
-/// 54.76838302612305): what a user reads, what a preset file stores, and what the bands
-/// are designed from, so an exported chain renders exactly as the plugin runs. Runs on
-/// the audio thread: formats into a stack buffer, never allocates.
+/// 54.76838302612305): what a user reads and what a preset file stores. Used by the
+/// preset export only (never on the audio thread); the difference from the plugin's own
+/// value is below half an `f32` step of the parameter.
 pub fn decimal(v: f32) -> f64 {
     use std::io::Write;
     // The longest f32 in plain decimal is 40 characters (-3.4028235e38 written out).
@@ -226,9 +226,9 @@ impl BandParams {
         Band {
             enabled: self.enabled.value(),
             shape: self.shape.value().shape(),
-            freq_hz: decimal(self.freq_hz.value()),
-            gain_db: decimal(self.gain_db.value()),
-            q: decimal(self.q.value()),
+            freq_hz: self.freq_hz.value() as f64,
+            gain_db: self.gain_db.value() as f64,
+            q: self.q.value() as f64,
             slope: Slope {
                 db_per_oct: (self.slope_poles.value().max(1) as u32) * 6,
                 linkwitz_riley: self.linkwitz_riley.value(),

@@ -49,6 +49,10 @@ pub fn band_stages(index: usize, band: &Band) -> Vec<Stage> {
 pub fn export(bands: &[Band; BANDS], stages: &Chain, output_gain_db: f64, fs: f64) -> Chain {
     let mut chain = Chain::new();
     for (i, band) in bands.iter().enumerate() {
+        // Parameter values as the user reads them (their shortest decimals), not the
+        // binary expansion of an f32.
+        let short = |v: f64| if v.is_finite() { crate::params::decimal(v as f32) } else { v };
+        let band = Band { freq_hz: short(band.freq_hz), gain_db: short(band.gain_db), q: short(band.q), ..*band };
         for stage in band_stages(i, &band.clamped(fs)) {
             chain.push(stage);
         }
