@@ -5,9 +5,9 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ferrofx::chain::{Butterworth, Chain, Chebyshev1};
 use ferrofx::design::Sos;
-use ferrofx::fir::{FirFilter, FirMode};
-use ferrofx::simd::Isa;
-use ferrofx::sos::SosCascade;
+use ferrofx::dsp::fir::{FirFilter, FirMode};
+use ferrofx::dsp::simd::Isa;
+use ferrofx::dsp::sos::SosCascade;
 use std::hint::black_box;
 
 const FRAMES: usize = 4096;

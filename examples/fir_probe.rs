@@ -1,7 +1,7 @@
 //! Times the FIR paths per kernel length (calibrates `fir::choose_mode` and, with the
 //! two-channel `p128x2` column, `fir::pairing_factor`).
-use ferrofx::fir::{choose_mode, FirFilter, FirMode};
-use ferrofx::simd::Isa;
+use ferrofx::dsp::fir::{choose_mode, FirFilter, FirMode};
+use ferrofx::dsp::simd::Isa;
 use std::time::Instant;
 fn main() {
     let frames = 44_100;

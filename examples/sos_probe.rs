@@ -1,5 +1,5 @@
 use ferrofx::design::Sos;
-use ferrofx::sos::{Isa, SosCascade};
+use ferrofx::dsp::sos::{Isa, SosCascade};
 use std::time::Instant;
 fn main() {
     let s = ferrofx::design::rbj::biquad(ferrofx::design::BiquadKind::Peaking, 1000.0, 1.0, 3.0, 48000.0);

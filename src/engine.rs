@@ -34,9 +34,9 @@
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::design;
 use num_complex::Complex64;
-use crate::fir::{FirFilter, FirMode, TapCountMismatch};
-use crate::simd::Isa;
-use crate::sos::{SectionCountMismatch, SosCascade};
+use crate::dsp::fir::{FirFilter, FirMode, TapCountMismatch};
+use crate::dsp::simd::Isa;
+use crate::dsp::sos::{SectionCountMismatch, SosCascade};
 
 /// Why new coefficients could not replace the running ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,7 +3,7 @@
 //! * [`design`]: IIR (Butterworth, Chebyshev I/II, elliptic, Bessel, Linkwitz-Riley),
 //!   Audio-EQ-Cookbook biquads and windowed-sinc FIR designs, in `f64`, equal to SciPy.
 //! * [`chain`]: the chain file (`ferrofx-chain` v1), validation, fusion and the pipe API.
-//! * [`sos`], [`fir`]: realtime processors (second-order-section cascades; direct and
+//! * [`dsp`]: realtime processors (second-order-section cascades; direct and
 //!   partitioned-FFT FIR).
 //! * [`engine`]: a designed chain as preallocated processors for N channels.
 //!
@@ -13,17 +13,15 @@
 pub mod chain;
 pub mod design;
 pub mod engine;
-pub mod fir;
+pub mod dsp;
 pub mod gpu;
-pub mod simd;
-pub mod sos;
 
 pub use chain::{Chain, ChainError, DesignedChain, DesignedStage, Stage, StageKind};
 pub use engine::{Engine, EngineOptions};
 
 /// The SIMD instruction set the kernels use on this machine (detected at run time).
 pub fn simd_level() -> &'static str {
-    sos::simd_level()
+    dsp::sos::simd_level()
 }
 
 /// The README's Rust examples, compiled and run as doctests.

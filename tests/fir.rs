@@ -1,8 +1,8 @@
 //! FIR paths against a plain float64 convolution: every partition size and host block
 //! pattern, a million-tap kernel, and the cost-model choice.
 
-use ferrofx::fir::{choose_mode, choose_mode_for, FirFilter, FirMode};
-use ferrofx::simd::Isa;
+use ferrofx::dsp::fir::{choose_mode, choose_mode_for, FirFilter, FirMode};
+use ferrofx::dsp::simd::Isa;
 
 fn lcg(seed: u64) -> impl FnMut() -> f64 {
     let mut s = seed.wrapping_mul(2862933555777941757).wrapping_add(3037000493);

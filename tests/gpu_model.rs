@@ -8,7 +8,7 @@ mod common;
 use common::{chain_of, load_cases, rel_error};
 use ferrofx::chain::DesignedStage;
 use ferrofx::gpu::realize::{chunking, f32_error_estimate, model_section, Realization, GPU_ERROR_BUDGET};
-use ferrofx::sos::SosCoefs;
+use ferrofx::dsp::sos::SosCoefs;
 
 #[test]
 fn model_meets_reference_tolerances_sequential_and_scanned() {

@@ -11,7 +11,7 @@ mod common;
 use common::{chain_of, load_cases, rel_error, run_engine};
 use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Elliptic, Fir};
 use ferrofx::engine::{ChainState, Engine, EngineOptions};
-use ferrofx::fir::FirMode;
+use ferrofx::dsp::fir::FirMode;
 use ferrofx::gpu::wgpu_backend::{GpuChain, GpuStream, WgpuContext};
 use ferrofx::DesignedChain;
 use std::sync::OnceLock;

@@ -8,7 +8,7 @@ mod common;
 
 use common::{chain_of, load_cases, rel_error, run_engine};
 use ferrofx::engine::{Engine, EngineOptions};
-use ferrofx::fir::FirMode;
+use ferrofx::dsp::fir::FirMode;
 use std::collections::BTreeMap;
 
 const TIME_TOLERANCE: f64 = 1e-4;

@@ -4,7 +4,7 @@
 
 use ferrofx::chain::{Butterworth, Chain, Chebyshev2, Elliptic};
 use ferrofx::design::Sos;
-use ferrofx::sos::{Isa, SosCascade};
+use ferrofx::dsp::sos::{Isa, SosCascade};
 
 fn reference(sections: &[Sos], x: &[f32]) -> Vec<f32> {
     let mut s = vec![[0.0f64; 2]; sections.len()];

@@ -4,8 +4,8 @@
 //! re-designs at a sub-block rate.
 
 use ferrofx::design::{butterworth_into, rbj, BiquadKind, Response, Sos};
-use ferrofx::simd::Isa;
-use ferrofx::sos::SosCascade;
+use ferrofx::dsp::simd::Isa;
+use ferrofx::dsp::sos::SosCascade;
 
 use crate::svf::SvfCascade;
 

@@ -18,7 +18,7 @@
 //! No allocation outside [`SvfCascade::with_capacity`].
 
 use ferrofx::design::Sos;
-use ferrofx::sos::SosCoefs;
+use ferrofx::dsp::sos::SosCoefs;
 
 /// One section in SVF form: `g = tan(pi f / fs)`-like frequency warp, damping `k`, and
 /// the output mix.
@@ -307,7 +307,7 @@ impl SvfCascade {
         // Contain non-finite states; flush what would linger as subnormals.
         for s in self.state.iter_mut() {
             for v in s.iter_mut() {
-                if !v.is_finite() || v.abs() < ferrofx::sos::FLUSH_BELOW {
+                if !v.is_finite() || v.abs() < ferrofx::dsp::sos::FLUSH_BELOW {
                     *v = 0.0;
                 }
             }

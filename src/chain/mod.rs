@@ -38,7 +38,7 @@ pub const MAX_IIR_ORDER: usize = 24;
 /// Largest designed FIR the chain format accepts.
 pub const MAX_DESIGNED_TAPS: usize = 65_536;
 /// Largest given FIR the chain format accepts.
-pub const MAX_GIVEN_TAPS: usize = crate::fir::MAX_TAPS;
+pub const MAX_GIVEN_TAPS: usize = crate::dsp::fir::MAX_TAPS;
 
 // Bounds beyond which a chain cannot give a finite, meaningful result or would take
 // memory without bound. Every one is enforced by `Chain::from_json`/`Chain::design`

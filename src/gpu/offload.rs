@@ -16,7 +16,7 @@
 
 use crate::chain::DesignedChain;
 use crate::engine::{sanitize_input, ChainState, Engine, EngineOptions, StateError};
-use crate::fir::FirMode;
+use crate::dsp::fir::FirMode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -21,7 +21,7 @@
 //! `T = O_alt⁻¹·O_tdf2` from the two observability matrices; TDF-II is always observable
 //! and so is each form above, so `T` is always invertible.
 
-use crate::sos::SosCoefs;
+use crate::dsp::sos::SosCoefs;
 
 /// Chunks the scan splits a block into at most (one workgroup of this many invocations).
 pub const MAX_CHUNKS: usize = 256;

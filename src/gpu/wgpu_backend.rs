@@ -17,7 +17,7 @@ use super::realize::{chunking, f32_error_estimate, Realization, GPU_ERROR_BUDGET
 use super::GpuError;
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::engine::ChainState;
-use crate::sos::SosCoefs;
+use crate::dsp::sos::SosCoefs;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
@@ -30,7 +30,7 @@ const FFT_WGSL: &str = concat!(include_str!("../../shaders/fft_fir.wgsl"), inclu
 /// Blocks up to this many frames take the sequential path; longer ones the scan.
 pub const SEQUENTIAL_MAX_FRAMES: usize = 512;
 /// Longest FIR the GPU runs (the chain format's limit).
-pub const MAX_GPU_FIR_TAPS: usize = crate::fir::MAX_TAPS;
+pub const MAX_GPU_FIR_TAPS: usize = crate::dsp::fir::MAX_TAPS;
 /// FIRs up to this many taps run by direct convolution, longer ones FFT-partitioned.
 pub const DIRECT_MAX_TAPS: usize = 512;
 /// Uniform slots are this far apart (WebGPU's guaranteed minimum alignment).
@@ -808,7 +808,7 @@ impl GpuChain {
                         state.sos[at] = r.state_from_gpu(self.state_f32[at]);
                         at += 1;
                     }
-                    crate::sos::sanitize_state(&mut state.sos[start..at]);
+                    crate::dsp::sos::sanitize_state(&mut state.sos[start..at]);
                 }
             }
         }

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use ferrofx::gpu::router::{Route, Router, RouterConfig};
 use ferrofx::gpu::wgpu_backend::{GpuStream, WgpuContext};
-use ferrofx::fir::{choose_mode_for, FirMode};
+use ferrofx::dsp::fir::{choose_mode_for, FirMode};
 use ferrofx::{Chain, DesignedChain, DesignedStage, Engine};
 use std::panic::AssertUnwindSafe;
 use indicatif::{ProgressBar, ProgressStyle};

@@ -88,7 +88,7 @@ pub struct SectionCountMismatch {
     pub found: usize,
 }
 
-pub use crate::simd::Isa;
+pub use crate::dsp::simd::Isa;
 
 /// The instruction set the cascade kernel runs with on this machine.
 pub fn simd_level() -> &'static str {
@@ -285,8 +285,8 @@ mod kernels {
     //! `M` and the multiply-add flavour, instantiated per instruction set.
     use super::{SosCoefs, SUB_BLOCK};
     #[cfg(target_arch = "x86_64")]
-    use crate::simd::Fused;
-    use crate::simd::{MulAdd, PortableMulAdd};
+    use crate::dsp::simd::Fused;
+    use crate::dsp::simd::{MulAdd, PortableMulAdd};
 
     /// One section on one frame of `L` lanes (transposed direct form II).
     #[inline(always)]

@@ -27,8 +27,8 @@
 //! scratch).
 
 #[cfg(target_arch = "x86_64")]
-use crate::simd::Fused;
-use crate::simd::{Isa, MulAdd, PortableMulAdd};
+use crate::dsp::simd::Fused;
+use crate::dsp::simd::{Isa, MulAdd, PortableMulAdd};
 use num_complex::Complex32;
 use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 use rustfft::{Fft, FftPlanner};
