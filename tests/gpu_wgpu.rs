@@ -235,7 +235,7 @@ fn pipelined_blocks_equal_synchronous_blocks() {
 
 mod offload {
     use super::*;
-    use ferrofx::gpu::offload::{Faults, Offload, OFFLOAD_ENGINE_OPTIONS};
+    use ferrofx::run::offload::{Faults, Offload, OFFLOAD_ENGINE_OPTIONS};
     use std::sync::Arc;
     use std::time::Duration;
 

@@ -5,7 +5,7 @@
 
 use assert_no_alloc::{assert_no_alloc, violation_count, AllocDisabler};
 use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1};
-use ferrofx::gpu::offload::{CpuExecutor, ExecError, Executor, Faults, Job, Offload};
+use ferrofx::run::offload::{CpuExecutor, ExecError, Executor, Faults, Job, Offload};
 use ferrofx::{DesignedChain, Engine};
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,7 +57,7 @@ fn stream(offload: &mut Offload, pace: Duration) -> (Vec<Vec<f32>>, usize) {
 fn expected(sections: &DesignedChain) -> Vec<Vec<f32>> {
     let frames = (FS as usize * 10) / BLOCK * BLOCK;
     let mut y: Vec<Vec<f32>> = (0..2).map(|c| noise(frames, c + 1)).collect();
-    let mut cpu = Engine::with_options(sections, 2, BLOCK, ferrofx::gpu::offload::OFFLOAD_ENGINE_OPTIONS);
+    let mut cpu = Engine::with_options(sections, 2, BLOCK, ferrofx::run::offload::OFFLOAD_ENGINE_OPTIONS);
     let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..]).collect();
     cpu.process(&mut s);
     y.into_iter()

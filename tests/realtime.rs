@@ -1,4 +1,4 @@
-//! The realtime stream a plugin runs (`ferrofx::gpu::realtime`): host blocks of any size
+//! The realtime stream a plugin runs (`ferrofx::run::realtime`): host blocks of any size
 //! re-blocked through an offload, exactly one offload block of latency, routed by policy.
 //! Run here with the CPU executor on the worker thread (the GPU executor is checked the
 //! same way in `gpu_wgpu.rs`): whatever the host's block sizes, the route or the
@@ -7,9 +7,9 @@
 
 use assert_no_alloc::{assert_no_alloc, violation_count, AllocDisabler};
 use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Elliptic};
-use ferrofx::gpu::offload::{CpuExecutor, Faults, Offload, OFFLOAD_ENGINE_OPTIONS};
-use ferrofx::gpu::realtime::{Policy, RealtimeOffload};
-use ferrofx::gpu::router::{Reason, Route};
+use ferrofx::run::offload::{CpuExecutor, Faults, Offload, OFFLOAD_ENGINE_OPTIONS};
+use ferrofx::run::realtime::{Policy, RealtimeOffload};
+use ferrofx::run::router::{Reason, Route};
 use ferrofx::{DesignedChain, Engine};
 use std::sync::Arc;
 use std::time::Duration;

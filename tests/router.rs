@@ -1,6 +1,6 @@
 //! The CPU/GPU router with a fake cost model: what it chooses, why, and its hysteresis.
 
-use ferrofx::gpu::router::{Reason, Route, Router, RouterConfig};
+use ferrofx::run::router::{Reason, Route, Router, RouterConfig};
 
 const DEADLINE_S: f64 = 0.010;
 

@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use ferrofx::gpu::offload::Offload;
+use ferrofx::run::offload::Offload;
 use ferrofx::{Chain, ChainError, DesignedChain, Engine};
 use nice_plug::params::persist::PersistentField;
 use nice_plug::prelude::*;

@@ -6,16 +6,16 @@
 //! while automated and stay on the CPU (a few microseconds a block). With the `GPU` or
 //! `Auto` backend, a host block size of at least "GPU Min Block", an adapter, and
 //! enabled chain stages, the plugin re-blocks into blocks of the host's maximum size
-//! (`ferrofx::gpu::realtime`) and reports exactly that block as latency; the stages'
+//! (`ferrofx::run::realtime`) and reports exactly that block as latency; the stages'
 //! blocks then go to the GPU worker (`GPU`) or wherever the router finds them cheaper
 //! (`Auto`), with the exact CPU fallback for late ones.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ferrofx::gpu::offload::{Faults, Offload};
-use ferrofx::gpu::realtime::{Policy, RealtimeOffload};
-use ferrofx::gpu::router::{Reason, Route};
+use ferrofx::run::offload::{Faults, Offload};
+use ferrofx::run::realtime::{Policy, RealtimeOffload};
+use ferrofx::run::router::{Reason, Route};
 use ferrofx::gpu::wgpu_backend::{GpuChain, WgpuContext};
 use ferrofx::{DesignedChain, DesignedStage};
 

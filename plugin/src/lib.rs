@@ -29,7 +29,7 @@ pub use ferrofx;
 
 use bands::{Equaliser, BANDS};
 use chain_slot::{AudioConfig, AudioSide};
-use ferrofx::gpu::realtime::RealtimeOffload;
+use ferrofx::run::realtime::RealtimeOffload;
 use params::FerroParams;
 
 /// Bypass crossfade time.

@@ -1,20 +1,14 @@
-//! The GPU path: route blocks to a worker thread that owns an accelerator, without ever
-//! risking the audio stream.
+//! The GPU backends. What is shared by every backend lives here; each backend is one
+//! module (folder) of its own. The device-neutral parts (offload worker, router,
+//! re-blocking) are in [`crate::run`].
 //!
 //! - [`realize`]: sections in the delta state-space form the shaders run (accurate in
-//!   `f32` near `z = 1`), scan tables, and a CPU model of the shader arithmetic.
+//!   `f32` near `z = 1`), scan tables, the float32 error estimate that decides whether
+//!   a cascade may run on a GPU, and a CPU model of the shader arithmetic.
 //! - [`wgpu_backend`] (feature `wgpu`, on by default): adapter selection and
 //!   [`wgpu_backend::GpuChain`], which runs a designed chain over blocks on the device.
-//! - [`offload`]: the audio side: pipelined jobs through lock-free rings, each carrying
-//!   its filter state in and out, with an exact CPU fallback for late jobs.
-//! - [`router`]: the cost model that decides CPU or GPU, with hysteresis.
-//! - [`realtime`]: a host's blocks of any size re-blocked through an offload, routed by
-//!   policy (GPU or the router), one offload block of latency: what the plugin runs.
 
-pub mod offload;
 pub mod realize;
-pub mod realtime;
-pub mod router;
 #[cfg(feature = "wgpu")]
 pub mod wgpu_backend;
 

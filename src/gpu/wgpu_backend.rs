@@ -5,7 +5,7 @@
 //! bind groups, buffers. A job then only writes its input and state, encodes the stages,
 //! submits, and reads output and state back (the shape of wgpu's `repeated_compute`
 //! example). Waiting on the device happens on the caller's thread, which is never the
-//! audio thread: the realtime path goes through [`crate::gpu::offload`].
+//! audio thread: the realtime path goes through [`crate::run::offload`].
 //!
 //! Shaders: `shaders/sos.wgsl` (sequential and time-parallel scan of the delta form of
 //! [`crate::gpu::realize`]), `shaders/fir.wgsl` (direct convolution with workgroup
@@ -823,7 +823,7 @@ impl GpuChain {
 /// A [`GpuChain`] with its own state, filtering channel buffers the way
 /// [`crate::engine::Engine::process`] does (same non-finite input policy; blocks longer than
 /// the chain's largest are processed in pieces). For offline rendering and benchmarks,
-/// never the audio thread (see [`super::offload`]).
+/// never the audio thread (see [`crate::run::offload`]).
 ///
 /// The filter state lives on the device between blocks, so blocks can be **pipelined**:
 /// [`GpuStream::submit`] uploads and starts a block while the previous one is still
@@ -955,12 +955,12 @@ impl GpuStream {
     }
 }
 
-impl super::offload::Executor for GpuChain {
-    fn execute(&mut self, job: &mut super::offload::Job) -> Result<(), super::offload::ExecError> {
+impl crate::run::offload::Executor for GpuChain {
+    fn execute(&mut self, job: &mut crate::run::offload::Job) -> Result<(), crate::run::offload::ExecError> {
         let n = job.channels * job.frames;
         job.output[..n].copy_from_slice(&job.input[..n]);
         self.process(&mut job.output[..n], job.frames, &mut job.state)
-            .map_err(|e| super::offload::ExecError::DeviceLost(e.to_string()))
+            .map_err(|e| crate::run::offload::ExecError::DeviceLost(e.to_string()))
     }
 }
 

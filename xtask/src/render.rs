@@ -6,7 +6,7 @@ use crate::header::{MAX_CHANNELS, SAMPLE_RATES_HZ};
 use crate::output::{check_output_name, WavOutput};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use ferrofx::gpu::router::{Route, Router, RouterConfig};
+use ferrofx::run::router::{Route, Router, RouterConfig};
 use ferrofx::gpu::wgpu_backend::{GpuStream, WgpuContext};
 use ferrofx::dsp::fir::{choose_mode_for, FirMode};
 use ferrofx::{Chain, DesignedChain, DesignedStage, Engine};

@@ -1,0 +1,12 @@
+//! Where a chain runs, device-neutral: nothing here names a device API.
+//!
+//! - [`offload`]: the audio side of any accelerator: pipelined jobs through lock-free
+//!   rings, each carrying its filter state in and out, with an exact CPU fallback for
+//!   late jobs; a backend plugs in as an [`offload::Executor`].
+//! - [`router`]: the cost model that decides CPU or GPU per block, with hysteresis.
+//! - [`realtime`]: a host's blocks of any size re-blocked through an offload, routed by
+//!   policy (GPU or the router), one offload block of latency: what the plugin runs.
+
+pub mod offload;
+pub mod realtime;
+pub mod router;
