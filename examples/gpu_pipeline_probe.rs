@@ -3,7 +3,7 @@
 //! `cargo run --release --example gpu_pipeline_probe` (needs an adapter; lavapipe works
 //! but its "device" shares the CPU, so only a real GPU shows what overlap buys).
 use ferrofx::chain::{Biquad, Butterworth, Elliptic, Fir};
-use ferrofx::gpu::wgpu_backend::{GpuStream, WgpuContext};
+use ferrofx::gpu::wgpu::{GpuStream, WgpuContext};
 use std::time::Instant;
 
 fn main() {

@@ -12,7 +12,7 @@ use common::{chain_of, load_cases, rel_error, run_engine};
 use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Elliptic, Fir};
 use ferrofx::engine::{ChainState, Engine, EngineOptions};
 use ferrofx::dsp::fir::FirMode;
-use ferrofx::gpu::wgpu_backend::{GpuChain, GpuStream, WgpuContext};
+use ferrofx::gpu::wgpu::{GpuChain, GpuStream, WgpuContext};
 use ferrofx::DesignedChain;
 use std::sync::OnceLock;
 

@@ -33,8 +33,8 @@ fn describe(line: &Value) -> String {
 }
 
 #[cfg(feature = "wgpu")]
-fn gpu() -> Option<&'static ferrofx::gpu::wgpu_backend::WgpuContext> {
-    use ferrofx::gpu::wgpu_backend::WgpuContext;
+fn gpu() -> Option<&'static ferrofx::gpu::wgpu::WgpuContext> {
+    use ferrofx::gpu::wgpu::WgpuContext;
     static CTX: std::sync::OnceLock<Option<WgpuContext>> = std::sync::OnceLock::new();
     CTX.get_or_init(|| match WgpuContext::new() {
         Ok(ctx) => Some(ctx),
@@ -91,7 +91,7 @@ fn random_designs_over_the_whole_contract_match_scipy_or_are_refused() {
         }
         #[cfg(feature = "wgpu")]
         if let Some(ctx) = gpu() {
-            use ferrofx::gpu::wgpu_backend::GpuStream;
+            use ferrofx::gpu::wgpu::GpuStream;
             for block in GPU_BLOCKS {
                 let mut stream = match GpuStream::new(ctx, &designed, 2, block) {
                     Ok(s) => s,

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use ferrofx::run::offload::{Faults, Offload};
 use ferrofx::run::realtime::{Policy, RealtimeOffload};
 use ferrofx::run::router::{Reason, Route};
-use ferrofx::gpu::wgpu_backend::{GpuChain, WgpuContext};
+use ferrofx::gpu::wgpu::{GpuChain, WgpuContext};
 use ferrofx::{DesignedChain, DesignedStage};
 
 /// Longest FIR the offload takes. Its CPU side (the fallback for late blocks, and the

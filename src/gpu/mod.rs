@@ -5,12 +5,12 @@
 //! - [`realize`]: sections in the delta state-space form the shaders run (accurate in
 //!   `f32` near `z = 1`), scan tables, the float32 error estimate that decides whether
 //!   a cascade may run on a GPU, and a CPU model of the shader arithmetic.
-//! - [`wgpu_backend`] (feature `wgpu`, on by default): adapter selection and
-//!   [`wgpu_backend::GpuChain`], which runs a designed chain over blocks on the device.
+//! - [`wgpu`] (feature `wgpu`, on by default): adapter selection and
+//!   [`wgpu::GpuChain`], which runs a designed chain over blocks on the device.
 
 pub mod realize;
 #[cfg(feature = "wgpu")]
-pub mod wgpu_backend;
+pub mod wgpu;
 
 /// Why the GPU path cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -48,7 +48,7 @@ pub enum ExecError {
     DeviceLost(String),
 }
 
-/// Runs jobs on the worker thread ([`crate::gpu::wgpu_backend::GpuChain`] implements it).
+/// Runs jobs on the worker thread ([`crate::gpu::wgpu::GpuChain`] implements it).
 pub trait Executor: Send + 'static {
     fn execute(&mut self, job: &mut Job) -> Result<(), ExecError>;
 }

@@ -8,7 +8,7 @@
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Fir};
-use ferrofx::gpu::wgpu_backend::{GpuStream, WgpuContext};
+use ferrofx::gpu::wgpu::{GpuStream, WgpuContext};
 use ferrofx::Engine;
 use serde_json::json;
 use std::process::ExitCode;

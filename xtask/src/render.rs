@@ -7,7 +7,7 @@ use crate::output::{check_output_name, WavOutput};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use ferrofx::run::router::{Route, Router, RouterConfig};
-use ferrofx::gpu::wgpu_backend::{GpuStream, WgpuContext};
+use ferrofx::gpu::wgpu::{GpuStream, WgpuContext};
 use ferrofx::dsp::fir::{choose_mode_for, FirMode};
 use ferrofx::{Chain, DesignedChain, DesignedStage, Engine};
 use std::panic::AssertUnwindSafe;

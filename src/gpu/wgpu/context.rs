@@ -1,0 +1,121 @@
+//! The device: adapter selection, its report, the device-loss flag, and the gate that
+//! serialises submissions and polls of every user of the device.
+
+use crate::gpu::GpuError;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What adapter was found and is used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterReport {
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+}
+
+impl AdapterReport {
+    /// True for a software rasteriser (lavapipe/llvmpipe, WARP): real wgpu, CPU speed.
+    pub fn is_cpu(&self) -> bool {
+        self.device_type == "Cpu"
+    }
+}
+
+impl std::fmt::Display for AdapterReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}, {}", self.name, self.backend, self.device_type)?;
+        if !self.driver.is_empty() {
+            write!(f, ", {}", self.driver)?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// A device and queue with the report of where they came from.
+#[derive(Clone)]
+pub struct WgpuContext {
+    pub(super) device: wgpu::Device,
+    pub(super) queue: wgpu::Queue,
+    pub(super) report: AdapterReport,
+    pub(super) limits: wgpu::Limits,
+    pub(super) lost: Arc<AtomicBool>,
+    /// Serialises submissions and polls of every user of this device: wgpu-core 30 trips
+    /// an internal assertion ("current submission index should be at least the wait
+    /// submission index") when one thread submits while another polls. GPU work of
+    /// different chains still overlaps; only the calls themselves take turns.
+    pub(super) gate: Arc<Mutex<()>>,
+}
+
+impl WgpuContext {
+    /// Opens the best adapter of the backends `WGPU_BACKEND` names (default: all primary
+    /// ones), preferring a discrete GPU. Errors name what was searched and found.
+    pub fn new() -> Result<WgpuContext, GpuError> {
+        let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        }))
+        .map_err(|e| GpuError::NoAdapter {
+            backends: format!("{backends:?}"),
+            why: if std::env::var_os("WGPU_BACKEND").is_some() {
+                format!("{e} (WGPU_BACKEND restricts the search)")
+            } else {
+                e.to_string()
+            },
+        })?;
+        let info = adapter.get_info();
+        let report = AdapterReport {
+            name: info.name.clone(),
+            backend: format!("{:?}", info.backend),
+            device_type: format!("{:?}", info.device_type),
+            driver: [info.driver.as_str(), info.driver_info.as_str()]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        // Ask for the adapter's own buffer limits: long FIR histories need more than the
+        // WebGPU defaults.
+        let supported = adapter.limits();
+        let limits = wgpu::Limits {
+            max_storage_buffer_binding_size: supported.max_storage_buffer_binding_size,
+            max_buffer_size: supported.max_buffer_size,
+            ..wgpu::Limits::default()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("ferrofx"),
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| GpuError::Device { adapter: report.to_string(), why: e.to_string() })?;
+        let lost = Arc::new(AtomicBool::new(false));
+        {
+            let lost = lost.clone();
+            device.set_device_lost_callback(move |_, _| lost.store(true, Ordering::Release));
+        }
+        Ok(WgpuContext { device, queue, report, limits, lost, gate: Arc::new(Mutex::new(())) })
+    }
+
+    pub fn report(&self) -> &AdapterReport {
+        &self.report
+    }
+
+    /// True once the device reported loss.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+}
+
+impl WgpuContext {
+    /// Destroys the device, as a driver reset would (for tests of the loss path): every
+    /// later job on it fails with [`GpuError::DeviceLost`].
+    pub fn simulate_device_loss(&self) {
+        self.device.destroy();
+        self.lost.store(true, Ordering::Release);
+    }
+}

@@ -1,0 +1,129 @@
+//! The FFT-partitioned FIR path: per-stage plans, the shared FFT pipelines and bind
+//! groups, kernel spectra, and the passes one long FIR stage encodes.
+
+use super::PARAM_SLOT;
+
+/// An FFT-partitioned FIR stage: partitions of `part` taps, FFTs of `2 part` points.
+#[derive(Clone, Copy)]
+pub(super) struct FftPlan {
+    pub(super) part: usize,
+    pub(super) pcount: usize,
+    pub(super) log2n: usize,
+    pub(super) kernel_base: usize,
+    /// First of this stage's `2 log2n + 3` slots in the FFT parameter buffer.
+    pub(super) slot_base: usize,
+}
+
+impl FftPlan {
+    pub(super) fn n(&self) -> usize {
+        2 * self.part
+    }
+    pub(super) fn slots(&self) -> usize {
+        2 * self.log2n + 3
+    }
+    /// `(output segments, input segments)` per channel for a block of `frames`.
+    pub(super) fn segments(&self, frames: usize) -> (usize, usize) {
+        let outs = frames.div_ceil(self.part);
+        (outs, outs + self.pcount)
+    }
+    /// Partition size for `taps` taps: about 64 partitions, 256..=16384 taps each.
+    pub(super) fn part_for(taps: usize) -> usize {
+        (taps.next_power_of_two() / 64).clamp(256, 16_384)
+    }
+}
+
+/// The FFT path's pipelines, buffers and bind groups (only when a chain has a long FIR).
+pub(super) struct FftKit {
+    pub(super) segments: wgpu::ComputePipeline,
+    pub(super) pass: wgpu::ComputePipeline,
+    pub(super) mac: wgpu::ComputePipeline,
+    pub(super) extract: wgpu::ComputePipeline,
+    pub(super) params: wgpu::Buffer,
+    /// Bind groups reading A writing B, and reading B writing A.
+    pub(super) a_to_b: wgpu::BindGroup,
+    pub(super) b_to_a: wgpu::BindGroup,
+    pub(super) n_max: usize,
+}
+
+/// `H_q = FFT_2P(taps[qP, (q+1)P))` for every partition, all `2P` bins, rounded to `f32`.
+pub(super) fn partition_spectra(taps: &[f64], part: usize) -> Vec<[f32; 2]> {
+    let n = 2 * part;
+    let mut planner = realfft::RealFftPlanner::<f64>::new();
+    let fwd = planner.plan_fft_forward(n);
+    let mut time = fwd.make_input_vec();
+    let mut spec = fwd.make_output_vec();
+    let mut out = Vec::with_capacity(taps.len().div_ceil(part) * n);
+    for chunk in taps.chunks(part) {
+        time.fill(0.0);
+        time[..chunk.len()].copy_from_slice(chunk);
+        // Same plan and lengths: cannot fail.
+        let _ = fwd.process(&mut time, &mut spec);
+        for k in 0..n {
+            let c = if k <= part { spec[k] } else { spec[n - k].conj() };
+            out.push([c.re as f32, c.im as f32]);
+        }
+    }
+    out
+}
+
+/// Writes the FFT path's per-dispatch parameters for a block of `frames`.
+pub(super) fn write_fft_params(queue: &wgpu::Queue, kit: &FftKit, plan: &FftPlan, taps: usize, frames: usize, hist_base: usize) {
+    let n = plan.n();
+    let (outs, segs) = plan.segments(frames);
+    let base = |half_span: usize, r: usize| -> [u32; 16] {
+        [n, half_span, r, kit.n_max / n, plan.part, plan.pcount, segs, outs, taps, frames, frames, hist_base, plan.kernel_base, 0, 0, 0]
+            .map(|v| v as u32)
+    };
+    let mut slot = plan.slot_base;
+    let mut put = |words: [u32; 16]| {
+        queue.write_buffer(&kit.params, slot as u64 * PARAM_SLOT, bytemuck::cast_slice(&words));
+        slot += 1;
+    };
+    // Slots: segments, the forward stages, mac, the inverse stages, extract.
+    put(base(0, 0));
+    for q in 1..=plan.log2n {
+        put(base(1 << (q - 1), n >> q));
+    }
+    put(base(0, 0));
+    for q in 1..=plan.log2n {
+        put(base(1 << (q - 1), n >> q));
+    }
+    put(base(0, 0)); // extract
+}
+
+/// Encodes one FFT-partitioned FIR stage: its output lands in `tmp`.
+pub(super) fn encode_fft(pass: &mut wgpu::ComputePass<'_>, kit: &FftKit, plan: &FftPlan, channels: usize, frames: usize) {
+    let n = plan.n();
+    let (outs, segs) = plan.segments(frames);
+    let offset = |k: usize| ((plan.slot_base + k) as u64 * PARAM_SLOT) as u32;
+    // `cur`: which spectrum buffer holds the data (false: A, true: B).
+    let mut cur = false;
+    let group = |from_b: bool| if from_b { &kit.b_to_a } else { &kit.a_to_b };
+    // segments: B -> A (writes A)
+    pass.set_pipeline(&kit.segments);
+    pass.set_bind_group(0, &kit.b_to_a, &[offset(0)]);
+    pass.dispatch_workgroups((n / 256) as u32, segs as u32, channels as u32);
+    let mut k = 1;
+    pass.set_pipeline(&kit.pass);
+    for _ in 0..plan.log2n {
+        pass.set_bind_group(0, group(cur), &[offset(k)]);
+        pass.dispatch_workgroups((n / 2).div_ceil(256) as u32, (channels * segs) as u32, 1);
+        cur = !cur;
+        k += 1;
+    }
+    pass.set_pipeline(&kit.mac);
+    pass.set_bind_group(0, group(cur), &[offset(k)]);
+    pass.dispatch_workgroups((n / 256) as u32, outs as u32, channels as u32);
+    cur = !cur;
+    k += 1;
+    pass.set_pipeline(&kit.pass);
+    for _ in 0..plan.log2n {
+        pass.set_bind_group(0, group(cur), &[offset(k)]);
+        pass.dispatch_workgroups((n / 2).div_ceil(256) as u32, (channels * outs) as u32, 1);
+        cur = !cur;
+        k += 1;
+    }
+    pass.set_pipeline(&kit.extract);
+    pass.set_bind_group(0, group(cur), &[offset(k)]);
+    pass.dispatch_workgroups(plan.part.div_ceil(256) as u32, outs as u32, channels as u32);
+}

@@ -1,0 +1,48 @@
+//! The wgpu backend: adapter selection, and a [`GpuChain`] that runs a designed chain
+//! (SOS cascades and direct FIRs) over blocks on the GPU.
+//!
+//! Everything is built once per (chain shape, channels, largest block): device, pipelines,
+//! bind groups, buffers. A job then only writes its input and state, encodes the stages,
+//! submits, and reads output and state back (the shape of wgpu's `repeated_compute`
+//! example). Waiting on the device happens on the caller's thread, which is never the
+//! audio thread: the realtime path goes through [`crate::run::offload`].
+//!
+//! Shaders: `shaders/sos.wgsl` (sequential and time-parallel scan of the delta form of
+//! [`crate::gpu::realize`]), `shaders/fir.wgsl` (direct convolution with workgroup
+//! tiling for FIRs up to [`DIRECT_MAX_TAPS`], plus the history update) and
+//! `shaders/fft_fir.wgsl` (uniformly partitioned overlap-save with a radix-2 Stockham FFT
+//! for longer FIRs). A FIR's job state is its time-domain history either way.
+
+//!
+//! Files: `context.rs` (adapter and device), `chain.rs` ([`GpuChain`]: buffers, bind
+//! groups, one job's round trip), `fir.rs` (the FFT-partitioned FIR path), `stream.rs`
+//! ([`GpuStream`], pipelined blocks for offline use) and `executor.rs` (the offload
+//! worker's executor).
+
+mod chain;
+mod context;
+mod executor;
+mod fir;
+mod stream;
+
+pub use chain::GpuChain;
+pub use context::{AdapterReport, WgpuContext};
+pub use stream::GpuStream;
+
+use std::time::Duration;
+
+const SOS_WGSL: &str = include_str!("../../../shaders/sos.wgsl");
+// Both FIR shaders read their input through `input_at` (shaders/fir_input.wgsl).
+const FIR_WGSL: &str = concat!(include_str!("../../../shaders/fir.wgsl"), include_str!("../../../shaders/fir_input.wgsl"));
+const FFT_WGSL: &str = concat!(include_str!("../../../shaders/fft_fir.wgsl"), include_str!("../../../shaders/fir_input.wgsl"));
+
+/// Blocks up to this many frames take the sequential path; longer ones the scan.
+pub const SEQUENTIAL_MAX_FRAMES: usize = 512;
+/// Longest FIR the GPU runs (the chain format's limit).
+pub const MAX_GPU_FIR_TAPS: usize = crate::dsp::fir::MAX_TAPS;
+/// FIRs up to this many taps run by direct convolution, longer ones FFT-partitioned.
+pub const DIRECT_MAX_TAPS: usize = 512;
+/// Uniform slots are this far apart (WebGPU's guaranteed minimum alignment).
+const PARAM_SLOT: u64 = 256;
+/// Longest wait for one job before the device is considered lost.
+const JOB_TIMEOUT: Duration = Duration::from_secs(60);
