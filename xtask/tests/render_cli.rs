@@ -271,7 +271,7 @@ fn unavailable_backends_and_bad_options_exit_2() {
 /// True when a wgpu adapter is there (lavapipe in CI); without one the GPU render tests
 /// print why and pass, unless `FERROFX_REQUIRE_GPU` is set.
 fn gpu_available() -> bool {
-    match ferrofx::gpu::wgpu_backend::WgpuContext::new() {
+    match ferrofx::gpu::wgpu::WgpuContext::new() {
         Ok(ctx) => {
             println!("wgpu adapter: {}", ctx.report());
             true
