@@ -15,6 +15,7 @@ pub mod design;
 pub mod engine;
 pub mod dsp;
 pub mod gpu;
+pub mod offline;
 pub mod run;
 
 pub use chain::{Chain, ChainError, DesignedChain, DesignedStage, Stage, StageKind};

@@ -1,5 +1,8 @@
 //! Where a chain runs, device-neutral: nothing here names a device API.
 //!
+//! - [`backend`]: the [`backend::Backend`] trait, the CPU backend and the list of GPU
+//!   backends: where a chain runs.
+//! - [`stream`]: the pipelined block loop over a backend (offline render, benchmarks).
 //! - [`offload`]: the audio side of any accelerator: pipelined jobs through lock-free
 //!   rings, each carrying its filter state in and out, with an exact CPU fallback for
 //!   late jobs; a backend plugs in as an [`offload::Executor`].
@@ -7,6 +10,8 @@
 //! - [`realtime`]: a host's blocks of any size re-blocked through an offload, routed by
 //!   policy (GPU or the router), one offload block of latency: what the plugin runs.
 
+pub mod backend;
 pub mod offload;
 pub mod realtime;
 pub mod router;
+pub mod stream;

@@ -17,14 +17,16 @@
 //! Files: `context.rs` (adapter and device), `chain.rs` ([`GpuChain`]: buffers, bind
 //! groups, one job's round trip), `fir.rs` (the FFT-partitioned FIR path), `stream.rs`
 //! ([`GpuStream`], pipelined blocks for offline use) and `executor.rs` (the offload
-//! worker's executor).
+//! worker's executor), `backend.rs` (all of it as a `run::backend::Backend`).
 
+mod backend;
 mod chain;
 mod context;
 mod executor;
 mod fir;
 mod stream;
 
+pub use backend::{open_backend, WgpuBackend};
 pub use chain::GpuChain;
 pub use context::{AdapterReport, WgpuContext};
 pub use stream::GpuStream;

@@ -1,0 +1,66 @@
+//! The wgpu backend as a [`Backend`]: [`GpuStream`] as the prepared chain, [`GpuChain`]
+//! as the offload executor.
+
+use super::{GpuChain, GpuStream, WgpuContext};
+use crate::chain::DesignedChain;
+use crate::run::backend::{Backend, Prepared, RunError};
+use crate::run::offload::Executor;
+use std::sync::Arc;
+
+/// The wgpu backend on one device.
+pub struct WgpuBackend {
+    ctx: WgpuContext,
+}
+
+impl WgpuBackend {
+    pub fn new(ctx: WgpuContext) -> WgpuBackend {
+        WgpuBackend { ctx }
+    }
+    pub fn context(&self) -> &WgpuContext {
+        &self.ctx
+    }
+}
+
+/// Opens the best adapter (the entry of [`crate::run::backend::GPU_BACKENDS`]).
+pub fn open_backend() -> Result<Arc<dyn Backend>, String> {
+    WgpuContext::new().map(|ctx| Arc::new(WgpuBackend::new(ctx)) as Arc<dyn Backend>).map_err(|e| e.to_string())
+}
+
+impl Backend for WgpuBackend {
+    fn name(&self) -> &'static str {
+        "wgpu"
+    }
+    fn describe(&self) -> String {
+        format!("wgpu on {}", self.ctx.report())
+    }
+    fn is_software(&self) -> bool {
+        self.ctx.report().is_cpu()
+    }
+    fn prepare(&self, chain: &DesignedChain, channels: usize, max_block: usize) -> Result<Box<dyn Prepared>, RunError> {
+        Ok(Box::new(GpuStream::new(&self.ctx, chain, channels, max_block)?))
+    }
+    fn executor(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<Box<dyn Executor>, RunError> {
+        Ok(Box::new(GpuChain::new(&self.ctx, chain, channels, block)?))
+    }
+}
+
+impl Prepared for GpuStream {
+    fn depth(&self) -> usize {
+        2
+    }
+    fn submit(&mut self, buffers: &[&[f32]], frames: usize) -> Result<(), RunError> {
+        Ok(GpuStream::submit(self, buffers, frames)?)
+    }
+    fn collect(&mut self, buffers: &mut [&mut [f32]]) -> Result<usize, RunError> {
+        Ok(GpuStream::collect(self, buffers)?)
+    }
+    fn in_flight(&self) -> usize {
+        GpuStream::in_flight(self)
+    }
+    fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), RunError> {
+        Ok(GpuStream::process(self, buffers)?)
+    }
+    fn reset(&mut self) {
+        GpuStream::reset(self)
+    }
+}

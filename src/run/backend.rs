@@ -1,0 +1,231 @@
+//! Backends: the one answer to "where does this chain run?".
+//!
+//! A [`Backend`] prepares a designed chain for a channel count and a largest block in
+//! two forms:
+//! - [`Backend::prepare`]: a [`Prepared`] chain that filters blocks in order, with up to
+//!   [`Prepared::depth`] blocks in flight (offline rendering, benchmarks, the Python
+//!   package; driven by [`crate::run::stream::BlockStream`]);
+//! - [`Backend::executor`]: an [`Executor`] for the realtime offload worker
+//!   ([`crate::run::offload`]), where each job carries its state.
+//!
+//! The CPU backend ([`CpuBackend`]) is always there. The GPU backends are listed in
+//! [`GPU_BACKENDS`], in order of preference: adding a backend is one folder under
+//! `src/gpu/` that implements [`Backend`] and one entry in that list.
+
+use crate::chain::{DesignedChain, DesignedStage};
+use crate::dsp::fir::{choose_mode_for, FirMode};
+use crate::engine::Engine;
+use crate::gpu::GpuError;
+use crate::run::offload::Executor;
+use std::sync::Arc;
+
+/// Why a backend could not run a chain.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    /// No backend of this name is in this build, or it could not be opened here.
+    #[error("backend {name} is not available: {why}")]
+    Unavailable { name: String, why: String },
+    /// The backend opened but declined or failed this chain or block.
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    #[error("{found} channel buffers for a stream set up for {expected}")]
+    Channels { expected: usize, found: usize },
+    #[error("a block of {found} frames is longer than the stream's largest, {max}")]
+    BlockTooLong { max: usize, found: usize },
+}
+
+/// A chain prepared on a backend for a channel count and a largest block: filters planar
+/// blocks in order, keeping the filter state between them.
+pub trait Prepared: Send {
+    /// Blocks this form keeps in flight before [`Prepared::collect`] must be called (0:
+    /// `submit` filters at once, as on the CPU).
+    fn depth(&self) -> usize;
+    /// Starts filtering a block of `frames` frames (at most the prepared largest).
+    fn submit(&mut self, buffers: &[&[f32]], frames: usize) -> Result<(), RunError>;
+    /// Writes the oldest submitted block's output into `buffers`; returns its frames.
+    fn collect(&mut self, buffers: &mut [&mut [f32]]) -> Result<usize, RunError>;
+    /// Blocks submitted and not yet collected.
+    fn in_flight(&self) -> usize;
+    /// One block in place, synchronously (any length: longer ones go in pieces).
+    fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), RunError>;
+    /// Clears the filter state and drops blocks in flight.
+    fn reset(&mut self);
+}
+
+/// A place a chain can run.
+pub trait Backend: Send + Sync {
+    /// The name users type (`cpu`, `wgpu`).
+    fn name(&self) -> &'static str;
+    /// One line: the backend and the device it opened (`wgpu on NVIDIA H100 (Vulkan, ...)`).
+    fn describe(&self) -> String;
+    /// True when the "device" is software on the CPU (lavapipe): its figures are not GPU speed.
+    fn is_software(&self) -> bool {
+        false
+    }
+    /// The chain as a block filter for `channels` channels and blocks up to `max_block` frames.
+    fn prepare(&self, chain: &DesignedChain, channels: usize, max_block: usize) -> Result<Box<dyn Prepared>, RunError>;
+    /// The chain as an offload executor for jobs of exactly `block` frames.
+    fn executor(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<Box<dyn Executor>, RunError>;
+}
+
+/// One GPU backend of this build: its name and how to open it.
+pub struct GpuBackendEntry {
+    pub name: &'static str,
+    /// Opens the device; the error says why there is none.
+    pub open: fn() -> Result<Arc<dyn Backend>, String>,
+}
+
+/// The GPU backends of this build, in order of preference (`auto` and the plugin take the
+/// first that opens).
+pub const GPU_BACKENDS: &[GpuBackendEntry] = &[
+    #[cfg(feature = "wgpu")]
+    GpuBackendEntry { name: "wgpu", open: crate::gpu::wgpu::open_backend },
+];
+
+/// Opens the GPU backend called `name`.
+pub fn open_gpu(name: &str) -> Result<Arc<dyn Backend>, RunError> {
+    let entry = GPU_BACKENDS.iter().find(|e| e.name == name).ok_or_else(|| RunError::Unavailable {
+        name: name.to_string(),
+        why: if GPU_BACKENDS.is_empty() {
+            "this build has no GPU backend".to_string()
+        } else {
+            format!("this build's GPU backends are {}", GPU_BACKENDS.iter().map(|e| e.name).collect::<Vec<_>>().join(", "))
+        },
+    })?;
+    (entry.open)().map_err(|why| RunError::Unavailable { name: name.to_string(), why })
+}
+
+/// Opens the first GPU backend that opens; the error lists why each did not.
+pub fn open_first_gpu() -> Result<Arc<dyn Backend>, String> {
+    let mut why = Vec::new();
+    for entry in GPU_BACKENDS {
+        match (entry.open)() {
+            Ok(b) => return Ok(b),
+            Err(e) => why.push(format!("{}: {e}", entry.name)),
+        }
+    }
+    Err(if why.is_empty() { "this build has no GPU backend".to_string() } else { why.join("; ") })
+}
+
+/// The CPU: the engine, with a file's channels split over up to `threads` engines that
+/// run each block in parallel (channels are independent, so the output is the same as
+/// one engine's, bit for bit).
+#[derive(Clone, Copy, Debug)]
+pub struct CpuBackend {
+    pub threads: usize,
+}
+
+impl Default for CpuBackend {
+    fn default() -> CpuBackend {
+        CpuBackend { threads: 1 }
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+    fn describe(&self) -> String {
+        "cpu".to_string()
+    }
+    fn prepare(&self, chain: &DesignedChain, channels: usize, max_block: usize) -> Result<Box<dyn Prepared>, RunError> {
+        let bounds = channel_groups(channels, self.threads, pairs_channels(chain));
+        let engines = bounds.windows(2).map(|g| Engine::new(chain, g[1] - g[0], max_block)).collect();
+        Ok(Box::new(CpuPrepared { engines, channels, max_block }))
+    }
+    fn executor(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<Box<dyn Executor>, RunError> {
+        Ok(Box::new(crate::run::offload::CpuExecutor::new(chain, channels, block)))
+    }
+}
+
+impl Executor for Box<dyn Executor> {
+    fn execute(&mut self, job: &mut crate::run::offload::Job) -> Result<(), crate::run::offload::ExecError> {
+        (**self).execute(job)
+    }
+}
+
+/// The CPU's prepared chain: filters at `submit`; `collect` hands the block back.
+struct CpuPrepared {
+    engines: Vec<Engine>,
+    channels: usize,
+    max_block: usize,
+}
+
+impl Prepared for CpuPrepared {
+    fn depth(&self) -> usize {
+        0
+    }
+    fn submit(&mut self, _: &[&[f32]], _: usize) -> Result<(), RunError> {
+        // Never called: with depth 0 a stream calls `process`.
+        Err(RunError::Gpu(GpuError::Job { why: "the CPU backend filters in place (call process)".to_string() }))
+    }
+    fn collect(&mut self, _: &mut [&mut [f32]]) -> Result<usize, RunError> {
+        Err(RunError::Gpu(GpuError::Job { why: "the CPU backend has nothing in flight".to_string() }))
+    }
+    fn in_flight(&self) -> usize {
+        0
+    }
+    fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), RunError> {
+        if buffers.len() != self.channels {
+            return Err(RunError::Channels { expected: self.channels, found: buffers.len() });
+        }
+        let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
+        let mut start = 0;
+        while start < frames {
+            let end = (start + self.max_block).min(frames);
+            let mut slices: Vec<&mut [f32]> = buffers.iter_mut().map(|b| &mut b[start..end]).collect();
+            process_split(&mut self.engines, &mut slices);
+            start = end;
+        }
+        Ok(())
+    }
+    fn reset(&mut self) {
+        self.engines.iter_mut().for_each(Engine::reset);
+    }
+}
+
+/// Whether the chain has a FIR stage that may run on the partitioned path, which runs
+/// channels `(0, 1)`, `(2, 3)`, ... through shared complex FFTs and picks its path by
+/// whether it has a pair.
+fn pairs_channels(designed: &DesignedChain) -> bool {
+    designed.stages.iter().any(|s| matches!(s, DesignedStage::Fir(t) if choose_mode_for(t.len(), 2) != FirMode::Direct))
+}
+
+/// Where a file's channels are split into up to `threads` engines: boundaries from `0`
+/// to `channels`, as even as possible. With `keep_pairs` (see [`pairs_channels`]) groups
+/// start at even channels and hold two or more channels (an odd last channel joins the
+/// last pair), so every split computes every channel exactly as one engine would.
+pub fn channel_groups(channels: usize, threads: usize, keep_pairs: bool) -> Vec<usize> {
+    let unit = if keep_pairs { 2 } else { 1 };
+    let units = (channels / unit).max(1);
+    let per = units.div_ceil(threads.clamp(1, units));
+    let mut bounds: Vec<usize> = (0..units).step_by(per).map(|u| u * unit).collect();
+    bounds.push(channels);
+    bounds
+}
+
+/// Each engine takes the next `engine.channels()` buffers; all but the first run on
+/// scoped threads.
+fn process_split(engines: &mut [Engine], slices: &mut [&mut [f32]]) {
+    if let [engine] = engines {
+        engine.process(slices);
+        return;
+    }
+    std::thread::scope(|s| {
+        let mut rest = slices;
+        let mut jobs = Vec::with_capacity(engines.len());
+        for engine in engines.iter_mut() {
+            let (mine, others) = rest.split_at_mut(engine.channels().min(rest.len()));
+            rest = others;
+            jobs.push((engine, mine));
+        }
+        let mut jobs = jobs.into_iter();
+        let first = jobs.next();
+        for (engine, mine) in jobs {
+            s.spawn(move || engine.process(mine));
+        }
+        if let Some((engine, mine)) = first {
+            engine.process(mine);
+        }
+    });
+}
