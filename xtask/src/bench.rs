@@ -8,7 +8,8 @@
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Fir};
-use ferrofx::gpu::wgpu::{GpuStream, WgpuContext};
+use ferrofx::run::backend::{open_gpu, Backend};
+use ferrofx::run::stream::BlockStream;
 use ferrofx::Engine;
 use serde_json::json;
 use std::process::ExitCode;
@@ -23,14 +24,14 @@ const GPU_STREAM_BLOCK: usize = 65_536;
 #[derive(Clone, Copy)]
 pub enum Runner<'a> {
     Cpu,
-    Wgpu(&'a WgpuContext),
+    Gpu(&'a dyn Backend),
 }
 
 impl Runner<'_> {
     fn name(self) -> &'static str {
         match self {
             Runner::Cpu => "cpu",
-            Runner::Wgpu(_) => "wgpu",
+            Runner::Gpu(b) => b.name(),
         }
     }
 }
@@ -207,13 +208,13 @@ fn time_stream(
     let mut times = Vec::with_capacity(runs);
     let block = match runner {
         Runner::Cpu => RENDER_BLOCK,
-        Runner::Wgpu(_) => GPU_STREAM_BLOCK,
+        Runner::Gpu(_) => GPU_STREAM_BLOCK,
     };
     for run in 0..=runs {
         let mut engine = Engine::new(&designed, channels, RENDER_BLOCK);
         let mut gpu = match runner {
             Runner::Cpu => None,
-            Runner::Wgpu(ctx) => Some(GpuStream::new(ctx, &designed, channels, block)?),
+            Runner::Gpu(backend) => Some(BlockStream::new(backend.prepare(&designed, channels, block)?, block)),
         };
         for (b, i) in buf.iter_mut().zip(&input) {
             b.copy_from_slice(i);
@@ -262,7 +263,7 @@ fn time_blocks(runner: Runner, chain: &Chain, block: usize, seconds: f64, min_bl
     let mut engine = Engine::new(&designed, channels, block);
     let mut gpu = match runner {
         Runner::Cpu => None,
-        Runner::Wgpu(ctx) => Some(GpuStream::new(ctx, &designed, channels, block)?),
+        Runner::Gpu(backend) => Some(BlockStream::new(backend.prepare(&designed, channels, block)?, block)),
     };
     let (mut l, mut r) = (vec![0.0f32; block], vec![0.0f32; block]);
     let mut times = Vec::with_capacity(blocks);
@@ -363,7 +364,7 @@ pub fn run_workload(runner: Runner, w: Workload, quick: bool) -> Result<Vec<Meas
         Workload::RealtimeBlock => {
             let chain = realtime_chain();
             let min_blocks = match (runner, quick) {
-                (Runner::Wgpu(_), true) => 100,
+                (Runner::Gpu(_), true) => 100,
                 _ => 1000,
             };
             let mut out = Vec::new();
@@ -449,8 +450,7 @@ fn run_inner(args: BenchArgs) -> Result<()> {
         match b {
             BenchBackend::Cpu => {}
             BenchBackend::Wgpu => {
-                let ctx = WgpuContext::new().map_err(|e| anyhow::anyhow!("backend wgpu is not available: {e}"))?;
-                gpu = Some(ctx);
+                gpu = Some(open_gpu("wgpu")?);
             }
             BenchBackend::Cuda => bail!("backend cuda is not available: this build has no CUDA backend (the CUDA kernels are not built yet)"),
         }
@@ -458,27 +458,28 @@ fn run_inner(args: BenchArgs) -> Result<()> {
     let workloads = if args.workloads.is_empty() { Workload::ALL.to_vec() } else { args.workloads.clone() };
     for b in &backends {
         let runner = match (b, gpu.as_ref()) {
-            (BenchBackend::Wgpu, Some(ctx)) => Runner::Wgpu(ctx),
+            (BenchBackend::Wgpu, Some(backend)) => Runner::Gpu(backend.as_ref()),
             _ => Runner::Cpu,
         };
         match runner {
             Runner::Cpu if !args.json => {
                 println!("cpu backend, single thread, {} ({})", std::env::consts::ARCH, ferrofx::simd_level())
             }
-            Runner::Wgpu(ctx) => {
+            Runner::Gpu(backend) => {
                 let line = format!(
-                    "wgpu backend on {}; offline workloads in blocks of {GPU_STREAM_BLOCK} frames, realtime_block as one synchronous round trip per block",
-                    ctx.report()
+                    "{} backend on {}; offline workloads in blocks of {GPU_STREAM_BLOCK} frames, realtime_block as one synchronous round trip per block",
+                    backend.name(),
+                    backend.describe().split_once(" on ").map_or("its device".to_string(), |(_, d)| d.to_string())
                 );
                 let cpu_note = "note: this adapter is a CPU rasteriser (lavapipe/llvmpipe): these figures test the wgpu path, they are not GPU speed";
                 if args.json {
                     eprintln!("{line}");
-                    if ctx.report().is_cpu() {
+                    if backend.is_software() {
                         eprintln!("{cpu_note}");
                     }
                 } else {
                     println!("{line}");
-                    if ctx.report().is_cpu() {
+                    if backend.is_software() {
                         println!("{cpu_note}");
                     }
                 }
@@ -492,7 +493,7 @@ fn run_inner(args: BenchArgs) -> Result<()> {
             match run_workload(runner, w, args.quick) {
                 Ok(ms) => ms.iter().for_each(|m| print(m, args.json)),
                 // A workload the GPU path cannot run is reported and skipped, not fatal.
-                Err(e) if matches!(runner, Runner::Wgpu(_)) => eprintln!("skipped {} on wgpu: {e:#}", w.name()),
+                Err(e) if matches!(runner, Runner::Gpu(_)) => eprintln!("skipped {} on {}: {e:#}", w.name(), runner.name()),
                 Err(e) => return Err(e),
             }
         }
