@@ -404,7 +404,7 @@ pub fn gpu_line(params: &FerroParams, t: &Telemetry) -> String {
     };
     let why = match choice {
         BackendChoice::Gpu => String::from("forced"),
-        _ => crate::gpu::reason_of(g.reason.load(Ordering::Relaxed)).to_string(),
+        _ => crate::telemetry::reason_of(g.reason.load(Ordering::Relaxed)).to_string(),
     };
     format!(
         "{route} ({why}): CPU {} / GPU {} median, {} tail, deadline {}; blocks GPU {} CPU {} late {}",

@@ -2,21 +2,24 @@
 //! SOS cascade, followed by chain-file stages (anything the chain format can say: elliptic
 //! designs, given FIRs up to a million taps), an output gain and a crossfaded bypass.
 //!
-//! Layout: `params.rs` (parameters and their ranges), `bands.rs` (the equaliser DSP),
-//! `chain_slot.rs` (chain stages built off the audio thread and handed over lock-free),
-//! `preset.rs` (chain-file import/export), `editor.rs` (egui), this file (the plugin and
-//! its `process`).
+//! Layout: this file (the `Plugin` impl only), `params.rs` (parameters and their
+//! ranges), `audio.rs` (the one owner of the audio-thread state: equaliser, chain stages,
+//! GPU path, bypass), `bands.rs` and `svf.rs` (the equaliser DSP), `chain_slot.rs`
+//! (chain stages built off the audio thread and handed over lock-free), `gpu.rs` (the
+//! offload built on the core's GPU backend), `telemetry.rs` (what the audio thread tells
+//! the editor), `preset.rs` (chain-file import/export), `editor.rs` (egui).
 //!
 //! Realtime rules for `process`: no allocation (checked by nice-plug's
 //! `assert_process_allocs` in debug builds), no lock, no logging, no panic. Everything
 //! that allocates happens in `activate` or on the thread that installs a chain.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use nice_plug::plugin::ParamValue;
 use nice_plug::prelude::*;
 
+pub mod audio;
 pub mod bands;
 pub mod chain_slot;
 pub mod editor;
@@ -24,106 +27,33 @@ pub mod gpu;
 pub mod params;
 pub mod preset;
 pub mod svf;
+pub mod telemetry;
 
 pub use ferrofx;
 
 use bands::{Equaliser, BANDS};
-use chain_slot::{AudioConfig, AudioSide};
+use audio::AudioState;
+use chain_slot::AudioConfig;
 use ferrofx::run::realtime::RealtimeOffload;
 use params::FerroParams;
+pub use telemetry::Telemetry;
 
 /// Bypass crossfade time.
 pub const BYPASS_FADE_MS: f32 = 10.0;
 
-/// What the audio thread reports to the editor (atomics, written once per block).
-#[derive(Default)]
-pub struct Telemetry {
-    /// Sample rate in Hz (f32 bits).
-    pub sample_rate_bits: AtomicU32,
-    pub channels: AtomicU32,
-    pub max_block_frames: AtomicU32,
-    /// Latency reported to the host.
-    pub latency_samples: AtomicU32,
-    /// Last block size seen.
-    pub last_block_frames: AtomicU32,
-    /// Sections the equaliser runs.
-    pub eq_sections: AtomicU32,
-    /// The GPU path's route and figures.
-    pub gpu: gpu::GpuTelemetry,
-}
-
-/// A fixed delay of `len` frames on every channel (the dry signal's, so the bypass
-/// crossfade lines up with the latency of the GPU path). Allocated once.
-struct DelayLine {
-    lines: Vec<Vec<f32>>,
-    pos: usize,
-}
-
-impl DelayLine {
-    fn new(channels: usize, len: usize) -> DelayLine {
-        DelayLine { lines: vec![vec![0.0; len.max(1)]; channels], pos: 0 }
-    }
-
-    /// Delays `frames` frames of each channel in place. No allocation.
-    fn process(&mut self, bufs: &mut [Vec<f32>], frames: usize) {
-        let len = self.lines.first().map_or(1, |l| l.len());
-        for (line, b) in self.lines.iter_mut().zip(bufs.iter_mut()) {
-            let mut pos = self.pos;
-            for v in b[..frames].iter_mut() {
-                std::mem::swap(v, &mut line[pos]);
-                pos = if pos + 1 == len { 0 } else { pos + 1 };
-            }
-        }
-        self.pos = (self.pos + frames) % len;
-    }
-
-    fn clear(&mut self) {
-        for l in self.lines.iter_mut() {
-            l.fill(0.0);
-        }
-    }
-}
-
-/// The plugin.
+/// The plugin: its parameters, what it tells the editor, and the audio-thread state
+/// (owned by [`audio::AudioState`]).
 pub struct FerroFx {
     params: Arc<FerroParams>,
     telemetry: Arc<Telemetry>,
-    eq: Option<Equaliser>,
-    audio_side: AudioSide,
-    config: Option<AudioConfig>,
-    /// Dry copy for the bypass crossfade: one buffer per channel of `max_block_frames`.
-    dry: Vec<Vec<f32>>,
-    /// 1.0 = fully processed, 0.0 = fully bypassed.
-    wet_mix: f32,
-    wet_step: f32,
-    /// The GPU path's stream (re-blocking, routing), when it is on.
-    realtime: Option<RealtimeOffload>,
-    /// The dry signal's delay on the GPU path.
-    dry_delay: Option<DelayLine>,
-    /// Whether a GPU adapter was found (`None`: never looked, the CPU backend so far).
-    gpu_found: Option<bool>,
-    /// Latency last reported to the host.
-    reported_latency: u32,
+    audio: AudioState,
 }
 
 impl Default for FerroFx {
     fn default() -> FerroFx {
         let params = Arc::new(FerroParams::default());
-        let audio_side = params.chain.take_audio_side().expect("a new parameter set has its audio side");
-        FerroFx {
-            params,
-            telemetry: Arc::new(Telemetry::default()),
-            eq: None,
-            audio_side,
-            config: None,
-            dry: Vec::new(),
-            wet_mix: 1.0,
-            wet_step: 1.0,
-            realtime: None,
-            dry_delay: None,
-            gpu_found: None,
-            reported_latency: 0,
-        }
+        let side = params.chain.take_audio_side().expect("a new parameter set has its audio side");
+        FerroFx { params, telemetry: Arc::new(Telemetry::default()), audio: AudioState::new(side) }
     }
 }
 
@@ -154,116 +84,6 @@ pub fn state_is_unusable(state_version: &str) -> Option<String> {
         None => Some(format!("unreadable state version {state_version:?}")),
         Some(v) if v > ours => Some(format!("state from newer version {state_version} (this is {})", FerroFx::VERSION)),
         Some(_) => None,
-    }
-}
-
-impl FerroFx {
-    fn reset_filters(&mut self) {
-        if let Some(eq) = self.eq.as_mut() {
-            eq.reset();
-        }
-        if let Some(engine) = self.audio_side.engine() {
-            engine.reset();
-        }
-        if let Some(rt) = self.realtime.as_mut() {
-            rt.reset(self.audio_side.offload());
-        }
-        if let Some(d) = self.dry_delay.as_mut() {
-            d.clear();
-        }
-    }
-
-    /// The latency the current settings ask for: the host's largest block when the GPU
-    /// path should run (a GPU or Auto backend, host blocks of at least the GPU minimum,
-    /// chain stages to offload, and no failed search for an adapter), else 0.
-    fn wanted_latency(&self, max_block: usize, has_stages: bool) -> u32 {
-        let wants = gpu::policy(self.params.backend.value()).is_some()
-            && max_block >= self.params.gpu_min_block.value().max(1) as usize
-            && has_stages
-            && self.gpu_found != Some(false);
-        if wants {
-            max_block as u32
-        } else {
-            0
-        }
-    }
-
-    /// Filters one sub-block (≤ `max_block_frames`) in place.
-    fn process_block(&mut self, buffers: &mut [&mut [f32]], start: usize, frames: usize, bypass: bool) {
-        let channels = buffers.len().min(self.dry.len());
-        for b in buffers.iter_mut() {
-            ferrofx::engine::sanitize_input(&mut b[start..start + frames]);
-        }
-        let target = if bypass { 0.0 } else { 1.0 };
-        let fading = self.wet_mix != target;
-        // The filters keep running while bypassed (their output unused), so un-bypassing
-        // crossfades to a settled filter instead of one starting from silence.
-        let bypassed = bypass && !fading;
-        // On the GPU path the dry signal runs through a delay of the path's latency,
-        // which must see every block.
-        if fading || bypassed || self.dry_delay.is_some() {
-            for (d, b) in self.dry.iter_mut().zip(buffers.iter()) {
-                d[..frames].copy_from_slice(&b[start..start + frames]);
-            }
-            if let Some(delay) = self.dry_delay.as_mut() {
-                delay.process(&mut self.dry, frames);
-            }
-        }
-        // Sub-slices without allocating: at most 64 channels (the widest layout is 8).
-        const MAX: usize = 64;
-        let mut refs: [&mut [f32]; MAX] = std::array::from_fn(|_| &mut [][..]);
-        let used = buffers.len().min(MAX);
-        for (r, b) in refs.iter_mut().zip(buffers.iter_mut()) {
-            *r = &mut b[start..start + frames];
-        }
-        let refs = &mut refs[..used];
-        if let Some(eq) = self.eq.as_mut() {
-            eq.process(refs);
-        }
-        // On the GPU path the stream delays (and, with an offload, filters) the signal; a
-        // chain the offload does not take runs on the CPU engine after the delay, so the
-        // stream always holds unfiltered input and a chain change never filters a block
-        // twice.
-        if let Some(rt) = self.realtime.as_mut() {
-            rt.process(self.audio_side.offload(), refs);
-        }
-        if let Some(engine) = self.audio_side.engine() {
-            engine.process(refs);
-        }
-        // Output gain (smoothed per sample), then the bypass crossfade.
-        let mut non_finite = false;
-        for i in 0..frames {
-            let gain = util::db_to_gain(self.params.output_gain_db.smoothed.next());
-            let wet = self.wet_mix;
-            for (c, r) in refs.iter_mut().enumerate() {
-                let y = r[i] * gain;
-                non_finite |= !y.is_finite();
-                let out = if fading && c < channels { wet * y + (1.0 - wet) * self.dry[c][i] } else { y };
-                // No subnormal leaves the plugin (hosts and validators count them as
-                // faults; a decaying tail can produce them after the output gain).
-                r[i] = if out.abs() < f32::MIN_POSITIVE { 0.0 } else { out };
-            }
-            if fading {
-                self.wet_mix = if target > self.wet_mix {
-                    (self.wet_mix + self.wet_step).min(1.0)
-                } else {
-                    (self.wet_mix - self.wet_step).max(0.0)
-                };
-            }
-        }
-        if non_finite {
-            // Cannot happen with finite input and stable filters; if it does, the block
-            // is silenced and the state cleared so the next block recovers.
-            for r in refs.iter_mut() {
-                r.fill(0.0);
-            }
-            self.reset_filters();
-        }
-        if bypassed {
-            for (r, d) in refs.iter_mut().zip(&self.dry) {
-                r.copy_from_slice(&d[..frames]);
-            }
-        }
     }
 }
 
@@ -339,18 +159,18 @@ impl Plugin for FerroFx {
         // The GPU path (chain stages re-blocked to the host's largest block, that many
         // samples late) or the CPU path (no latency); see `gpu.rs`.
         let has_stages = self.params.chain.chain().stages.iter().any(|s| s.enabled);
-        let policy = gpu::policy(self.params.backend.value());
+        let policy = self.params.backend.value().policy();
         let min_block = self.params.gpu_min_block.value().max(1) as usize;
         if policy.is_some() && max_block >= min_block && has_stages {
-            if let Err(why) = gpu::context() {
+            if let Err(why) = gpu::backend() {
                 nice_warn!("GPU backend chosen, running on the CPU: {why}");
                 self.params.chain.set_gpu_status(format!("CPU: {why}"));
-                self.gpu_found = Some(false);
+                self.audio.gpu_found = Some(false);
             } else {
-                self.gpu_found = Some(true);
+                self.audio.gpu_found = Some(true);
             }
         }
-        let latency = self.wanted_latency(max_block, has_stages);
+        let latency = self.audio.wanted_latency(&self.params, max_block, has_stages);
         let offload = latency > 0;
         if !offload {
             let text = match policy {
@@ -369,17 +189,17 @@ impl Plugin for FerroFx {
             eq.set_band(i, *band);
         }
         eq.snap();
-        self.eq = Some(eq);
-        self.params.chain.unconfigure(&mut self.audio_side);
-        self.audio_side.current = Some(self.params.chain.configure(config));
-        self.config = Some(config);
-        self.dry = vec![vec![0.0; max_block]; channels];
-        self.realtime = policy.filter(|_| offload).map(|p| RealtimeOffload::new(channels, max_block, fs as f64, p));
-        self.dry_delay = offload.then(|| DelayLine::new(channels, max_block));
-        self.wet_step = 1.0 / (BYPASS_FADE_MS * 1e-3 * fs).max(1.0);
-        self.wet_mix = if self.params.bypass.value() { 0.0 } else { 1.0 };
+        self.audio.eq = Some(eq);
+        self.params.chain.unconfigure(&mut self.audio.side);
+        self.audio.side.current = Some(self.params.chain.configure(config));
+        self.audio.config = Some(config);
+        self.audio.dry = vec![vec![0.0; max_block]; channels];
+        self.audio.realtime = policy.filter(|_| offload).map(|p| RealtimeOffload::new(channels, max_block, fs as f64, p));
+        self.audio.dry_delay = offload.then(|| audio::DelayLine::new(channels, max_block));
+        self.audio.wet_step = 1.0 / (BYPASS_FADE_MS * 1e-3 * fs).max(1.0);
+        self.audio.wet_mix = if self.params.bypass.value() { 0.0 } else { 1.0 };
         context.set_latency_samples(latency);
-        self.reported_latency = latency;
+        self.audio.reported_latency = latency;
         let t = &self.telemetry;
         t.sample_rate_bits.store(fs.to_bits(), Ordering::Relaxed);
         t.channels.store(channels as u32, Ordering::Relaxed);
@@ -390,21 +210,21 @@ impl Plugin for FerroFx {
     }
 
     fn reset(&mut self) {
-        if let Some(eq) = self.eq.as_mut() {
+        if let Some(eq) = self.audio.eq.as_mut() {
             for (i, band) in self.params.bands().iter().enumerate() {
                 eq.set_band(i, *band);
             }
             eq.snap();
         }
-        self.reset_filters();
-        self.wet_mix = if self.params.bypass.value() { 0.0 } else { 1.0 };
+        self.audio.reset_filters();
+        self.audio.wet_mix = if self.params.bypass.value() { 0.0 } else { 1.0 };
     }
 
     fn deactivate(&mut self) {
-        if let Some(rt) = self.realtime.as_ref() {
+        if let Some(rt) = self.audio.realtime.as_ref() {
             // Off the audio thread: what the GPU path did while active.
             let st = rt.stats();
-            let lost = self.audio_side.offload().is_some_and(|o| o.worker_lost());
+            let lost = self.audio.side.offload().is_some_and(|o| o.worker_lost());
             nice_log!(
                 "GPU path ({:?}, blocks of {}): {} blocks, {} on the GPU worker, {} on the CPU, {} late{}; last decision {:?}",
                 rt.policy(),
@@ -417,8 +237,8 @@ impl Plugin for FerroFx {
                 rt.decision()
             );
         }
-        self.params.chain.unconfigure(&mut self.audio_side);
-        self.config = None;
+        self.params.chain.unconfigure(&mut self.audio.side);
+        self.audio.config = None;
     }
 
     fn process(
@@ -427,9 +247,9 @@ impl Plugin for FerroFx {
         _aux: &mut AuxiliaryBuffers,
         context: &mut impl ProcessContext<Self>,
     ) -> ProcessStatus {
-        let Some(config) = self.config else { return ProcessStatus::Normal };
-        if self.audio_side.poll(config) {
-            if let Some(rt) = self.realtime.as_mut() {
+        let Some(config) = self.audio.config else { return ProcessStatus::Normal };
+        if self.audio.side.poll(config) {
+            if let Some(rt) = self.audio.realtime.as_mut() {
                 rt.clear_measurements();
             }
         }
@@ -437,15 +257,15 @@ impl Plugin for FerroFx {
         // changes the latency: the host is asked to restart the plugin (`activate` then
         // builds the other path); until then the current path keeps running.
         // GPU and Auto share the latency: switching between them takes effect at once.
-        if let (Some(rt), Some(policy)) = (self.realtime.as_mut(), gpu::policy(self.params.backend.value())) {
+        if let (Some(rt), Some(policy)) = (self.audio.realtime.as_mut(), self.params.backend.value().policy()) {
             rt.set_policy(policy);
         }
-        let wanted = self.wanted_latency(config.max_block_frames, self.audio_side.has_stages());
-        if wanted != self.reported_latency {
+        let wanted = self.audio.wanted_latency(&self.params, config.max_block_frames, self.audio.side.has_stages());
+        if wanted != self.audio.reported_latency {
             context.set_latency_samples(wanted);
-            self.reported_latency = wanted;
+            self.audio.reported_latency = wanted;
         }
-        if let Some(eq) = self.eq.as_mut() {
+        if let Some(eq) = self.audio.eq.as_mut() {
             for i in 0..BANDS {
                 eq.set_band(i, self.params.bands[i].band());
             }
@@ -456,16 +276,16 @@ impl Plugin for FerroFx {
         let mut start = 0;
         while start < frames {
             let n = (frames - start).min(config.max_block_frames);
-            self.process_block(buffers, start, n, bypass);
+            self.audio.process_block(&self.params, buffers, start, n, bypass);
             start += n;
         }
         let t = &self.telemetry;
         t.last_block_frames.store(frames as u32, Ordering::Relaxed);
-        if let Some(eq) = self.eq.as_ref() {
+        if let Some(eq) = self.audio.eq.as_ref() {
             t.eq_sections.store(eq.sections().len() as u32, Ordering::Relaxed);
         }
-        if let Some(rt) = self.realtime.as_ref() {
-            t.gpu.publish(rt, self.audio_side.offload().map(|o| &*o));
+        if let Some(rt) = self.audio.realtime.as_ref() {
+            t.gpu.publish(rt, self.audio.side.offload().map(|o| &*o));
         }
         ProcessStatus::Normal
     }

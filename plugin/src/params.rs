@@ -140,6 +140,18 @@ pub enum BackendChoice {
     Gpu,
 }
 
+impl BackendChoice {
+    /// The policy of the GPU path this choice asks for (`None`: the CPU path, no latency).
+    pub fn policy(self) -> Option<ferrofx::run::realtime::Policy> {
+        use ferrofx::run::realtime::Policy;
+        match self {
+            BackendChoice::Cpu => None,
+            BackendChoice::Auto => Some(Policy::Auto),
+            BackendChoice::Gpu => Some(Policy::Gpu),
+        }
+    }
+}
+
 /// Parameter ranges in the units the host and editor show; the editor reuses these.
 pub mod ranges {
     use super::*;

@@ -1,0 +1,193 @@
+//! The audio-thread state and its per-block work: the equaliser, the chain stages (the
+//! audio side of the chain slot: engine and offload), the GPU path's stream and the dry
+//! delay, the bypass crossfade and the latency last reported. The only owner of that
+//! state; the `Plugin` impl in `lib.rs` calls in here.
+//!
+//! Realtime rules: `process_block`, `reset_filters` and `wanted_latency` never allocate,
+//! lock, log or panic; everything they use is allocated in `activate`.
+
+use nice_plug::prelude::*;
+
+use crate::bands::Equaliser;
+use crate::chain_slot::{AudioConfig, AudioSide};
+use crate::params::FerroParams;
+use ferrofx::run::realtime::RealtimeOffload;
+
+/// The audio-thread state (fields set up in `activate`).
+pub struct AudioState {
+    pub eq: Option<Equaliser>,
+    pub side: AudioSide,
+    pub config: Option<AudioConfig>,
+    /// Dry copy for the bypass crossfade: one buffer per channel of `max_block_frames`.
+    pub dry: Vec<Vec<f32>>,
+    /// 1.0 = fully processed, 0.0 = fully bypassed.
+    pub wet_mix: f32,
+    pub wet_step: f32,
+    /// The GPU path's stream (re-blocking, routing), when it is on.
+    pub realtime: Option<RealtimeOffload>,
+    /// The dry signal's delay on the GPU path.
+    pub dry_delay: Option<DelayLine>,
+    /// Whether a GPU adapter was found (`None`: never looked, the CPU backend so far).
+    pub gpu_found: Option<bool>,
+    /// Latency last reported to the host.
+    pub reported_latency: u32,
+}
+
+impl AudioState {
+    pub fn new(side: AudioSide) -> AudioState {
+        AudioState {
+            eq: None,
+            side,
+            config: None,
+            dry: Vec::new(),
+            wet_mix: 1.0,
+            wet_step: 1.0,
+            realtime: None,
+            dry_delay: None,
+            gpu_found: None,
+            reported_latency: 0,
+        }
+    }
+}
+
+/// A fixed delay of `len` frames on every channel (the dry signal's, so the bypass
+/// crossfade lines up with the latency of the GPU path). Allocated once.
+pub struct DelayLine {
+    lines: Vec<Vec<f32>>,
+    pos: usize,
+}
+
+impl DelayLine {
+    pub fn new(channels: usize, len: usize) -> DelayLine {
+        DelayLine { lines: vec![vec![0.0; len.max(1)]; channels], pos: 0 }
+    }
+
+    /// Delays `frames` frames of each channel in place. No allocation.
+    pub fn process(&mut self, bufs: &mut [Vec<f32>], frames: usize) {
+        let len = self.lines.first().map_or(1, |l| l.len());
+        for (line, b) in self.lines.iter_mut().zip(bufs.iter_mut()) {
+            let mut pos = self.pos;
+            for v in b[..frames].iter_mut() {
+                std::mem::swap(v, &mut line[pos]);
+                pos = if pos + 1 == len { 0 } else { pos + 1 };
+            }
+        }
+        self.pos = (self.pos + frames) % len;
+    }
+
+    pub fn clear(&mut self) {
+        for l in self.lines.iter_mut() {
+            l.fill(0.0);
+        }
+    }
+}
+
+impl AudioState {
+    pub fn reset_filters(&mut self) {
+        if let Some(eq) = self.eq.as_mut() {
+            eq.reset();
+        }
+        if let Some(engine) = self.side.engine() {
+            engine.reset();
+        }
+        if let Some(rt) = self.realtime.as_mut() {
+            rt.reset(self.side.offload());
+        }
+        if let Some(d) = self.dry_delay.as_mut() {
+            d.clear();
+        }
+    }
+
+    /// The latency the current settings ask for: the host's largest block when the GPU
+    /// path should run (a GPU or Auto backend, host blocks of at least the GPU minimum,
+    /// chain stages to offload, and no failed search for an adapter), else 0.
+    pub fn wanted_latency(&self, params: &FerroParams, max_block: usize, has_stages: bool) -> u32 {
+        let wants = params.backend.value().policy().is_some()
+            && max_block >= params.gpu_min_block.value().max(1) as usize
+            && has_stages
+            && self.gpu_found != Some(false);
+        if wants {
+            max_block as u32
+        } else {
+            0
+        }
+    }
+
+    /// Filters one sub-block (≤ `max_block_frames`) in place.
+    pub fn process_block(&mut self, params: &FerroParams, buffers: &mut [&mut [f32]], start: usize, frames: usize, bypass: bool) {
+        let channels = buffers.len().min(self.dry.len());
+        for b in buffers.iter_mut() {
+            ferrofx::engine::sanitize_input(&mut b[start..start + frames]);
+        }
+        let target = if bypass { 0.0 } else { 1.0 };
+        let fading = self.wet_mix != target;
+        // The filters keep running while bypassed (their output unused), so un-bypassing
+        // crossfades to a settled filter instead of one starting from silence.
+        let bypassed = bypass && !fading;
+        // On the GPU path the dry signal runs through a delay of the path's latency,
+        // which must see every block.
+        if fading || bypassed || self.dry_delay.is_some() {
+            for (d, b) in self.dry.iter_mut().zip(buffers.iter()) {
+                d[..frames].copy_from_slice(&b[start..start + frames]);
+            }
+            if let Some(delay) = self.dry_delay.as_mut() {
+                delay.process(&mut self.dry, frames);
+            }
+        }
+        // Sub-slices without allocating: at most 64 channels (the widest layout is 8).
+        const MAX: usize = 64;
+        let mut refs: [&mut [f32]; MAX] = std::array::from_fn(|_| &mut [][..]);
+        let used = buffers.len().min(MAX);
+        for (r, b) in refs.iter_mut().zip(buffers.iter_mut()) {
+            *r = &mut b[start..start + frames];
+        }
+        let refs = &mut refs[..used];
+        if let Some(eq) = self.eq.as_mut() {
+            eq.process(refs);
+        }
+        // On the GPU path the stream delays (and, with an offload, filters) the signal; a
+        // chain the offload does not take runs on the CPU engine after the delay, so the
+        // stream always holds unfiltered input and a chain change never filters a block
+        // twice.
+        if let Some(rt) = self.realtime.as_mut() {
+            rt.process(self.side.offload(), refs);
+        }
+        if let Some(engine) = self.side.engine() {
+            engine.process(refs);
+        }
+        // Output gain (smoothed per sample), then the bypass crossfade.
+        let mut non_finite = false;
+        for i in 0..frames {
+            let gain = util::db_to_gain(params.output_gain_db.smoothed.next());
+            let wet = self.wet_mix;
+            for (c, r) in refs.iter_mut().enumerate() {
+                let y = r[i] * gain;
+                non_finite |= !y.is_finite();
+                let out = if fading && c < channels { wet * y + (1.0 - wet) * self.dry[c][i] } else { y };
+                // No subnormal leaves the plugin (hosts and validators count them as
+                // faults; a decaying tail can produce them after the output gain).
+                r[i] = if out.abs() < f32::MIN_POSITIVE { 0.0 } else { out };
+            }
+            if fading {
+                self.wet_mix = if target > self.wet_mix {
+                    (self.wet_mix + self.wet_step).min(1.0)
+                } else {
+                    (self.wet_mix - self.wet_step).max(0.0)
+                };
+            }
+        }
+        if non_finite {
+            // Cannot happen with finite input and stable filters; if it does, the block
+            // is silenced and the state cleared so the next block recovers.
+            for r in refs.iter_mut() {
+                r.fill(0.0);
+            }
+            self.reset_filters();
+        }
+        if bypassed {
+            for (r, d) in refs.iter_mut().zip(&self.dry) {
+                r.copy_from_slice(&d[..frames]);
+            }
+        }
+    }
+}
