@@ -13,19 +13,7 @@ use std::hint::black_box;
 const FRAMES: usize = 4096;
 
 fn noise(channels: usize) -> Vec<Vec<f32>> {
-    let mut s = 0x1234_5678u32;
-    (0..channels)
-        .map(|_| {
-            (0..FRAMES)
-                .map(|_| {
-                    s ^= s << 13;
-                    s ^= s >> 17;
-                    s ^= s << 5;
-                    s as f32 / u32::MAX as f32 - 0.5
-                })
-                .collect()
-        })
-        .collect()
+    ferrofx_testkit::noise_channels(channels, FRAMES, 0x1234_5678, 0.5)
 }
 
 fn sections(chain: Chain) -> Vec<Sos> {

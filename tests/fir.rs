@@ -4,12 +4,10 @@
 use ferrofx::dsp::fir::{choose_mode, choose_mode_for, FirFilter, FirMode};
 use ferrofx::dsp::simd::Isa;
 
-fn lcg(seed: u64) -> impl FnMut() -> f64 {
-    let mut s = seed.wrapping_mul(2862933555777941757).wrapping_add(3037000493);
-    move || {
-        s = s.wrapping_mul(2862933555777941757).wrapping_add(3037000493);
-        (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    }
+/// Uniform samples in `[-1, 1)` from the shared seeded generator.
+fn uniform(seed: u64) -> impl FnMut() -> f64 {
+    let mut r = ferrofx_testkit::Rng::new(seed);
+    move || r.unit() * 2.0 - 1.0
 }
 
 fn convolve(h: &[f64], x: &[f32]) -> Vec<f64> {
@@ -33,7 +31,7 @@ fn run(filter: &mut FirFilter, x: &[f32], pattern: &[usize]) -> Vec<f32> {
 
 #[test]
 fn every_path_equals_plain_convolution_for_any_block_pattern() {
-    let mut rnd = lcg(1);
+    let mut rnd = uniform(1);
     for &taps in &[1usize, 2, 7, 64, 65, 300, 1025, 5000] {
         let h: Vec<f64> = (0..taps).map(|i| rnd() * (-(i as f64) / 500.0).exp()).collect();
         let x: Vec<f32> = (0..7000).map(|_| rnd() as f32).collect();
@@ -58,7 +56,7 @@ fn every_path_equals_plain_convolution_for_any_block_pattern() {
 fn a_million_taps_stream_with_zero_latency() {
     // Sparse input so the exact output is cheap: y[n] = sum_i a_i h[n - t_i].
     let taps = 1 << 20;
-    let mut rnd = lcg(7);
+    let mut rnd = uniform(7);
     let h: Vec<f64> = (0..taps).map(|i| rnd() * (-(i as f64) / 300_000.0).exp()).collect();
     let spikes = [(0usize, 1.0f32), (1234, -0.5), (77_777, 0.25), (500_001, 0.75)];
     let n = taps + 600_000;
@@ -95,7 +93,7 @@ fn the_cost_model_picks_direct_for_short_and_fft_for_long_kernels() {
 
 #[test]
 fn set_taps_changes_the_kernel_without_losing_history() {
-    let mut rnd = lcg(3);
+    let mut rnd = uniform(3);
     let h1: Vec<f64> = (0..700).map(|_| rnd()).collect();
     let h2: Vec<f64> = (0..700).map(|_| rnd()).collect();
     let x: Vec<f32> = (0..3000).map(|_| rnd() as f32).collect();
@@ -118,7 +116,7 @@ fn set_taps_changes_the_kernel_without_losing_history() {
 /// kernels' phase and tile sizes and blocks that mix whole tiles with remainders.
 #[test]
 fn every_direct_kernel_equals_plain_convolution() {
-    let mut rnd = lcg(9);
+    let mut rnd = uniform(9);
     for isa in [Isa::Portable, Isa::Avx2, Isa::Avx512] {
         if !isa.is_supported() {
             println!("SKIPPED {}: this CPU lacks it", isa.name());
@@ -144,7 +142,7 @@ fn every_direct_kernel_equals_plain_convolution() {
 /// convolution, and leaving a pair's partner out of a call must not disturb the other.
 #[test]
 fn paired_channels_stay_separate_on_the_partitioned_path() {
-    let mut rnd = lcg(11);
+    let mut rnd = uniform(11);
     let h: Vec<f64> = (0..1500).map(|i| rnd() * (-(i as f64) / 400.0).exp()).collect();
     let xs: Vec<Vec<f32>> = (0..3).map(|c| (0..6000).map(|_| rnd() as f32 * (1.0 + c as f32)).collect()).collect();
     let wants: Vec<Vec<f64>> = xs.iter().map(|x| convolve(&h, x)).collect();

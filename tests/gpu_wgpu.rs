@@ -85,19 +85,7 @@ fn every_reference_case_meets_the_tolerances_on_the_gpu() {
 
 /// White noise, deterministic.
 fn noise(channels: usize, frames: usize, seed: u64) -> Vec<Vec<f32>> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..channels)
-        .map(|_| {
-            (0..frames)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-                })
-                .collect()
-        })
-        .collect()
+    ferrofx_testkit::noise_channels(channels, frames, seed, 1.0)
 }
 
 #[test]
@@ -154,15 +142,8 @@ fn fir_stages_and_mixed_chains_match_the_cpu_and_hand_state_back() {
 fn long_firs_take_the_fft_path_and_match_the_cpu() {
     let Some(ctx) = context() else { return };
     // A 6 s decaying-noise "reverb" of 262,144 taps and a 700-tap FIR, around an IIR.
-    let mut x = 12345u64;
-    let taps: Vec<f64> = (0..262_144)
-        .map(|k| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ((x >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * (-(k as f64) / 40_000.0).exp() * 0.01
-        })
-        .collect();
+    let mut r = ferrofx_testkit::Rng::new(12345);
+    let taps: Vec<f64> = (0..262_144).map(|k| (r.unit() - 0.5) * (-(k as f64) / 40_000.0).exp() * 0.01).collect();
     let short: Vec<f64> = (0..700).map(|k| ((k as f64) * 0.05).cos() / 700.0).collect();
     let chain = Fir::coefficients(short) | Butterworth::lowpass(8000.0, 4) | Fir::coefficients(taps);
     let designed = chain.design(44_100.0).unwrap();
@@ -304,7 +285,7 @@ mod offload {
             delay: Some(Arc::new(move |seq| Duration::from_millis(if late(seq) { 4 } else { 0 }))),
             die_at: None,
         };
-        let mut off = Offload::new(&chain(), 2, BLOCK, gpu, faults).unwrap();
+        let mut off = Offload::with_faults(&chain(), 2, BLOCK, gpu, faults).unwrap();
         let (out, want) = stream(&mut off, 10, Duration::from_millis(1), |seq| !late(seq), |_| {});
         let e = rel_error(&out, &want);
         let st = off.stats();
@@ -321,14 +302,14 @@ mod offload {
     fn a_dying_worker_and_a_lost_device_leave_an_exact_cpu_stream() {
         let Some(ctx) = context() else { return };
         let faults = Faults { delay: None, die_at: Some(100) };
-        let mut off = Offload::new(&chain(), 2, BLOCK, GpuChain::new(ctx, &chain(), 2, BLOCK).unwrap(), faults).unwrap();
+        let mut off = Offload::with_faults(&chain(), 2, BLOCK, GpuChain::new(ctx, &chain(), 2, BLOCK).unwrap(), faults).unwrap();
         let (out, want) = stream(&mut off, 3, Duration::from_millis(1), |_| true, |_| {});
         assert!(rel_error(&out, &want) <= TIME_TOLERANCE);
         assert!(off.worker_lost() && off.stats().offloaded > 0, "{:?}", off.stats());
 
         // A device of its own, destroyed mid-stream.
         let own = WgpuContext::new().unwrap();
-        let mut off = Offload::new(&chain(), 2, BLOCK, GpuChain::new(&own, &chain(), 2, BLOCK).unwrap(), Faults::default()).unwrap();
+        let mut off = Offload::new(&chain(), 2, BLOCK, GpuChain::new(&own, &chain(), 2, BLOCK).unwrap()).unwrap();
         let (out, want) = stream(&mut off, 3, Duration::from_millis(1), |_| true, |k| {
             if k == 150 {
                 own.simulate_device_loss();

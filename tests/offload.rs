@@ -26,15 +26,7 @@ fn sections() -> DesignedChain {
 }
 
 fn noise(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
+    ferrofx_testkit::noise_amp(n, seed, 1.0)
 }
 
 /// 10 s of stereo noise run through `offload` block by block (sleeping `pace` between
@@ -72,7 +64,7 @@ fn expected(sections: &DesignedChain) -> Vec<Vec<f32>> {
 #[test]
 fn on_time_jobs_give_the_cpu_stream_one_block_late() {
     let s = sections();
-    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), Faults::default()).unwrap();
+    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK)).unwrap();
     assert_eq!(off.latency_samples(), BLOCK);
     let (out, allocs) = stream(&mut off, Duration::from_micros(300));
     assert_eq!(allocs, 0, "the audio side allocated");
@@ -95,7 +87,7 @@ fn a_random_third_of_late_jobs_changes_nothing() {
         }
     });
     let faults = Faults { delay: Some(delay), die_at: None };
-    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), faults).unwrap();
+    let mut off = Offload::with_faults(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), faults).unwrap();
     let (out, allocs) = stream(&mut off, Duration::from_micros(300));
     assert_eq!(allocs, 0);
     assert_eq!(out, expected(&s), "late jobs must be replaced by the CPU, sample for sample");
@@ -108,7 +100,7 @@ fn a_random_third_of_late_jobs_changes_nothing() {
 fn a_worker_that_dies_midway_leaves_a_cpu_only_stream() {
     let s = sections();
     let faults = Faults { delay: None, die_at: Some(300) };
-    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), faults).unwrap();
+    let mut off = Offload::with_faults(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), faults).unwrap();
     let (out, allocs) = stream(&mut off, Duration::from_micros(300));
     assert_eq!(allocs, 0);
     assert_eq!(out, expected(&s));
@@ -130,7 +122,7 @@ impl Executor for LosesDevice {
 #[test]
 fn device_loss_leaves_a_cpu_only_stream() {
     let s = sections();
-    let mut off = Offload::new(&s, 2, BLOCK, LosesDevice(CpuExecutor::new(&s, 2, BLOCK)), Faults::default()).unwrap();
+    let mut off = Offload::new(&s, 2, BLOCK, LosesDevice(CpuExecutor::new(&s, 2, BLOCK))).unwrap();
     let (out, _) = stream(&mut off, Duration::from_micros(300));
     assert_eq!(out, expected(&s));
     assert!(off.worker_lost());
@@ -139,7 +131,7 @@ fn device_loss_leaves_a_cpu_only_stream() {
 #[test]
 fn wrong_block_sizes_and_channel_counts_are_refused_untouched() {
     let s = sections();
-    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), Faults::default()).unwrap();
+    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK)).unwrap();
     let (mut l, mut r) = (vec![0.5f32; 100], vec![0.5f32; 100]);
     assert!(off.process(&mut [&mut l[..], &mut r[..]]).is_err());
     assert!(l.iter().chain(&r).all(|&v| v == 0.5));

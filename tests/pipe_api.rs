@@ -7,15 +7,7 @@ use ferrofx::design::{Cutoff, Response, Window};
 use ferrofx::engine::Engine;
 
 fn noise(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s as f32 / u32::MAX as f32) * 2.0 - 1.0
-        })
-        .collect()
+    ferrofx_testkit::noise_amp(n, u64::from(seed), 1.0)
 }
 
 #[test]

@@ -34,15 +34,7 @@ fn chain_b() -> DesignedChain {
 }
 
 fn noise(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
+    ferrofx_testkit::noise_amp(n, seed, 1.0)
 }
 
 fn input(frames: usize) -> Vec<Vec<f32>> {
@@ -81,13 +73,8 @@ fn switched(before: &[Vec<f32>], x: &[Vec<f32>], s: usize) -> Vec<Vec<f32>> {
 
 /// Host block sizes: a fixed pseudo-random sequence in 1..=BLOCK (most not dividing it).
 fn irregular_sizes() -> impl FnMut() -> usize {
-    let mut s = 0x2545_F491_4F6C_DD1Du64;
-    move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        1 + (s % BLOCK as u64) as usize
-    }
+    let mut r = ferrofx_testkit::Rng::new(0x2545_F491_4F6C_DD1D);
+    move || 1 + r.below(BLOCK)
 }
 
 /// Runs `x` through the stream in host blocks from `sizes`, sleeping `pace` after each
@@ -128,7 +115,7 @@ fn any_host_block_sizes_give_the_cpu_stream_one_block_late() {
     for policy in [Policy::Gpu, Policy::Auto] {
         let mut stream = RealtimeOffload::new(2, BLOCK, FS, policy);
         assert_eq!(stream.latency_samples(), BLOCK);
-        let mut off = Offload::new(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK), Faults::default()).unwrap();
+        let mut off = Offload::new(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK)).unwrap();
         let (y, allocs) = run(&mut stream, &mut off, &x, irregular_sizes(), Duration::ZERO, |_, _, _| {});
         println!("{policy:?}, irregular blocks: {:?}", stream.stats());
         assert_eq!(allocs, 0, "the audio side allocated");
@@ -145,7 +132,7 @@ fn aligned_host_blocks_reach_the_worker() {
     // period per block; paced at 2 ms per call, it keeps up.
     for host in [BLOCK, BLOCK / 4] {
         let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Gpu);
-        let mut off = Offload::new(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK), Faults::default()).unwrap();
+        let mut off = Offload::new(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK)).unwrap();
         let (y, allocs) = run(&mut stream, &mut off, &x, || host, Duration::from_millis(2), |_, _, _| {});
         let st = stream.stats();
         println!("host blocks of {host}: {st:?}");
@@ -166,7 +153,7 @@ fn auto_leaves_a_worker_that_misses_its_deadlines() {
     let expected = delayed(&cpu(&chain_a(), &x), BLOCK);
     let faults = Faults { delay: Some(Arc::new(|_| Duration::from_millis(40))), die_at: None };
     let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Auto);
-    let mut off = Offload::new(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK), faults).unwrap();
+    let mut off = Offload::with_faults(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK), faults).unwrap();
     let (y, allocs) = run(&mut stream, &mut off, &x, || BLOCK, Duration::from_millis(1), |_, _, _| {});
     let (st, d) = (stream.stats(), stream.decision());
     println!("slow worker: {st:?}\n{d:?}");
@@ -192,9 +179,9 @@ fn a_chain_swapped_mid_stream_continues_without_a_gap() {
         let expected = switched(&cpu(&chain_a(), &x), &x, s);
 
         let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Gpu);
-        let mut off = Offload::new(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK), Faults::default()).unwrap();
+        let mut off = Offload::new(&chain_a(), 2, BLOCK, CpuExecutor::new(&chain_a(), 2, BLOCK)).unwrap();
         let mut next =
-            Some(Offload::new(&chain_b(), 2, BLOCK, CpuExecutor::new(&chain_b(), 2, BLOCK), Faults::default()).unwrap());
+            Some(Offload::new(&chain_b(), 2, BLOCK, CpuExecutor::new(&chain_b(), 2, BLOCK)).unwrap());
         let mut old = None;
         let (y, _) = run(&mut stream, &mut off, &x, || host, Duration::ZERO, |call, _, off| {
             if call == swap_after_calls {
@@ -252,7 +239,7 @@ fn an_offload_arriving_after_a_plain_delay_continues_without_a_repeat() {
         let expected = switched(&x, &x, s);
 
         let mut stream = RealtimeOffload::new(2, BLOCK, FS, Policy::Gpu);
-        let mut off = Offload::new(&chain_b(), 2, BLOCK, CpuExecutor::new(&chain_b(), 2, BLOCK), Faults::default()).unwrap();
+        let mut off = Offload::new(&chain_b(), 2, BLOCK, CpuExecutor::new(&chain_b(), 2, BLOCK)).unwrap();
         let mut y = x.clone();
         let (mut start, mut call) = (0, 0);
         while start < frames {

@@ -29,14 +29,10 @@ fn sections_of(chain: Chain) -> Vec<Sos> {
     }
 }
 
-/// A xorshift generator of uniform samples in [-0.5, 0.5).
-fn xorshift(mut seed: u32) -> impl FnMut() -> f32 {
-    move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 17;
-        seed ^= seed << 5;
-        seed as f32 / u32::MAX as f32 - 0.5
-    }
+/// Uniform samples in [-0.5, 0.5).
+fn uniform(seed: u32) -> impl FnMut() -> f32 {
+    let mut r = ferrofx_testkit::Rng::new(u64::from(seed));
+    move || (r.unit() - 0.5) as f32
 }
 
 /// `input` through `c` in blocks of the given lengths, repeated until the end.
@@ -63,7 +59,7 @@ fn all_kernels_match_the_scalar_reference() {
         sections_of(Butterworth::highpass(30.0, 7) | Elliptic::lowpass(9000.0, 6, 0.5, 70.0)),
         sections_of(Butterworth::bandpass(100.0, 5000.0, 12) | Chebyshev2::highpass(50.0, 8, 60.0)),
     ];
-    let mut rnd = xorshift(1);
+    let mut rnd = uniform(1);
     for isa in [Isa::Portable, Isa::Avx2, Isa::Avx512] {
         if !isa.is_supported() {
             println!("SKIPPED {}: this CPU lacks it", isa.name());
@@ -97,7 +93,7 @@ fn all_kernels_match_the_scalar_reference() {
 fn channel_grouping_and_block_cuts_do_not_change_a_bit() {
     let sections = sections_of(Butterworth::highpass(30.0, 7) | Elliptic::lowpass(9000.0, 6, 0.5, 70.0));
     let frames = 3000;
-    let mut rnd = xorshift(7);
+    let mut rnd = uniform(7);
     let input: Vec<Vec<f32>> = (0..12).map(|_| (0..frames).map(|_| rnd()).collect()).collect();
     let run = |isa: Isa, group: &[Vec<f32>], cuts: &[usize]| -> Vec<Vec<f32>> {
         let mut c = SosCascade::with_isa(&sections, group.len(), isa);

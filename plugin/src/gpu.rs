@@ -13,7 +13,7 @@
 use std::sync::{Arc, Mutex};
 
 use ferrofx::run::backend::{open_first_gpu, Backend};
-use ferrofx::run::offload::{Faults, Offload};
+use ferrofx::run::offload::Offload;
 use ferrofx::{DesignedChain, DesignedStage};
 
 /// Longest FIR the offload takes. Its CPU side (the fallback for late blocks, and the
@@ -57,7 +57,7 @@ pub fn build_offload(chain: &DesignedChain, channels: usize, block: usize) -> (O
         b.executor(chain, channels, block).map(|e| (e, device)).map_err(|e| e.to_string())
     });
     match gpu {
-        Ok((executor, device)) => match Offload::new(chain, channels, block, executor, Faults::default()) {
+        Ok((executor, device)) => match Offload::new(chain, channels, block, executor) {
             Ok(off) => (Some(off), format!("GPU worker: {device}")),
             Err(e) => (None, format!("offload not built: {e}")),
         },

@@ -242,15 +242,7 @@ impl Plugin {
 // ---------------------------------------------------------------- signals and settings
 
 fn noise(frames: usize, seed: u64, amplitude: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..frames)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0) * amplitude
-        })
-        .collect()
+    ferrofx_testkit::noise_amp(frames, seed, amplitude)
 }
 
 fn stereo_noise(frames: usize, seed: u64) -> Vec<Vec<f32>> {
@@ -811,13 +803,8 @@ impl Automation {
         let mut params: Vec<(String, ClapId, f64, f64)> =
             plugin.params.iter().filter(|(k, _)| keep(k)).map(|(k, v)| (k.clone(), v.0, v.1, v.2)).collect();
         params.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut rng = 0x1234_5678_9abc_def0u64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = ferrofx_testkit::Rng::new(0x1234_5678_9abc_def0);
+        let mut next = move || rng.unit();
         let jumps = params
             .iter()
             .map(|_| {

@@ -7,15 +7,7 @@ use ferrofx::Engine;
 use ferrofx_plugin::bands::{Band, Equaliser, Shape, Slope, BANDS};
 
 fn noise(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
+    ferrofx_testkit::noise_amp(n, seed, 1.0)
 }
 
 fn band(shape: Shape, freq_hz: f64, gain_db: f64, q: f64, db: u32, lr: bool) -> Band {
@@ -108,13 +100,8 @@ fn automation_torture_stays_finite_bounded_and_step_limited() {
         let frames = 480_000;
         let x = noise(frames, 9);
         let mut y = x.clone();
-        let mut rng = 0x1234_5678_u64;
-        let mut next = |m: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % m
-        };
+        let mut rng = ferrofx_testkit::Rng::new(0x1234_5678);
+        let mut next = |m: u64| rng.next_u64() % m;
         for (k, chunk) in y.chunks_mut(block).enumerate() {
             if k % (64 / block).max(1) == 0 {
                 let i = next(4) as usize;

@@ -29,15 +29,7 @@ fn bands() -> [Band; BANDS] {
 }
 
 fn noise(n: usize) -> Vec<f32> {
-    let mut s = 0x2545_F491_4F6C_DD1Du64;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        })
-        .collect()
+    ferrofx_testkit::noise_amp(n, 0x2545_F491_4F6C_DD1D, 0.5)
 }
 
 #[test]

@@ -62,6 +62,10 @@ pub trait Backend: Send + Sync {
     fn is_software(&self) -> bool {
         false
     }
+    /// True once the device was lost (a driver reset): open the backend again.
+    fn is_lost(&self) -> bool {
+        false
+    }
     /// The chain as a block filter for `channels` channels and blocks up to `max_block` frames.
     fn prepare(&self, chain: &DesignedChain, channels: usize, max_block: usize) -> Result<Box<dyn Prepared>, RunError>;
     /// The chain as an offload executor for jobs of exactly `block` frames.

@@ -41,11 +41,22 @@ pub struct Job {
     pub worker_seconds: f64,
 }
 
-/// Why an executor could not run a job.
+/// Why an executor could not run a job. Any of them stops the worker; every later block
+/// then runs on the CPU side ([`Offload::worker_lost`] says so).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExecError {
-    #[error("the device was lost: {0}")]
+    /// The device is gone (a driver reset, a removed GPU).
+    #[error("the device was lost: {0}; later blocks run on the CPU (open the backend again, e.g. by reactivating the plugin, to use the device)")]
     DeviceLost(String),
+    /// The device refused or failed the job for another reason.
+    #[error("the device could not run a job: {0}; later blocks run on the CPU")]
+    Failed(String),
+    /// The job's filter state does not fit the executor's chain.
+    #[error("a job's filter state does not fit the executor's chain: {0} (a bug; please report it)")]
+    State(String),
+    /// The offload was built without a worker.
+    #[error("this offload has no worker; every block runs on the CPU")]
+    NoWorker,
 }
 
 /// Runs jobs on the worker thread ([`crate::gpu::wgpu::GpuChain`] implements it).
@@ -82,7 +93,7 @@ impl Executor for CpuExecutor {
     fn execute(&mut self, job: &mut Job) -> Result<(), ExecError> {
         let n = job.channels * job.frames;
         job.output[..n].copy_from_slice(&job.input[..n]);
-        self.engine.load_state(&job.state).map_err(|e| ExecError::DeviceLost(e.to_string()))?;
+        self.engine.load_state(&job.state).map_err(|e| ExecError::State(e.to_string()))?;
         let engine = &mut self.engine;
         with_planar(&mut job.output[..n], job.channels, job.frames, |bufs| engine.process(bufs));
         // Same shape as just loaded.
@@ -91,8 +102,10 @@ impl Executor for CpuExecutor {
     }
 }
 
-/// Test-only faults injected into the worker: a delay per job and a job at which the
+/// Faults injected into the worker, for tests of the fallback paths (cargo feature
+/// `fault-injection`, off in every product build): a delay per job and a job at which the
 /// worker stops.
+#[cfg(feature = "fault-injection")]
 #[derive(Clone, Default)]
 pub struct Faults {
     /// Delay before job `seq` is executed.
@@ -100,6 +113,11 @@ pub struct Faults {
     /// The worker exits (as if the device were lost) instead of running this job.
     pub die_at: Option<u64>,
 }
+
+/// Without the `fault-injection` feature the worker has no faults.
+#[cfg(not(feature = "fault-injection"))]
+#[derive(Clone, Default)]
+struct Faults;
 
 /// Why an offload call was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -179,7 +197,23 @@ impl Offload {
     /// Starts the worker with `executor` for `chain` on `channels` channels, blocks of
     /// exactly `block` frames. Allocates everything. The CPU side runs FIRs on the direct
     /// path ([`OFFLOAD_ENGINE_OPTIONS`]).
-    pub fn new<E: Executor>(chain: &DesignedChain, channels: usize, block: usize, executor: E, faults: Faults) -> Result<Offload, StateError> {
+    pub fn new<E: Executor>(chain: &DesignedChain, channels: usize, block: usize, executor: E) -> Result<Offload, StateError> {
+        Offload::start(chain, channels, block, executor, Faults::default())
+    }
+
+    /// [`Offload::new`] with faults injected into the worker (feature `fault-injection`).
+    #[cfg(feature = "fault-injection")]
+    pub fn with_faults<E: Executor>(
+        chain: &DesignedChain,
+        channels: usize,
+        block: usize,
+        executor: E,
+        faults: Faults,
+    ) -> Result<Offload, StateError> {
+        Offload::start(chain, channels, block, executor, faults)
+    }
+
+    fn start<E: Executor>(chain: &DesignedChain, channels: usize, block: usize, executor: E, faults: Faults) -> Result<Offload, StateError> {
         let channels = channels.min(MAX_CHANNELS);
         let block = block.max(1);
         let cpu = Engine::with_options(chain, channels, block, OFFLOAD_ENGINE_OPTIONS);
@@ -242,10 +276,10 @@ impl Offload {
         struct Never;
         impl Executor for Never {
             fn execute(&mut self, _job: &mut Job) -> Result<(), ExecError> {
-                Err(ExecError::DeviceLost("no worker".into()))
+                Err(ExecError::NoWorker)
             }
         }
-        let mut off = Offload::new(chain, channels, block, Never, Faults::default())?;
+        let mut off = Offload::new(chain, channels, block, Never)?;
         // No job is ever handed to it: stop the worker thread now rather than let it poll.
         off.has_worker = false;
         off.stop.store(true, Ordering::Release);
@@ -456,6 +490,7 @@ impl Drop for Offload {
     }
 }
 
+#[cfg_attr(not(feature = "fault-injection"), allow(unused_variables))]
 fn worker_loop<E: Executor>(
     mut executor: E,
     mut input: rtrb::Consumer<Box<Job>>,
@@ -485,10 +520,12 @@ fn worker_loop<E: Executor>(
                 return;
             }
         }
+        #[cfg(feature = "fault-injection")]
         if faults.die_at == Some(job.seq) {
             return;
         }
         let started = std::time::Instant::now();
+        #[cfg(feature = "fault-injection")]
         if let Some(delay) = &faults.delay {
             std::thread::sleep(delay(job.seq));
         }

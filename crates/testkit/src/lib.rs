@@ -44,6 +44,40 @@ impl Rng {
 
 /// `n` samples of white noise in `[-0.9, 0.9)`, the same for a seed everywhere.
 pub fn noise(n: usize, seed: u64) -> Vec<f32> {
+    noise_amp(n, seed, 0.9)
+}
+
+/// `n` samples of white noise in `[-amplitude, amplitude)`, the same for a seed everywhere.
+pub fn noise_amp(n: usize, seed: u64, amplitude: f32) -> Vec<f32> {
     let mut r = Rng::new(seed);
-    (0..n).map(|_| (r.unit() * 1.8 - 0.9) as f32).collect()
+    (0..n).map(|_| ((r.unit() * 2.0 - 1.0) as f32) * amplitude).collect()
+}
+
+/// `channels` buffers of `frames` samples of white noise in `[-amplitude, amplitude)`,
+/// each channel from its own seed (`seed + channel`).
+pub fn noise_channels(channels: usize, frames: usize, seed: u64, amplitude: f32) -> Vec<Vec<f32>> {
+    (0..channels).map(|c| noise_amp(frames, seed.wrapping_add(c as u64), amplitude)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn noise_is_seeded_bounded_and_white() {
+        let a = noise_amp(100_000, 7, 0.5);
+        assert_eq!(a, noise_amp(100_000, 7, 0.5));
+        assert_ne!(a, noise_amp(100_000, 8, 0.5));
+        assert!(a.iter().all(|v| (-0.5..0.5).contains(v)));
+        let mean = a.iter().map(|&v| f64::from(v)).sum::<f64>() / a.len() as f64;
+        let power = a.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>() / a.len() as f64;
+        // Uniform on [-0.5, 0.5): mean 0, power 1/12; lag-1 correlation near 0.
+        assert!(mean.abs() < 0.005, "mean {mean}");
+        assert!((power - 1.0 / 12.0).abs() < 0.002, "power {power}");
+        let lag1 = a.windows(2).map(|w| f64::from(w[0]) * f64::from(w[1])).sum::<f64>() / a.len() as f64 / power;
+        assert!(lag1.abs() < 0.01, "lag-1 correlation {lag1}");
+        let ch = noise_channels(3, 10, 7, 0.5);
+        assert_eq!(ch[0], noise_amp(10, 7, 0.5));
+        assert_ne!(ch[1], ch[2]);
+    }
 }

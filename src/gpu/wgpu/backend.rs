@@ -36,6 +36,9 @@ impl Backend for WgpuBackend {
     fn is_software(&self) -> bool {
         self.ctx.report().is_cpu()
     }
+    fn is_lost(&self) -> bool {
+        self.ctx.is_lost()
+    }
     fn prepare(&self, chain: &DesignedChain, channels: usize, max_block: usize) -> Result<Box<dyn Prepared>, RunError> {
         Ok(Box::new(GpuStream::new(&self.ctx, chain, channels, max_block)?))
     }

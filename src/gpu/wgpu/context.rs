@@ -112,8 +112,9 @@ impl WgpuContext {
 }
 
 impl WgpuContext {
-    /// Destroys the device, as a driver reset would (for tests of the loss path): every
-    /// later job on it fails with [`GpuError::DeviceLost`].
+    /// Destroys the device, as a driver reset would (for tests of the loss path; feature
+    /// `fault-injection`): every later job on it fails with [`GpuError::DeviceLost`].
+    #[cfg(feature = "fault-injection")]
     pub fn simulate_device_loss(&self) {
         self.device.destroy();
         self.lost.store(true, Ordering::Release);

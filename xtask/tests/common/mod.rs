@@ -19,15 +19,7 @@ pub fn reference_dir() -> PathBuf {
 }
 
 pub fn noise(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 1.8 - 0.9
-        })
-        .collect()
+    ferrofx_testkit::noise(n, seed)
 }
 
 pub fn write_wav_f32(path: &Path, planar: &[Vec<f32>], fs: u32) {
