@@ -4,7 +4,7 @@
 
 use super::fir::{encode_fft, partition_spectra, write_fft_params, FftKit, FftPlan};
 use super::{AdapterReport, WgpuContext};
-use super::{DIRECT_MAX_TAPS, FFT_WGSL, FIR_WGSL, JOB_TIMEOUT, MAX_GPU_FIR_TAPS, PARAM_SLOT, SEQUENTIAL_MAX_FRAMES, SOS_WGSL};
+use super::{DIRECT_MAX_TAPS, JOB_TIMEOUT, MAX_GPU_FIR_TAPS, PARAM_SLOT, SEQUENTIAL_MAX_FRAMES};
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::dsp::sos::SosCoefs;
 use crate::engine::ChainState;
@@ -58,33 +58,6 @@ pub struct GpuChain {
     table_scratch: Vec<[f32; 4]>,
     sequential_max: usize,
     fft: Option<FftKit>,
-}
-
-fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Storage { read_only },
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
-}
-
-/// Binding 0 of every layout: the parameters (at a dynamic offset on the FFT path).
-fn uniform_entry(has_dynamic_offset: bool) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding: 0,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Uniform,
-            has_dynamic_offset,
-            min_binding_size: None,
-        },
-        count: None,
-    }
 }
 
 impl GpuChain {
@@ -188,43 +161,11 @@ impl GpuChain {
         ctx.queue.write_buffer(&sections_buf, 0, bytemuck::cast_slice(&records));
         ctx.queue.write_buffer(&taps_buf, 0, bytemuck::cast_slice(&taps_all));
 
-        let sos_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("sos"),
-            entries: &[uniform_entry(false), storage_entry(1, false), storage_entry(2, true), storage_entry(3, true), storage_entry(4, false)],
-        });
-        let fir_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("fir"),
-            entries: &[
-                uniform_entry(false),
-                storage_entry(1, true),
-                storage_entry(2, true),
-                storage_entry(3, true),
-                storage_entry(4, false),
-                storage_entry(5, false),
-            ],
-        });
-        let pipeline = |src: &str, layout: &wgpu::BindGroupLayout, entry: &str| {
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(entry),
-                source: wgpu::ShaderSource::Wgsl(src.into()),
-            });
-            let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some(entry),
-                bind_group_layouts: &[Some(layout)],
-                immediate_size: 0,
-            });
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: Some(&pl),
-                module: &module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        };
-        let sos_pipeline = pipeline(SOS_WGSL, &sos_layout, "main");
-        let fir_pipeline = pipeline(FIR_WGSL, &fir_layout, "main");
-        let hist_pipeline = pipeline(FIR_WGSL, &fir_layout, "history_main");
+        let pipes = ctx.pipelines();
+        let (sos_layout, fir_layout) = (&pipes.sos_layout, &pipes.fir_layout);
+        let sos_pipeline = pipes.sos.clone();
+        let fir_pipeline = pipes.fir.clone();
+        let hist_pipeline = pipes.hist.clone();
 
         fn whole(b: &wgpu::Buffer) -> wgpu::BindingResource<'_> {
             b.as_entire_binding()
@@ -241,7 +182,7 @@ impl GpuChain {
                 if is_sos {
                     let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
                         label: Some("sos stage"),
-                        layout: &sos_layout,
+                        layout: sos_layout,
                         entries: &[
                             wgpu::BindGroupEntry { binding: 0, resource: param },
                             wgpu::BindGroupEntry { binding: 1, resource: whole(&work) },
@@ -254,7 +195,7 @@ impl GpuChain {
                 } else {
                     let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
                         label: Some("fir stage"),
-                        layout: &fir_layout,
+                        layout: fir_layout,
                         entries: &[
                             wgpu::BindGroupEntry { binding: 0, resource: param },
                             wgpu::BindGroupEntry { binding: 1, resource: whole(&work) },
@@ -285,22 +226,12 @@ impl GpuChain {
             let spec_a = buffer("fft spectra a", (spec_len * 8) as u64, U::STORAGE);
             let spec_b = buffer("fft spectra b", (spec_len * 8) as u64, U::STORAGE);
             let fft_params = buffer("fft params", fft_slots as u64 * PARAM_SLOT, U::UNIFORM | U::COPY_DST);
-            let entries = [
-                uniform_entry(true),
-                storage_entry(1, true),
-                storage_entry(2, true),
-                storage_entry(3, true),
-                storage_entry(4, true),
-                storage_entry(5, false),
-                storage_entry(6, false),
-                storage_entry(7, false),
-            ];
-            let fft_layout =
-                device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("fft"), entries: &entries });
+            let fft_pipes = ctx.fft_pipelines();
+            let fft_layout = &fft_pipes.layout;
             let group = |from: &wgpu::Buffer, to: &wgpu::Buffer| {
                 device.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some("fft"),
-                    layout: &fft_layout,
+                    layout: fft_layout,
                     entries: &[
                         wgpu::BindGroupEntry {
                             binding: 0,
@@ -321,10 +252,10 @@ impl GpuChain {
                 })
             };
             Some(FftKit {
-                segments: pipeline(FFT_WGSL, &fft_layout, "segments"),
-                pass: pipeline(FFT_WGSL, &fft_layout, "fft_pass"),
-                mac: pipeline(FFT_WGSL, &fft_layout, "mac"),
-                extract: pipeline(FFT_WGSL, &fft_layout, "extract"),
+                segments: fft_pipes.segments.clone(),
+                pass: fft_pipes.pass.clone(),
+                mac: fft_pipes.mac.clone(),
+                extract: fft_pipes.extract.clone(),
                 a_to_b: group(&spec_a, &spec_b),
                 b_to_a: group(&spec_b, &spec_a),
                 params: fft_params,

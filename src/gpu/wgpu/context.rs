@@ -3,7 +3,8 @@
 
 use crate::gpu::GpuError;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use super::pipelines::{FftPipelines, Pipelines};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What adapter was found and is used.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +45,8 @@ pub struct WgpuContext {
     /// submission index") when one thread submits while another polls. GPU work of
     /// different chains still overlaps; only the calls themselves take turns.
     pub(super) gate: Arc<Mutex<()>>,
+    /// The pipelines every chain on this device shares, built on first use.
+    shared: Arc<OnceLock<Pipelines>>,
 }
 
 impl WgpuContext {
@@ -98,11 +101,21 @@ impl WgpuContext {
             let lost = lost.clone();
             device.set_device_lost_callback(move |_, _| lost.store(true, Ordering::Release));
         }
-        Ok(WgpuContext { device, queue, report, limits, lost, gate: Arc::new(Mutex::new(())) })
+        Ok(WgpuContext { device, queue, report, limits, lost, gate: Arc::new(Mutex::new(())), shared: Arc::new(OnceLock::new()) })
     }
 
     pub fn report(&self) -> &AdapterReport {
         &self.report
+    }
+
+    /// The shared SOS and direct-FIR pipelines (built on first use).
+    pub(super) fn pipelines(&self) -> &Pipelines {
+        self.shared.get_or_init(|| Pipelines::new(&self.device))
+    }
+
+    /// The shared FFT pipelines (built on first use).
+    pub(super) fn fft_pipelines(&self) -> &FftPipelines {
+        self.pipelines().fft(&self.device)
     }
 
     /// True once the device reported loss.

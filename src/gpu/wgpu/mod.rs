@@ -15,7 +15,8 @@
 
 //!
 //! Files: `context.rs` (adapter and device), `chain.rs` ([`GpuChain`]: buffers, bind
-//! groups, one job's round trip), `fir.rs` (the FFT-partitioned FIR path), `stream.rs`
+//! groups, one job's round trip), `pipelines.rs` (pipelines and layouts, built once per
+//! device), `fir.rs` (the FFT-partitioned FIR path), `stream.rs`
 //! ([`GpuStream`], pipelined blocks for offline use) and `executor.rs` (the offload
 //! worker's executor), `backend.rs` (all of it as a `run::backend::Backend`).
 
@@ -24,6 +25,7 @@ mod chain;
 mod context;
 mod executor;
 mod fir;
+mod pipelines;
 mod stream;
 
 pub use backend::{open_backend, WgpuBackend};

@@ -1,0 +1,117 @@
+//! Compute pipelines and bind-group layouts, built once per device and shared by every
+//! [`super::GpuChain`] on it (a chain swap only builds buffers and bind groups). The FFT
+//! pipelines are built the first time a chain has a long FIR.
+
+use super::{FFT_WGSL, FIR_WGSL, SOS_WGSL};
+use std::sync::OnceLock;
+
+/// The SOS and direct-FIR pipelines with their layouts.
+pub struct Pipelines {
+    pub sos_layout: wgpu::BindGroupLayout,
+    pub fir_layout: wgpu::BindGroupLayout,
+    pub sos: wgpu::ComputePipeline,
+    pub fir: wgpu::ComputePipeline,
+    pub hist: wgpu::ComputePipeline,
+    fft: OnceLock<FftPipelines>,
+}
+
+/// The FFT-partitioned FIR path's pipelines and their layout.
+pub struct FftPipelines {
+    pub layout: wgpu::BindGroupLayout,
+    pub segments: wgpu::ComputePipeline,
+    pub pass: wgpu::ComputePipeline,
+    pub mac: wgpu::ComputePipeline,
+    pub extract: wgpu::ComputePipeline,
+}
+
+fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+/// Binding 0 of every layout: the parameters (at a dynamic offset on the FFT path).
+fn uniform_entry(has_dynamic_offset: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding: 0,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+fn pipeline(device: &wgpu::Device, src: &str, layout: &wgpu::BindGroupLayout, entry: &str) -> wgpu::ComputePipeline {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(entry), source: wgpu::ShaderSource::Wgsl(src.into()) });
+    let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some(entry),
+        bind_group_layouts: &[Some(layout)],
+        immediate_size: 0,
+    });
+    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(entry),
+        layout: Some(&pl),
+        module: &module,
+        entry_point: Some(entry),
+        compilation_options: Default::default(),
+        cache: None,
+    })
+}
+
+impl Pipelines {
+    pub fn new(device: &wgpu::Device) -> Pipelines {
+        let sos_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("sos"),
+            entries: &[uniform_entry(false), storage_entry(1, false), storage_entry(2, true), storage_entry(3, true), storage_entry(4, false)],
+        });
+        let fir_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("fir"),
+            entries: &[
+                uniform_entry(false),
+                storage_entry(1, true),
+                storage_entry(2, true),
+                storage_entry(3, true),
+                storage_entry(4, false),
+                storage_entry(5, false),
+            ],
+        });
+        let sos = pipeline(device, SOS_WGSL, &sos_layout, "main");
+        let fir = pipeline(device, FIR_WGSL, &fir_layout, "main");
+        let hist = pipeline(device, FIR_WGSL, &fir_layout, "history_main");
+        Pipelines { sos_layout, fir_layout, sos, fir, hist, fft: OnceLock::new() }
+    }
+
+    /// The FFT pipelines, built on first use.
+    pub fn fft(&self, device: &wgpu::Device) -> &FftPipelines {
+        self.fft.get_or_init(|| {
+            let entries = [
+                uniform_entry(true),
+                storage_entry(1, true),
+                storage_entry(2, true),
+                storage_entry(3, true),
+                storage_entry(4, true),
+                storage_entry(5, false),
+                storage_entry(6, false),
+                storage_entry(7, false),
+            ];
+            let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("fft"), entries: &entries });
+            FftPipelines {
+                segments: pipeline(device, FFT_WGSL, &layout, "segments"),
+                pass: pipeline(device, FFT_WGSL, &layout, "fft_pass"),
+                mac: pipeline(device, FFT_WGSL, &layout, "mac"),
+                extract: pipeline(device, FFT_WGSL, &layout, "extract"),
+                layout,
+            }
+        })
+    }
+}
