@@ -107,6 +107,7 @@ fn foreign_stages_stay_chain_stages() {
 fn exported_numbers_are_the_shortest_decimals_of_the_parameters() {
     // A parameter holds an f32; the preset shows its shortest decimal form, not the
     // binary expansion of the f32 (54.76838302612305).
+    #[allow(clippy::approx_constant)] // 0.7071 is a Q a user types, not 1/sqrt(2)
     for v in [54.768383f32, 1000.0, 0.7071, -3.3, 19_999.99, f32::MAX, -f32::MAX, f32::MIN_POSITIVE, 1e-45] {
         let d = ferrofx_plugin::params::decimal(v);
         assert_eq!(d as f32, v, "the decimal rounds back to the same parameter value");

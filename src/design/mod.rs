@@ -263,6 +263,21 @@ pub fn butterworth_into(response: Response, order: usize, cutoff_hz: f64, fs: f6
     n
 }
 
+
+/// `n` samples of seeded white noise in `[-1, 1)`: the probe signal the designer's and
+/// the GPU path's numerical checks run (the same on every machine).
+pub(crate) fn probe_noise(n: usize) -> Vec<f64> {
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,18 +304,4 @@ mod tests {
         assert_eq!(butterworth_into(Response::Lowpass, 2, 30_000.0, 48_000.0, &mut buf), 0);
         assert_eq!(butterworth_into(Response::Bandpass, 2, 100.0, 48_000.0, &mut buf), 0);
     }
-}
-
-/// `n` samples of seeded white noise in `[-1, 1)`: the probe signal the designer's and
-/// the GPU path's numerical checks run (the same on every machine).
-pub(crate) fn probe_noise(n: usize) -> Vec<f64> {
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-    (0..n)
-        .map(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        })
-        .collect()
 }

@@ -145,7 +145,8 @@ fn pcm16_wav(frames: usize, patch: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
 fn inconsistent_headers_are_refused_before_decoding() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.wav");
-    let cases: [(&str, fn(&mut Vec<u8>), &str); 4] = [
+    type Damage = fn(&mut Vec<u8>);
+    let cases: [(&str, Damage, &str); 4] = [
         ("blockalign.wav", |v| v[32..34].copy_from_slice(&65_535u16.to_le_bytes()), "nBlockAlign 65535"),
         ("zero_hz.wav", |v| v[24..28].copy_from_slice(&0u32.to_le_bytes()), "0 Hz"),
         ("zero_channels.wav", |v| v[22..24].copy_from_slice(&0u16.to_le_bytes()), "0 channels"),
@@ -169,8 +170,8 @@ fn damaged_flac(dir: &Path, frames: usize, state_length: bool, damage_at: Option
     let mut w = hound::WavWriter::create(&pcm, spec).unwrap();
     let mut exact = vec![Vec::new(), Vec::new()];
     for i in 0..frames {
-        for c in 0..2 {
-            let q = (samples[c][i] * 32_767.0) as i16;
+        for (c, channel) in samples.iter().enumerate() {
+            let q = (channel[i] * 32_767.0) as i16;
             w.write_sample(q).unwrap();
             exact[c].push(f32::from(q) / 32_768.0);
         }
