@@ -10,6 +10,7 @@
 //! This crate knows nothing of plugin frameworks; the plugin and the offline renderer
 //! (`xtask`) build on it.
 
+pub mod backends;
 pub mod chain;
 pub mod design;
 pub mod engine;

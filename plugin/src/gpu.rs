@@ -12,7 +12,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use ferrofx::run::backend::{open_first_gpu, Backend};
+use ferrofx::backends::open_first_gpu;
+use ferrofx::run::backend::Backend;
 use ferrofx::run::offload::Offload;
 use ferrofx::{DesignedChain, DesignedStage};
 
@@ -30,7 +31,7 @@ pub fn backend() -> Result<Arc<dyn Backend>, String> {
     if let Some(b) = shared.as_ref().filter(|b| !b.is_lost()) {
         return Ok(b.clone());
     }
-    let b = open_first_gpu()?;
+    let b = open_first_gpu().map_err(|e| e.to_string())?;
     *shared = Some(b.clone());
     Ok(b)
 }

@@ -8,16 +8,14 @@
 //! - [`Backend::executor`]: an [`Executor`] for the realtime offload worker
 //!   ([`crate::run::offload`]), where each job carries its state.
 //!
-//! The CPU backend ([`CpuBackend`]) is always there. The GPU backends are listed in
-//! [`GPU_BACKENDS`], in order of preference: adding a backend is one folder under
-//! `src/gpu/` that implements [`Backend`] and one entry in that list.
+//! The CPU backend ([`CpuBackend`]) is always there. GPU backends live under `src/gpu/`,
+//! implement [`Backend`], and are listed in `GPU_BACKENDS` of `src/backends.rs` (the layer
+//! above this one and `gpu`): adding a backend is one folder and one entry in that list.
 
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::dsp::fir::{choose_mode_for, FirMode};
 use crate::engine::Engine;
-use crate::gpu::GpuError;
 use crate::run::offload::Executor;
-use std::sync::Arc;
 
 /// Why a backend could not run a chain.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -25,9 +23,13 @@ pub enum RunError {
     /// No backend of this name is in this build, or it could not be opened here.
     #[error("backend {name} is not available: {why}")]
     Unavailable { name: String, why: String },
-    /// The backend opened but declined or failed this chain or block.
-    #[error(transparent)]
-    Gpu(#[from] GpuError),
+    /// The backend opened but declined or failed this chain or block (a GPU's float32
+    /// form would miss the tolerance, a buffer too large, a lost device); `why` says which.
+    #[error("backend {backend}: {why}")]
+    Declined { backend: &'static str, why: String },
+    /// `collect` with no block in flight, or `submit` on a backend that filters in place.
+    #[error("no block in flight on backend {backend}")]
+    NothingInFlight { backend: &'static str },
     #[error("{found} channel buffers for a stream set up for {expected}")]
     Channels { expected: usize, found: usize },
     #[error("a block of {found} frames is longer than the stream's largest, {max}")]
@@ -48,6 +50,11 @@ pub trait Prepared: Send {
     fn in_flight(&self) -> usize;
     /// One block in place, synchronously (any length: longer ones go in pieces).
     fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), RunError>;
+    /// [`Prepared::process`] with up to [`Prepared::depth`] pieces in flight (the next
+    /// uploaded while the previous one computes); the same output, bit for bit.
+    fn process_pipelined(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), RunError> {
+        self.process(buffers)
+    }
     /// Clears the filter state and drops blocks in flight.
     fn reset(&mut self);
 }
@@ -70,45 +77,6 @@ pub trait Backend: Send + Sync {
     fn prepare(&self, chain: &DesignedChain, channels: usize, max_block: usize) -> Result<Box<dyn Prepared>, RunError>;
     /// The chain as an offload executor for jobs of exactly `block` frames.
     fn executor(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<Box<dyn Executor>, RunError>;
-}
-
-/// One GPU backend of this build: its name and how to open it.
-pub struct GpuBackendEntry {
-    pub name: &'static str,
-    /// Opens the device; the error says why there is none.
-    pub open: fn() -> Result<Arc<dyn Backend>, String>,
-}
-
-/// The GPU backends of this build, in order of preference (`auto` and the plugin take the
-/// first that opens).
-pub const GPU_BACKENDS: &[GpuBackendEntry] = &[
-    #[cfg(feature = "wgpu")]
-    GpuBackendEntry { name: "wgpu", open: crate::gpu::wgpu::open_backend },
-];
-
-/// Opens the GPU backend called `name`.
-pub fn open_gpu(name: &str) -> Result<Arc<dyn Backend>, RunError> {
-    let entry = GPU_BACKENDS.iter().find(|e| e.name == name).ok_or_else(|| RunError::Unavailable {
-        name: name.to_string(),
-        why: if GPU_BACKENDS.is_empty() {
-            "this build has no GPU backend".to_string()
-        } else {
-            format!("this build's GPU backends are {}", GPU_BACKENDS.iter().map(|e| e.name).collect::<Vec<_>>().join(", "))
-        },
-    })?;
-    (entry.open)().map_err(|why| RunError::Unavailable { name: name.to_string(), why })
-}
-
-/// Opens the first GPU backend that opens; the error lists why each did not.
-pub fn open_first_gpu() -> Result<Arc<dyn Backend>, String> {
-    let mut why = Vec::new();
-    for entry in GPU_BACKENDS {
-        match (entry.open)() {
-            Ok(b) => return Ok(b),
-            Err(e) => why.push(format!("{}: {e}", entry.name)),
-        }
-    }
-    Err(if why.is_empty() { "this build has no GPU backend".to_string() } else { why.join("; ") })
 }
 
 /// The CPU: the engine, with a file's channels split over up to `threads` engines that
@@ -160,11 +128,11 @@ impl Prepared for CpuPrepared {
         0
     }
     fn submit(&mut self, _: &[&[f32]], _: usize) -> Result<(), RunError> {
-        // Never called: with depth 0 a stream calls `process`.
-        Err(RunError::Gpu(GpuError::Job { why: "the CPU backend filters in place (call process)".to_string() }))
+        // With depth 0 a stream calls `process` instead.
+        Err(RunError::NothingInFlight { backend: "cpu" })
     }
     fn collect(&mut self, _: &mut [&mut [f32]]) -> Result<usize, RunError> {
-        Err(RunError::Gpu(GpuError::Job { why: "the CPU backend has nothing in flight".to_string() }))
+        Err(RunError::NothingInFlight { backend: "cpu" })
     }
     fn in_flight(&self) -> usize {
         0
@@ -199,7 +167,7 @@ fn pairs_channels(designed: &DesignedChain) -> bool {
 /// to `channels`, as even as possible. With `keep_pairs` (see [`pairs_channels`]) groups
 /// start at even channels and hold two or more channels (an odd last channel joins the
 /// last pair), so every split computes every channel exactly as one engine would.
-pub fn channel_groups(channels: usize, threads: usize, keep_pairs: bool) -> Vec<usize> {
+fn channel_groups(channels: usize, threads: usize, keep_pairs: bool) -> Vec<usize> {
     let unit = if keep_pairs { 2 } else { 1 };
     let units = (channels / unit).max(1);
     let per = units.div_ceil(threads.clamp(1, units));

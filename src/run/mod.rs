@@ -1,7 +1,7 @@
 //! Where a chain runs, device-neutral: nothing here names a device API.
 //!
-//! - [`backend`]: the [`backend::Backend`] trait, the CPU backend and the list of GPU
-//!   backends: where a chain runs.
+//! - [`backend`]: the [`backend::Backend`] trait and the CPU backend (the GPU backends in
+//!   `src/gpu/` implement it; `src/backends.rs` lists them and chooses).
 //! - [`stream`]: the pipelined block loop over a backend (offline render, benchmarks).
 //! - [`offload`]: the audio side of any accelerator: pipelined jobs through lock-free
 //!   rings, each carrying its filter state in and out, with an exact CPU fallback for

@@ -59,7 +59,7 @@ pub enum ExecError {
     NoWorker,
 }
 
-/// Runs jobs on the worker thread ([`crate::gpu::wgpu::GpuChain`] implements it).
+/// Runs jobs on the worker thread (every GPU backend's chain implements it).
 pub trait Executor: Send + 'static {
     fn execute(&mut self, job: &mut Job) -> Result<(), ExecError>;
 }

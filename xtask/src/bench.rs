@@ -8,7 +8,8 @@
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Fir};
-use ferrofx::run::backend::{open_gpu, Backend};
+use ferrofx::backends::open_gpu;
+use ferrofx::run::backend::Backend;
 use ferrofx::run::stream::BlockStream;
 use ferrofx::Engine;
 use serde_json::json;

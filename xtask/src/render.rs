@@ -7,7 +7,7 @@ use crate::output::{check_output_name, WavOutput};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use ferrofx::offline::{self, guilty_stage, IoError, OfflineError, Sink, Source};
-use ferrofx::run::stream::{open_stream, Backends, Choice};
+use ferrofx::backends::{open_stream, Backends, Choice};
 use ferrofx::Chain;
 use std::panic::AssertUnwindSafe;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -93,7 +93,6 @@ pub fn render_file(
     input: &Path,
     output: &Path,
     block_size: usize,
-    backend: Backend,
     backends: &Backends,
     allow_damaged: bool,
 ) -> Result<(Rendered, String)> {
@@ -110,16 +109,7 @@ pub fn render_file(
         bail!("sample rate {} Hz is out of range (8000..=384000 Hz)", info.sample_rate);
     }
     let designed = chain.design(f64::from(info.sample_rate)).context("chain")?;
-    let choice = match backend {
-        Backend::Auto => Choice::Auto,
-        Backend::Cpu => Choice::Cpu,
-        Backend::Wgpu => Choice::Gpu("wgpu".into()),
-        Backend::Cuda => Choice::Gpu("cuda".into()),
-    };
-    let (mut stream, used) = open_stream(backends, &choice, &designed, info.channels, block_size, info.frames).map_err(|e| match backend {
-        Backend::Wgpu if !matches!(e, ferrofx::run::backend::RunError::Unavailable { .. }) => anyhow::Error::new(e).context("backend wgpu"),
-        _ => anyhow::Error::new(e),
-    })?;
+    let (mut stream, used) = open_stream(backends, &designed, info.channels, block_size, info.frames)?;
     let writer = WavOutput::create(output, info.channels, info.sample_rate)?;
     let done = offline::render(FileSource(reader), &mut stream, FileSink(writer), info.channels, block_size, info.frames);
     let done = match done {
@@ -217,15 +207,18 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
     // many files already run in parallel, one engine per file.
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let dsp_threads = if args.output.is_some() { args.threads.unwrap_or(cores.saturating_sub(2).max(1)) } else { 1 };
-    let backends = Backends::new(dsp_threads);
-    match args.backend {
-        Backend::Auto | Backend::Cpu => {}
-        Backend::Wgpu => {
-            backends.gpu(Some("wgpu"))?;
-        }
+    let choice = match args.backend {
+        Backend::Auto => Choice::Auto,
+        Backend::Cpu => Choice::Cpu,
+        Backend::Wgpu => Choice::Gpu("wgpu".into()),
         Backend::Cuda => bail!(
             "backend cuda is not available: this build has no CUDA backend (the CUDA kernels are not built yet; use --backend wgpu, cpu or auto)"
         ),
+    };
+    let backends = Backends::new(choice, dsp_threads);
+    if matches!(args.backend, Backend::Wgpu) {
+        // Asked for by name: a missing device is the run's one error, before any file.
+        backends.gpu()?;
     }
     let chain = load_chain(&args.chain)?;
     if let Some(output) = &args.output {
@@ -236,7 +229,7 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
         if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
         }
-        let (r, used) = contained(|| render_file(&chain, input, output, args.block_size, args.backend, &backends, args.allow_damaged))
+        let (r, used) = contained(|| render_file(&chain, input, output, args.block_size, &backends, args.allow_damaged))
         .with_context(|| input.display().to_string())?;
         if let Some(warning) = &r.damage {
             eprintln!("warning: {}: {warning}", input.display());
@@ -252,7 +245,7 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
     }
     let out_dir = args.out_dir.as_deref().unwrap_or(Path::new("."));
     std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    render_many(&chain, &args.inputs, out_dir, args.block_size, args.backend, &backends, args.allow_damaged)
+    render_many(&chain, &args.inputs, out_dir, args.block_size, &backends, args.allow_damaged)
 }
 
 /// The output path for `input` in `out_dir`: same file name, `.wav` extension.
@@ -267,7 +260,6 @@ fn render_many(
     inputs: &[PathBuf],
     out_dir: &Path,
     block_size: usize,
-    backend: Backend,
     backends: &Backends,
     allow_damaged: bool,
 ) -> Result<ExitCode> {
@@ -303,7 +295,7 @@ fn render_many(
                 let Some((input, out)) = jobs.get(i) else { break };
                 bar.set_message(input.display().to_string());
                 let result = match out {
-                    Ok(out) => contained(|| render_file(chain, input, out, block_size, backend, backends, allow_damaged)),
+                    Ok(out) => contained(|| render_file(chain, input, out, block_size, backends, allow_damaged)),
                     Err(why) => Err(anyhow::anyhow!("{why}")),
                 };
                 match result {

@@ -3,6 +3,7 @@
 
 use super::{GpuChain, GpuStream, WgpuContext};
 use crate::chain::DesignedChain;
+use crate::gpu::GpuError;
 use crate::run::backend::{Backend, Prepared, RunError};
 use crate::run::offload::Executor;
 use std::sync::Arc;
@@ -21,9 +22,14 @@ impl WgpuBackend {
     }
 }
 
-/// Opens the best adapter (the entry of [`crate::run::backend::GPU_BACKENDS`]).
+/// Opens the best adapter (the wgpu entry of the list in `src/backends.rs`).
 pub fn open_backend() -> Result<Arc<dyn Backend>, String> {
     WgpuContext::new().map(|ctx| Arc::new(WgpuBackend::new(ctx)) as Arc<dyn Backend>).map_err(|e| e.to_string())
+}
+
+/// A refusal or failure of this backend, as the run layer reports it.
+fn declined(e: GpuError) -> RunError {
+    RunError::Declined { backend: "wgpu", why: e.to_string() }
 }
 
 impl Backend for WgpuBackend {
@@ -40,10 +46,10 @@ impl Backend for WgpuBackend {
         self.ctx.is_lost()
     }
     fn prepare(&self, chain: &DesignedChain, channels: usize, max_block: usize) -> Result<Box<dyn Prepared>, RunError> {
-        Ok(Box::new(GpuStream::new(&self.ctx, chain, channels, max_block)?))
+        Ok(Box::new(GpuStream::new(&self.ctx, chain, channels, max_block).map_err(declined)?))
     }
     fn executor(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<Box<dyn Executor>, RunError> {
-        Ok(Box::new(GpuChain::new(&self.ctx, chain, channels, block)?))
+        Ok(Box::new(GpuChain::new(&self.ctx, chain, channels, block).map_err(declined)?))
     }
 }
 
@@ -52,16 +58,19 @@ impl Prepared for GpuStream {
         2
     }
     fn submit(&mut self, buffers: &[&[f32]], frames: usize) -> Result<(), RunError> {
-        Ok(GpuStream::submit(self, buffers, frames)?)
+        GpuStream::submit(self, buffers, frames).map_err(declined)
     }
     fn collect(&mut self, buffers: &mut [&mut [f32]]) -> Result<usize, RunError> {
-        Ok(GpuStream::collect(self, buffers)?)
+        GpuStream::collect(self, buffers).map_err(declined)
     }
     fn in_flight(&self) -> usize {
         GpuStream::in_flight(self)
     }
     fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), RunError> {
-        Ok(GpuStream::process(self, buffers)?)
+        GpuStream::process(self, buffers).map_err(declined)
+    }
+    fn process_pipelined(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), RunError> {
+        GpuStream::process_pipelined(self, buffers).map_err(declined)
     }
     fn reset(&mut self) {
         GpuStream::reset(self)

@@ -1,0 +1,178 @@
+//! The backends of this build and the choice between them: the list of GPU backends
+//! (the router's list), opening them, and [`open_stream`], which prepares a chain on the
+//! CPU, on a GPU backend by name, or on whichever a probe finds faster (`auto`).
+//!
+//! This layer sits above [`crate::run`] (the device-neutral `Backend` trait, streams and
+//! offload) and [`crate::gpu`] (the backends that implement it), so neither of those
+//! names the other's list. Adding a GPU backend is one folder under `src/gpu/` and one
+//! entry in [`GPU_BACKENDS`].
+
+use crate::chain::DesignedChain;
+use crate::run::backend::{Backend, CpuBackend, RunError};
+use crate::run::router::{Route, Router, RouterConfig};
+use crate::run::stream::BlockStream;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+/// One GPU backend of this build: its name and how to open it.
+pub struct GpuBackendEntry {
+    pub name: &'static str,
+    /// Opens the device; the error says why there is none.
+    pub open: fn() -> Result<Arc<dyn Backend>, String>,
+}
+
+/// The GPU backends of this build, in order of preference (`auto` and the plugin take the
+/// first that opens).
+pub const GPU_BACKENDS: &[GpuBackendEntry] = &[
+    #[cfg(feature = "wgpu")]
+    GpuBackendEntry { name: "wgpu", open: crate::gpu::wgpu::open_backend },
+];
+
+/// Opens the GPU backend called `name`.
+pub fn open_gpu(name: &str) -> Result<Arc<dyn Backend>, RunError> {
+    let entry = GPU_BACKENDS.iter().find(|e| e.name == name).ok_or_else(|| RunError::Unavailable {
+        name: name.to_string(),
+        why: if GPU_BACKENDS.is_empty() {
+            "this build has no GPU backend".to_string()
+        } else {
+            format!("this build's GPU backends are {}", GPU_BACKENDS.iter().map(|e| e.name).collect::<Vec<_>>().join(", "))
+        },
+    })?;
+    (entry.open)().map_err(|why| RunError::Unavailable { name: name.to_string(), why })
+}
+
+/// Opens the first GPU backend that opens; the error lists why each did not.
+pub fn open_first_gpu() -> Result<Arc<dyn Backend>, RunError> {
+    let mut why = Vec::new();
+    for entry in GPU_BACKENDS {
+        match (entry.open)() {
+            Ok(b) => return Ok(b),
+            Err(e) => why.push(format!("{}: {e}", entry.name)),
+        }
+    }
+    let why = if why.is_empty() { "this build has no GPU backend".to_string() } else { why.join("; ") };
+    Err(RunError::Unavailable { name: "gpu".to_string(), why })
+}
+
+/// Which backend a run asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Choice {
+    Cpu,
+    /// A GPU backend by name (one of [`GPU_BACKENDS`]).
+    Gpu(String),
+    /// The GPU when a probe shows it faster on this chain, otherwise the CPU.
+    Auto,
+}
+
+/// Inputs with fewer samples (frames x channels) than this stay on the CPU under `auto`:
+/// they end before a GPU's set-up and probing would pay for themselves.
+pub const AUTO_MIN_SAMPLES: u64 = 4 << 20;
+
+/// The backends of one run (a render of many files, a benchmark): the choice, the CPU
+/// with its thread count, and the GPU backend the choice names, opened at most once, on
+/// first use.
+pub struct Backends {
+    choice: Choice,
+    cpu: CpuBackend,
+    gpu: OnceLock<Result<Arc<dyn Backend>, RunError>>,
+}
+
+impl Backends {
+    pub fn new(choice: Choice, cpu_threads: usize) -> Backends {
+        Backends { choice, cpu: CpuBackend { threads: cpu_threads.max(1) }, gpu: OnceLock::new() }
+    }
+
+    /// The GPU backend of this run: the one [`Choice::Gpu`] names, or for the other
+    /// choices the first of [`GPU_BACKENDS`] that opens. Opened once; later calls get the
+    /// same answer.
+    pub fn gpu(&self) -> Result<&Arc<dyn Backend>, RunError> {
+        self.gpu
+            .get_or_init(|| match &self.choice {
+                Choice::Gpu(name) => open_gpu(name),
+                Choice::Cpu | Choice::Auto => open_first_gpu(),
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+/// Prepares `chain` for `channels` channels and blocks of up to `max_block` frames on the
+/// backend the run's choice asks for. Returns the stream and one line saying what was
+/// used and, for `auto`, why. `expected_frames` (the input's length when known) lets
+/// `auto` keep short inputs on the CPU without probing.
+pub fn open_stream(
+    backends: &Backends,
+    chain: &DesignedChain,
+    channels: usize,
+    max_block: usize,
+    expected_frames: Option<u64>,
+) -> Result<(BlockStream, String), RunError> {
+    match &backends.choice {
+        Choice::Cpu => Ok((BlockStream::new(backends.cpu.prepare(chain, channels, max_block)?, max_block), "cpu".to_string())),
+        Choice::Gpu(_) => {
+            let gpu = backends.gpu()?;
+            Ok((BlockStream::new(gpu.prepare(chain, channels, max_block)?, max_block), gpu.describe()))
+        }
+        Choice::Auto => choose_auto(backends, chain, channels, max_block, expected_frames),
+    }
+}
+
+/// The `auto` choice: times a probe block of noise on both paths and asks the router
+/// (offline: no deadline, so only speed counts).
+fn choose_auto(
+    backends: &Backends,
+    chain: &DesignedChain,
+    channels: usize,
+    max_block: usize,
+    expected_frames: Option<u64>,
+) -> Result<(BlockStream, String), RunError> {
+    let cpu = || backends.cpu.prepare(chain, channels, max_block).map(|p| BlockStream::new(p, max_block));
+    if let Some(f) = expected_frames.filter(|f| f * channels as u64 <= AUTO_MIN_SAMPLES) {
+        return Ok((cpu()?, format!("cpu (auto: {f} frames are too short to repay GPU set-up)")));
+    }
+    let gpu_backend = match backends.gpu() {
+        Ok(g) => g,
+        Err(RunError::Unavailable { why, .. }) => return Ok((cpu()?, format!("cpu (auto: {why})"))),
+        Err(e) => return Ok((cpu()?, format!("cpu (auto: {e})"))),
+    };
+    let mut gpu = match gpu_backend.prepare(chain, channels, max_block) {
+        Ok(g) => BlockStream::new(g, max_block),
+        Err(e) => return Ok((cpu()?, format!("cpu (auto: {e})"))),
+    };
+    let mut cpu_stream = cpu()?;
+    let config = RouterConfig { hold: 1, min_samples: 3, ..RouterConfig::default() };
+    let mut router = Router::new(config);
+    let mut block: Vec<Vec<f32>> = (0..channels)
+        .map(|c| (0..max_block).map(|n| (((n * 7919 + c * 104_729) % 2003) as f32 / 1001.5) - 1.0).collect())
+        .collect();
+    for _ in 0..4 {
+        for (stream, gpu_side) in [(&mut cpu_stream, false), (&mut gpu, true)] {
+            let mut slices: Vec<&mut [f32]> = block.iter_mut().map(|c| &mut c[..]).collect();
+            let t = Instant::now();
+            if stream.process(&mut slices).is_err() {
+                router.set_gpu_available(false);
+            }
+            let s = t.elapsed().as_secs_f64();
+            if gpu_side {
+                router.record_gpu(s)
+            } else {
+                router.record_cpu(s)
+            }
+        }
+    }
+    let d = router.decide(f64::INFINITY);
+    let figures = format!(
+        "CPU {:.2} ms, GPU {:.2} ms per {max_block}-frame block on {}",
+        d.cpu_median_s * 1e3,
+        d.gpu_median_s * 1e3,
+        gpu_backend.describe()
+    );
+    let (mut chosen, name) = match d.route {
+        Route::Gpu => (gpu, gpu_backend.name()),
+        Route::Cpu => (cpu_stream, "cpu"),
+    };
+    // The probe ran noise through the chosen path: start from silence.
+    chosen.reset();
+    Ok((chosen, format!("{name} (auto: {}; {figures})", d.reason)))
+}
+
