@@ -1,5 +1,6 @@
-//! All SciPy reference cases of a reference set (`FERROFX_REFERENCE_DIR`: the one
-//! `scripts/scipy_reference.py vectors` generates, or the shared `../shared/reference/`),
+//! All SciPy reference cases of a reference set (by default the one
+//! `scripts/scipy_reference.py vectors` generates into the target folder; another, such as
+//! the project's shared set, through `FERROFX_REFERENCE_DIR`),
 //! designed from `spec` and,
 //! separately, run from the given `sos`/`taps`, at block sizes 1, 7, 64 and 4096, both
 //! FIR paths; plus the magnitude response of the coefficients the engine actually runs.

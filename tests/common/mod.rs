@@ -1,4 +1,4 @@
-//! Helpers shared by the integration tests: the shared SciPy reference vectors and
+//! Helpers shared by the integration tests: the SciPy reference vectors and
 //! error measures.
 #![allow(dead_code)]
 
@@ -9,12 +9,9 @@ use ferrofx::DesignedChain;
 use serde_json::Value;
 use std::path::PathBuf;
 
-/// `../shared/reference` beside the repository, or `FERROFX_REFERENCE_DIR`.
+/// The reference set (see `ferrofx_testkit::reference_dir`).
 pub fn reference_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("FERROFX_REFERENCE_DIR") {
-        return PathBuf::from(dir);
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/reference")
+    ferrofx_testkit::reference_dir()
 }
 
 pub fn read_f32(path: &std::path::Path) -> Vec<f32> {
@@ -136,7 +133,7 @@ pub fn load_cases() -> Vec<Case> {
     let dir = reference_dir();
     let index: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("index.json"))
-            .unwrap_or_else(|e| panic!("reading {}: {e} (set FERROFX_REFERENCE_DIR)", dir.join("index.json").display())),
+            .unwrap_or_else(|e| panic!("{e}: {}", ferrofx_testkit::reference_hint(&dir))),
     )
     .unwrap();
     let listed = index["cases"].as_array().unwrap();

@@ -42,6 +42,30 @@ impl Rng {
     }
 }
 
+/// The SciPy reference set the tests read: `FERROFX_REFERENCE_DIR` when set, otherwise
+/// the set `scripts/scipy_reference.py vectors` generates into the target folder
+/// (`$CARGO_TARGET_DIR/ferrofx-generated/reference`, as `scripts/test.sh` does). Any
+/// other set, such as the project's shared one, is named through the variable.
+pub fn reference_dir() -> std::path::PathBuf {
+    if let Some(dir) = std::env::var_os("FERROFX_REFERENCE_DIR") {
+        return dir.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| option_env!("CARGO_TARGET_DIR").map(std::path::PathBuf::from))
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("ferrofx-generated/reference")
+}
+
+/// How to get a reference set, for the message when none is found at `dir`.
+pub fn reference_hint(dir: &std::path::Path) -> String {
+    format!(
+        "no reference set at {}: generate one with `python scripts/scipy_reference.py vectors {}` (scripts/test.sh does), or name one with FERROFX_REFERENCE_DIR",
+        dir.display(),
+        dir.display()
+    )
+}
+
 /// `n` samples of white noise in `[-0.9, 0.9)`, the same for a seed everywhere.
 pub fn noise(n: usize, seed: u64) -> Vec<f32> {
     noise_amp(n, seed, 0.9)

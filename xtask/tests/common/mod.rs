@@ -14,8 +14,9 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The reference set (see `ferrofx_testkit::reference_dir`).
 pub fn reference_dir() -> PathBuf {
-    std::env::var("FERROFX_REFERENCE_DIR").map(PathBuf::from).unwrap_or_else(|_| repo_root().join("../shared/reference"))
+    ferrofx_testkit::reference_dir()
 }
 
 pub fn noise(n: usize, seed: u64) -> Vec<f32> {
