@@ -6,31 +6,37 @@
 //! Realtime rules: `process_block`, `reset_filters` and `wanted_latency` never allocate,
 //! lock, log or panic; everything they use is allocated in `activate`.
 
+use std::sync::atomic::Ordering;
+
 use nice_plug::prelude::*;
 
-use crate::bands::Equaliser;
+use crate::bands::{Equaliser, BANDS};
 use crate::chain_slot::{AudioConfig, AudioSide};
 use crate::params::FerroParams;
-use ferrofx::run::realtime::RealtimeOffload;
+use crate::telemetry::Telemetry;
+use ferrofx::run::realtime::{Policy, RealtimeOffload};
+
+/// Bypass crossfade time.
+pub const BYPASS_FADE_MS: f32 = 10.0;
 
 /// The audio-thread state (fields set up in `activate`).
 pub struct AudioState {
-    pub eq: Option<Equaliser>,
-    pub side: AudioSide,
-    pub config: Option<AudioConfig>,
+    eq: Option<Equaliser>,
+    side: AudioSide,
+    config: Option<AudioConfig>,
     /// Dry copy for the bypass crossfade: one buffer per channel of `max_block_frames`.
-    pub dry: Vec<Vec<f32>>,
+    dry: Vec<Vec<f32>>,
     /// 1.0 = fully processed, 0.0 = fully bypassed.
-    pub wet_mix: f32,
-    pub wet_step: f32,
+    wet_mix: f32,
+    wet_step: f32,
     /// The GPU path's stream (re-blocking, routing), when it is on.
-    pub realtime: Option<RealtimeOffload>,
+    realtime: Option<RealtimeOffload>,
     /// The dry signal's delay on the GPU path.
-    pub dry_delay: Option<DelayLine>,
+    dry_delay: Option<DelayLine>,
     /// Whether a GPU adapter was found (`None`: never looked, the CPU backend so far).
     pub gpu_found: Option<bool>,
     /// Latency last reported to the host.
-    pub reported_latency: u32,
+    reported_latency: u32,
 }
 
 impl AudioState {
@@ -48,22 +54,125 @@ impl AudioState {
             reported_latency: 0,
         }
     }
+
+    /// Builds everything the audio thread will use for `config` (allocates; `activate`
+    /// only): the equaliser at the current bands, the chain stages, the GPU path's stream
+    /// and dry delay when `gpu_policy` is given, the bypass state. `latency` is what the
+    /// host was told.
+    pub fn activate(&mut self, params: &FerroParams, config: AudioConfig, gpu_policy: Option<Policy>, latency: u32) {
+        let (fs, channels, max_block) = (config.sample_rate_hz, config.channels, config.max_block_frames);
+        let mut eq = Equaliser::new(f64::from(fs), channels, max_block);
+        for (i, band) in params.bands().iter().enumerate() {
+            eq.set_band(i, *band);
+        }
+        eq.snap();
+        self.eq = Some(eq);
+        params.chain.unconfigure(&mut self.side);
+        self.side.current = Some(params.chain.configure(config));
+        self.config = Some(config);
+        self.dry = vec![vec![0.0; max_block]; channels];
+        self.realtime = gpu_policy.map(|p| RealtimeOffload::new(channels, max_block, f64::from(fs), p));
+        self.dry_delay = gpu_policy.map(|_| DelayLine::new(channels, max_block));
+        self.wet_step = 1.0 / (BYPASS_FADE_MS * 1e-3 * fs).max(1.0);
+        self.wet_mix = if params.bypass.value() { 0.0 } else { 1.0 };
+        self.reported_latency = latency;
+    }
+
+    /// The host's reset: the equaliser snaps to the current bands, filters are cleared.
+    pub fn reset(&mut self, params: &FerroParams) {
+        if let Some(eq) = self.eq.as_mut() {
+            for (i, band) in params.bands().iter().enumerate() {
+                eq.set_band(i, *band);
+            }
+            eq.snap();
+        }
+        self.reset_filters();
+        self.wet_mix = if params.bypass.value() { 0.0 } else { 1.0 };
+    }
+
+    /// Off the audio thread: logs what the GPU path did while active and hands the chain
+    /// stages back to the slot.
+    pub fn deactivate(&mut self, params: &FerroParams) {
+        if let Some(rt) = self.realtime.as_ref() {
+            let st = rt.stats();
+            let lost = self.side.offload().is_some_and(|o| o.worker_lost());
+            nice_log!(
+                "GPU path ({:?}, blocks of {}): {} blocks, {} on the GPU worker, {} on the CPU, {} late{}; last decision {:?}",
+                rt.policy(),
+                rt.block(),
+                st.blocks,
+                st.on_worker,
+                st.on_cpu,
+                st.late,
+                if lost { ", worker lost" } else { "" },
+                rt.decision()
+            );
+        }
+        params.chain.unconfigure(&mut self.side);
+        self.config = None;
+    }
+
+    /// One host block in place, in pieces of at most the configured largest block.
+    /// Returns the new latency when the settings now ask for another one (the caller
+    /// tells the host). No allocation, lock, log or panic.
+    pub fn process(&mut self, params: &FerroParams, buffers: &mut [&mut [f32]], frames: usize) -> Option<u32> {
+        let config = self.config?;
+        if self.side.poll(config) {
+            if let Some(rt) = self.realtime.as_mut() {
+                rt.clear_measurements();
+            }
+        }
+        // GPU and Auto share the latency: switching between them takes effect at once.
+        if let (Some(rt), Some(policy)) = (self.realtime.as_mut(), params.backend.value().policy()) {
+            rt.set_policy(policy);
+        }
+        let wanted = self.wanted_latency(params, config.max_block_frames, self.side.has_stages());
+        let changed = (wanted != self.reported_latency).then_some(wanted);
+        self.reported_latency = wanted;
+        if let Some(eq) = self.eq.as_mut() {
+            for i in 0..BANDS {
+                eq.set_band(i, params.bands[i].band());
+            }
+        }
+        let bypass = params.bypass.value();
+        let mut start = 0;
+        while start < frames {
+            let n = (frames - start).min(config.max_block_frames);
+            self.process_block(params, buffers, start, n, bypass);
+            start += n;
+        }
+        changed
+    }
+
+    /// What the editor shows, after a block of `frames` (atomics only).
+    pub fn publish(&mut self, telemetry: &Telemetry, frames: usize) {
+        if self.config.is_none() {
+            return;
+        }
+        telemetry.last_block_frames.store(frames as u32, Ordering::Relaxed);
+        if let Some(eq) = self.eq.as_ref() {
+            telemetry.eq_sections.store(eq.sections().len() as u32, Ordering::Relaxed);
+        }
+        if let Some(rt) = self.realtime.as_ref() {
+            telemetry.gpu.publish(rt, self.side.offload().map(|o| &*o));
+        }
+    }
 }
 
 /// A fixed delay of `len` frames on every channel (the dry signal's, so the bypass
 /// crossfade lines up with the latency of the GPU path). Allocated once.
-pub struct DelayLine {
+struct DelayLine {
     lines: Vec<Vec<f32>>,
     pos: usize,
 }
 
 impl DelayLine {
-    pub fn new(channels: usize, len: usize) -> DelayLine {
+    fn new(channels: usize, len: usize) -> DelayLine {
         DelayLine { lines: vec![vec![0.0; len.max(1)]; channels], pos: 0 }
     }
 
     /// Delays `frames` frames of each channel in place. No allocation.
-    pub fn process(&mut self, bufs: &mut [Vec<f32>], frames: usize) {
+    fn process(&mut self, bufs: &mut [Vec<f32>], frames: usize) {
         let len = self.lines.first().map_or(1, |l| l.len());
         for (line, b) in self.lines.iter_mut().zip(bufs.iter_mut()) {
             let mut pos = self.pos;
@@ -75,7 +184,7 @@ impl DelayLine {
         self.pos = (self.pos + frames) % len;
     }
 
-    pub fn clear(&mut self) {
+    fn clear(&mut self) {
         for l in self.lines.iter_mut() {
             l.fill(0.0);
         }
@@ -83,7 +192,7 @@ impl DelayLine {
 }
 
 impl AudioState {
-    pub fn reset_filters(&mut self) {
+    fn reset_filters(&mut self) {
         if let Some(eq) = self.eq.as_mut() {
             eq.reset();
         }
@@ -114,7 +223,7 @@ impl AudioState {
     }
 
     /// Filters one sub-block (≤ `max_block_frames`) in place.
-    pub fn process_block(&mut self, params: &FerroParams, buffers: &mut [&mut [f32]], start: usize, frames: usize, bypass: bool) {
+    fn process_block(&mut self, params: &FerroParams, buffers: &mut [&mut [f32]], start: usize, frames: usize, bypass: bool) {
         let channels = buffers.len().min(self.dry.len());
         for b in buffers.iter_mut() {
             ferrofx::engine::sanitize_input(&mut b[start..start + frames]);

@@ -15,7 +15,8 @@ use nice_plug_egui::{create_egui_editor, EguiEditor, EguiNiceSettings, NiceEguiA
 
 use crate::bands::{Band, MAX_SECTIONS_PER_BAND};
 use crate::params::{BackendChoice, FerroParams, ShapeChoice};
-use crate::{preset, Telemetry};
+use crate::preset;
+use crate::telemetry::Telemetry;
 
 /// Frequencies the curve is drawn at.
 const CURVE_POINTS: usize = 256;

@@ -31,15 +31,12 @@ pub mod telemetry;
 
 pub use ferrofx;
 
-use bands::{Equaliser, BANDS};
 use audio::AudioState;
 use chain_slot::AudioConfig;
-use ferrofx::run::realtime::RealtimeOffload;
 use params::FerroParams;
 pub use telemetry::Telemetry;
 
-/// Bypass crossfade time.
-pub const BYPASS_FADE_MS: f32 = 10.0;
+pub use audio::BYPASS_FADE_MS;
 
 /// The plugin: its parameters, what it tells the editor, and the audio-thread state
 /// (owned by [`audio::AudioState`]).
@@ -162,13 +159,12 @@ impl Plugin for FerroFx {
         let policy = self.params.backend.value().policy();
         let min_block = self.params.gpu_min_block.value().max(1) as usize;
         if policy.is_some() && max_block >= min_block && has_stages {
-            if let Err(why) = gpu::backend() {
+            let found = gpu::backend();
+            if let Err(why) = &found {
                 nice_warn!("GPU backend chosen, running on the CPU: {why}");
                 self.params.chain.set_gpu_status(format!("CPU: {why}"));
-                self.audio.gpu_found = Some(false);
-            } else {
-                self.audio.gpu_found = Some(true);
             }
+            self.audio.gpu_found = Some(found.is_ok());
         }
         let latency = self.audio.wanted_latency(&self.params, max_block, has_stages);
         let offload = latency > 0;
@@ -184,22 +180,8 @@ impl Plugin for FerroFx {
             self.params.chain.set_gpu_status(text);
         }
         let config = AudioConfig { sample_rate_hz: fs, channels, max_block_frames: max_block, offload };
-        let mut eq = Equaliser::new(fs as f64, channels, max_block);
-        for (i, band) in self.params.bands().iter().enumerate() {
-            eq.set_band(i, *band);
-        }
-        eq.snap();
-        self.audio.eq = Some(eq);
-        self.params.chain.unconfigure(&mut self.audio.side);
-        self.audio.side.current = Some(self.params.chain.configure(config));
-        self.audio.config = Some(config);
-        self.audio.dry = vec![vec![0.0; max_block]; channels];
-        self.audio.realtime = policy.filter(|_| offload).map(|p| RealtimeOffload::new(channels, max_block, fs as f64, p));
-        self.audio.dry_delay = offload.then(|| audio::DelayLine::new(channels, max_block));
-        self.audio.wet_step = 1.0 / (BYPASS_FADE_MS * 1e-3 * fs).max(1.0);
-        self.audio.wet_mix = if self.params.bypass.value() { 0.0 } else { 1.0 };
+        self.audio.activate(&self.params, config, policy.filter(|_| offload), latency);
         context.set_latency_samples(latency);
-        self.audio.reported_latency = latency;
         let t = &self.telemetry;
         t.sample_rate_bits.store(fs.to_bits(), Ordering::Relaxed);
         t.channels.store(channels as u32, Ordering::Relaxed);
@@ -210,35 +192,11 @@ impl Plugin for FerroFx {
     }
 
     fn reset(&mut self) {
-        if let Some(eq) = self.audio.eq.as_mut() {
-            for (i, band) in self.params.bands().iter().enumerate() {
-                eq.set_band(i, *band);
-            }
-            eq.snap();
-        }
-        self.audio.reset_filters();
-        self.audio.wet_mix = if self.params.bypass.value() { 0.0 } else { 1.0 };
+        self.audio.reset(&self.params);
     }
 
     fn deactivate(&mut self) {
-        if let Some(rt) = self.audio.realtime.as_ref() {
-            // Off the audio thread: what the GPU path did while active.
-            let st = rt.stats();
-            let lost = self.audio.side.offload().is_some_and(|o| o.worker_lost());
-            nice_log!(
-                "GPU path ({:?}, blocks of {}): {} blocks, {} on the GPU worker, {} on the CPU, {} late{}; last decision {:?}",
-                rt.policy(),
-                rt.block(),
-                st.blocks,
-                st.on_worker,
-                st.on_cpu,
-                st.late,
-                if lost { ", worker lost" } else { "" },
-                rt.decision()
-            );
-        }
-        self.params.chain.unconfigure(&mut self.audio.side);
-        self.audio.config = None;
+        self.audio.deactivate(&self.params);
     }
 
     fn process(
@@ -247,46 +205,14 @@ impl Plugin for FerroFx {
         _aux: &mut AuxiliaryBuffers,
         context: &mut impl ProcessContext<Self>,
     ) -> ProcessStatus {
-        let Some(config) = self.audio.config else { return ProcessStatus::Normal };
-        if self.audio.side.poll(config) {
-            if let Some(rt) = self.audio.realtime.as_mut() {
-                rt.clear_measurements();
-            }
-        }
-        // A backend, minimum block or chain change that moves the GPU path on or off
-        // changes the latency: the host is asked to restart the plugin (`activate` then
-        // builds the other path); until then the current path keeps running.
-        // GPU and Auto share the latency: switching between them takes effect at once.
-        if let (Some(rt), Some(policy)) = (self.audio.realtime.as_mut(), self.params.backend.value().policy()) {
-            rt.set_policy(policy);
-        }
-        let wanted = self.audio.wanted_latency(&self.params, config.max_block_frames, self.audio.side.has_stages());
-        if wanted != self.audio.reported_latency {
-            context.set_latency_samples(wanted);
-            self.audio.reported_latency = wanted;
-        }
-        if let Some(eq) = self.audio.eq.as_mut() {
-            for i in 0..BANDS {
-                eq.set_band(i, self.params.bands[i].band());
-            }
-        }
-        let bypass = self.params.bypass.value();
         let frames = buffer.samples();
-        let buffers = buffer.as_slice();
-        let mut start = 0;
-        while start < frames {
-            let n = (frames - start).min(config.max_block_frames);
-            self.audio.process_block(&self.params, buffers, start, n, bypass);
-            start += n;
+        if let Some(latency) = self.audio.process(&self.params, buffer.as_slice(), frames) {
+            // A backend, minimum block or chain change that moves the GPU path on or off
+            // changes the latency: the host is asked to restart the plugin (`activate`
+            // then builds the other path); until then the current path keeps running.
+            context.set_latency_samples(latency);
         }
-        let t = &self.telemetry;
-        t.last_block_frames.store(frames as u32, Ordering::Relaxed);
-        if let Some(eq) = self.audio.eq.as_ref() {
-            t.eq_sections.store(eq.sections().len() as u32, Ordering::Relaxed);
-        }
-        if let Some(rt) = self.audio.realtime.as_ref() {
-            t.gpu.publish(rt, self.audio.side.offload().map(|o| &*o));
-        }
+        self.audio.publish(&self.telemetry, frames);
         ProcessStatus::Normal
     }
 }

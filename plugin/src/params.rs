@@ -19,7 +19,7 @@ pub struct FerroParams {
     #[id = "out_gain"]
     pub output_gain_db: FloatParam,
 
-    /// Hosts look for this flag; crossfaded over [`crate::BYPASS_FADE_MS`].
+    /// Hosts look for this flag; crossfaded over [`crate::audio::BYPASS_FADE_MS`].
     #[id = "bypass"]
     pub bypass: BoolParam,
 
