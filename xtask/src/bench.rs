@@ -1,4 +1,4 @@
-//! `cargo xtask bench`: the workloads of `../shared/spec/command-line.md`, timed on the
+//! `cargo xtask bench`: the workloads of `docs/command-line.md`, timed on the
 //! engine exactly as the renderer runs it (blocks of 4096 frames, in place).
 //!
 //! Each workload is run `runs` times after a warm-up; the median and the minimum wall

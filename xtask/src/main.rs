@@ -2,7 +2,7 @@
 //! `cargo xtask design` (the coefficients a chain designs to), `cargo xtask bench`, and
 //! `cargo xtask bundle ferrofx [--release]` (the CLAP/VST3 bundles and the standalone
 //! binary, through nice-plug-xtask).
-//! Contract: `../shared/spec/command-line.md`.
+//! What each command takes and promises: `docs/command-line.md`.
 
 mod audio;
 mod bench;

@@ -1,5 +1,5 @@
 //! `cargo xtask render`: offline rendering of audio files through a chain file
-//! (contract: `../shared/spec/command-line.md`).
+//! (what it takes and promises: `docs/command-line.md`).
 
 use crate::audio::AudioReader;
 use crate::header::{MAX_CHANNELS, SAMPLE_RATES_HZ};
