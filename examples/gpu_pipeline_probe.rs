@@ -19,19 +19,7 @@ fn main() {
     let designed = chain.design(48_000.0).unwrap();
     let channels = 8;
     let frames = 48_000 * 20;
-    let mut s = 1u64;
-    let input: Vec<Vec<f32>> = (0..channels)
-        .map(|_| {
-            (0..frames)
-                .map(|_| {
-                    s ^= s << 13;
-                    s ^= s >> 7;
-                    s ^= s << 17;
-                    (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-                })
-                .collect()
-        })
-        .collect();
+    let input = ferrofx_testkit::noise_channels(channels, frames, 1, 0.5);
     for block in [4096usize, 65536] {
         let mut best = [f64::INFINITY; 2];
         for _ in 0..3 {

@@ -3,12 +3,17 @@
 //! modulated one was actually running (smoothed values) at that moment.
 use ferrofx_plugin::bands::{Band, Equaliser, Shape, Slope, BANDS, REDESIGN_INTERVAL};
 
+/// Low-passed noise (one pole at 1 kHz), as the host tests' torture uses.
 fn noise(frames: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let a = (-2.0 * std::f64::consts::PI * 1000.0 / 48_000.0f64).exp();
     let mut y = 0.0f64;
-    (0..frames).map(|_| { s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        let x = ((s >> 40) as f64 / (1u64 << 24) as f64) * 2.0 - 1.0; y = a * y + (1.0 - a) * x * 4.0; y as f32 }).collect()
+    ferrofx_testkit::noise_amp(frames, seed, 1.0)
+        .into_iter()
+        .map(|x| {
+            y = a * y + (1.0 - a) * f64::from(x) * 4.0;
+            y as f32
+        })
+        .collect()
 }
 
 fn main() {
@@ -17,8 +22,8 @@ fn main() {
     let block = 64;
     let x = noise(frames, 71);
     let mut eq = Equaliser::new(fs, 1, block);
-    let mut rng = 0x1234_5678_9abc_def0u64;
-    let mut next = move || { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; (rng >> 11) as f64 / (1u64 << 53) as f64 };
+    let mut rng = ferrofx_testkit::Rng::new(0x1234_5678_9abc_def0);
+    let mut next = move || rng.unit();
     let shapes = [Shape::Peak, Shape::LowShelf, Shape::HighShelf, Shape::LowCut, Shape::HighCut, Shape::Notch, Shape::BandPass, Shape::AllPass, Shape::TiltShelf];
     let only: Option<usize> = std::env::var("ONLY").ok().and_then(|v| v.parse().ok());
     let qmax: f64 = std::env::var("QMAX").ok().and_then(|v| v.parse().ok()).unwrap_or(18.0);

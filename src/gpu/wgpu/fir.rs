@@ -80,13 +80,11 @@ pub(super) fn write_fft_params(queue: &wgpu::Queue, kit: &FftKit, plan: &FftPlan
         slot += 1;
     };
     // Slots: segments, the forward stages, mac, the inverse stages, extract.
-    put(base(0, 0));
-    for q in 1..=plan.log2n {
-        put(base(1 << (q - 1), n >> q));
-    }
-    put(base(0, 0));
-    for q in 1..=plan.log2n {
-        put(base(1 << (q - 1), n >> q));
+    for _ in 0..2 {
+        put(base(0, 0)); // segments, then mac
+        for q in 1..=plan.log2n {
+            put(base(1 << (q - 1), n >> q));
+        }
     }
     put(base(0, 0)); // extract
 }
@@ -104,25 +102,24 @@ pub(super) fn encode_fft(pass: &mut wgpu::ComputePass<'_>, kit: &FftKit, plan: &
     pass.set_bind_group(0, &kit.b_to_a, &[offset(0)]);
     pass.dispatch_workgroups((n / 256) as u32, segs as u32, channels as u32);
     let mut k = 1;
-    pass.set_pipeline(&kit.pass);
-    for _ in 0..plan.log2n {
-        pass.set_bind_group(0, group(cur), &[offset(k)]);
-        pass.dispatch_workgroups((n / 2).div_ceil(256) as u32, (channels * segs) as u32, 1);
-        cur = !cur;
-        k += 1;
-    }
+    // The log2(n) butterfly stages over `rows` transforms per channel, ping-ponging
+    // between the spectrum buffers (forward and inverse differ only in their slots).
+    let butterflies = |pass: &mut wgpu::ComputePass<'_>, rows: usize, cur: &mut bool, k: &mut usize| {
+        pass.set_pipeline(&kit.pass);
+        for _ in 0..plan.log2n {
+            pass.set_bind_group(0, group(*cur), &[offset(*k)]);
+            pass.dispatch_workgroups((n / 2).div_ceil(256) as u32, (channels * rows) as u32, 1);
+            *cur = !*cur;
+            *k += 1;
+        }
+    };
+    butterflies(pass, segs, &mut cur, &mut k);
     pass.set_pipeline(&kit.mac);
     pass.set_bind_group(0, group(cur), &[offset(k)]);
     pass.dispatch_workgroups((n / 256) as u32, outs as u32, channels as u32);
     cur = !cur;
     k += 1;
-    pass.set_pipeline(&kit.pass);
-    for _ in 0..plan.log2n {
-        pass.set_bind_group(0, group(cur), &[offset(k)]);
-        pass.dispatch_workgroups((n / 2).div_ceil(256) as u32, (channels * outs) as u32, 1);
-        cur = !cur;
-        k += 1;
-    }
+    butterflies(pass, outs, &mut cur, &mut k);
     pass.set_pipeline(&kit.extract);
     pass.set_bind_group(0, group(cur), &[offset(k)]);
     pass.dispatch_workgroups(plan.part.div_ceil(256) as u32, outs as u32, channels as u32);
