@@ -1,6 +1,10 @@
 //! Automation torture on the equaliser alone, with a fair reference: the largest steps of
 //! the modulated output against the output of an equaliser frozen at the settings the
-//! modulated one was actually running (smoothed values) at that moment.
+//! modulated one was actually running (smoothed values) at that moment. Two measures:
+//! steps relative to the signal's RMS (which also counts short bright bursts that the
+//! automation opens) and steps relative to the RMS of the steps around them (the host
+//! test's click measure). `ONLY=k` keeps shape `k` on six bands, `QMAX` caps Q, `DUMP`
+//! writes the output as raw f32.
 use ferrofx_plugin::bands::{Band, Equaliser, Shape, Slope, BANDS, REDESIGN_INTERVAL};
 
 /// Low-passed noise (one pole at 1 kHz), as the host tests' torture uses.
@@ -72,6 +76,28 @@ fn main() {
         }
         worst
     };
+    // Step measure: the largest step in each 10 ms relative to the RMS of the steps over
+    // the 20 ms around it.
+    let dx_rms = (x.windows(2).map(|p| ((p[1] - p[0]) as f64).powi(2)).sum::<f64>() / x.len() as f64).sqrt();
+    let step_measure = |y: &[f32]| -> (f64, usize) {
+        let w = 480;
+        let mut worst = (0.0, 0);
+        let mut k = 1200;
+        while k + 1200 < y.len() {
+            let d: Vec<f64> = y[k - 240..k + w + 240].windows(2).map(|p| (p[1] - p[0]).abs() as f64).collect();
+            let step = d[240..240 + w].iter().fold(0.0f64, |m, v| m.max(*v));
+            let rms = (d.iter().map(|v| v * v).sum::<f64>() / d.len() as f64).sqrt().max(1e-3 * dx_rms);
+            let r = step / rms;
+            if r > worst.0 { worst = (r, k); }
+            k += w;
+        }
+        worst
+    };
+    let (sm, sat) = step_measure(&y);
+    if let Ok(path) = std::env::var("DUMP") {
+        std::fs::write(path, y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    }
+    let mut frozen_sm: f64 = 0.0;
     let (m, at) = measure(&y);
     let peak = y.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     let mut frozen_worst: f64 = 0.0;
@@ -90,6 +116,7 @@ fn main() {
         let (r, _) = measure(&seg[12_000..]);
         frozen_step = frozen_step.max(seg[12_000..].windows(2).map(|p| (p[1] - p[0]).abs()).fold(0.0f32, f32::max));
         frozen_worst = frozen_worst.max(r);
+        frozen_sm = frozen_sm.max(step_measure(&seg[12_000..]).0);
     }
     let i0 = at / REDESIGN_INTERVAL;
     for k in [i0 - 60, i0 - 30, i0, i0 + 15] {
@@ -100,4 +127,5 @@ fn main() {
     println!("envelope (10 ms from -50 ms): {}", env.join(" "));
     println!("max step: modulated {mod_step:.3e}, frozen {frozen_step:.3e}, ratio {:.2}", mod_step / frozen_step);
     println!("peak {peak:.1}; modulated click measure {m:.2} at {:.3} s; frozen settings (40 instants) up to {frozen_worst:.2}", at as f64 / fs);
+    println!("step measure: modulated {sm:.2} at {:.3} s; frozen up to {frozen_sm:.2}", sat as f64 / fs);
 }

@@ -15,9 +15,9 @@ pub const BANDS: usize = 24;
 pub const MAX_SECTIONS_PER_BAND: usize = 8;
 /// Samples between re-designs from the smoothed parameters.
 pub const REDESIGN_INTERVAL: usize = 32;
-/// Glide time of a discrete change (enable, shape, slope, Butterworth/Linkwitz-Riley),
-/// as a multiple of the re-design interval (512 samples: about 10 ms at 48 kHz).
-pub const SWITCH_GLIDE_INTERVALS: usize = 16;
+/// Cross-fade time of a discrete change (enable, shape, slope, Butterworth/Linkwitz-
+/// Riley), rounded to whole re-design intervals.
+pub const SWITCH_FADE_MS: f64 = 10.0;
 
 /// Parameter ranges, shared with the editor.
 pub mod ranges {
@@ -212,9 +212,10 @@ struct BandSmoothing {
 /// cascade (the core's SIMD kernel, exactly the core chain). While anything moves, the
 /// same sections run as state-variable filters (see [`crate::svf`]), one slot per possible
 /// section of each band, gliding per sample to each new design; states are handed over
-/// exactly between the two forms. Discrete changes (enable, shape, slope, Butterworth or
-/// Linkwitz-Riley) are glides too: sections that appear start from the identity
-/// section, sections that go away glide to it, so there is nothing to crossfade.
+/// exactly between the two forms. A discrete change (enable, shape, slope, Butterworth
+/// or Linkwitz-Riley) cross-fades the band's output from its old sections to its new
+/// ones over [`SWITCH_FADE_MS`]; a further discrete change of the same band waits until
+/// that fade has ended.
 pub struct Equaliser {
     fs: f64,
     channels: usize,
@@ -225,6 +226,8 @@ pub struct Equaliser {
     smoothing: [BandSmoothing; BANDS],
     /// Per-sample smoothing coefficient raised to `REDESIGN_INTERVAL`.
     smoothing_step: f64,
+    /// Length of a switch's cross-fade in samples (whole re-design intervals).
+    switch_fade_samples: usize,
     /// The enabled bands' sections, concatenated (what the cascade runs when settled).
     sections: Vec<Sos>,
     cascade: SosCascade,
@@ -239,7 +242,6 @@ pub struct Equaliser {
     svf_mode: bool,
     /// Scratch for hand-overs between the two forms.
     state_scratch: Vec<[f64; 2]>,
-    slot_targets: Vec<Sos>,
 }
 
 impl Equaliser {
@@ -265,16 +267,19 @@ impl Equaliser {
             layout: [band; BANDS],
             smoothing: [smoothing; BANDS],
             smoothing_step: (-(REDESIGN_INTERVAL as f64) / tau).exp(),
+            switch_fade_samples: {
+                let intervals = (SWITCH_FADE_MS * 1e-3 * fs / REDESIGN_INTERVAL as f64).round();
+                REDESIGN_INTERVAL * (intervals as usize).max(1)
+            },
             sections: Vec::with_capacity(capacity),
             cascade: SosCascade::with_capacity(capacity, channels, isa),
             since_redesign: 0,
             dirty: [true; BANDS],
             designed: [([Sos::IDENTITY; MAX_SECTIONS_PER_BAND], 0); BANDS],
             redesigns: 0,
-            svf: SvfCascade::with_slots(capacity, channels),
+            svf: SvfCascade::new(BANDS, MAX_SECTIONS_PER_BAND, channels),
             svf_mode: false,
             state_scratch: Vec::with_capacity(capacity * channels),
-            slot_targets: vec![Sos::IDENTITY; capacity],
         }
     }
 
@@ -290,8 +295,11 @@ impl Equaliser {
         &self.targets
     }
 
+    /// Whether two settings design the same kind of sections (the slope only matters to
+    /// the cuts), so that moving from one to the other is a glide, not a switch.
     fn same_layout(a: &Band, b: &Band) -> bool {
-        a.enabled == b.enabled && (!a.enabled || (a.shape == b.shape && a.slope == b.slope))
+        let cut = matches!(a.shape, Shape::LowCut | Shape::HighCut);
+        a.enabled == b.enabled && (!a.enabled || (a.shape == b.shape && (!cut || a.slope == b.slope)))
     }
 
     fn counts(&self) -> [usize; BANDS] {
@@ -328,9 +336,15 @@ impl Equaliser {
     /// run in SVF form, gliding to each new design over the interval; once everything has
     /// settled they return to the fused cascade.
     fn step_parameters(&mut self) {
+        // Fades end on interval boundaries (their length is whole intervals).
+        if self.svf_mode && self.svf.finish_fades() {
+            self.svf.refresh();
+        }
         let mut switched = [false; BANDS];
         for (i, ((l, t), s)) in self.layout.iter_mut().zip(&self.targets).zip(self.smoothing.iter_mut()).enumerate() {
-            if !Self::same_layout(l, t) {
+            // A band still fading from its last switch takes the next one after it.
+            let busy = self.svf_mode && self.svf.fading(i);
+            if !busy && !Self::same_layout(l, t) {
                 *l = *t;
                 self.dirty[i] = true;
                 switched[i] = true;
@@ -346,31 +360,30 @@ impl Equaliser {
         if self.dirty.iter().any(|&d| d) {
             if !self.svf_mode {
                 let counts = self.counts();
-                self.svf.load_from_tdf2(self.cascade.coefficients(), self.cascade.state(), &counts, MAX_SECTIONS_PER_BAND);
+                self.svf.load_from_tdf2(self.cascade.coefficients(), self.cascade.state(), &counts);
                 self.svf_mode = true;
             }
             // Bands only re-design when they move (settled bands keep their sections,
-            // and a band still gliding from a switch goes on gliding).
+            // and a band still fading from a switch goes on fading).
             let moving = self.dirty;
             self.redesign();
             self.redesigns += 1;
-            for (i, ((buf, n), slots)) in
-                self.designed.iter().zip(self.slot_targets.chunks_mut(MAX_SECTIONS_PER_BAND)).enumerate()
-            {
+            for (i, (buf, n)) in self.designed.iter().enumerate() {
                 if !moving[i] {
                     continue;
                 }
-                for (k, (slot, sos)) in slots.iter_mut().zip(buf).enumerate() {
-                    *slot = if k < *n { *sos } else { Sos::IDENTITY };
+                let sections = &buf[..*n];
+                if switched[i] {
+                    self.svf.switch_band(i, sections, self.switch_fade_samples);
+                } else {
+                    self.svf.glide_band(i, sections, REDESIGN_INTERVAL);
                 }
-                let glide = if switched[i] { SWITCH_GLIDE_INTERVALS * REDESIGN_INTERVAL } else { REDESIGN_INTERVAL };
-                self.svf.glide_slots(i * MAX_SECTIONS_PER_BAND, slots, glide);
             }
             self.svf.refresh();
         } else if self.svf_mode && !self.svf.interpolating() {
             let _ = self.cascade.set_sections(&self.sections);
             let counts = self.counts();
-            self.svf.store_tdf2_state(self.cascade.coefficients(), &counts, MAX_SECTIONS_PER_BAND, &mut self.state_scratch);
+            self.svf.store_tdf2_state(self.cascade.coefficients(), &counts, &mut self.state_scratch);
             let _ = self.cascade.set_state(&self.state_scratch);
             self.svf_mode = false;
         }

@@ -4,7 +4,7 @@
 use nice_assert_no_alloc::{assert_no_alloc, violation_count};
 use ferrofx::chain::{Biquad, Butterworth, Chain, LinkwitzRiley};
 use ferrofx::Engine;
-use ferrofx_plugin::bands::{Band, Equaliser, Shape, Slope, BANDS};
+use ferrofx_plugin::bands::{Band, Equaliser, Shape, Slope, BANDS, REDESIGN_INTERVAL, SWITCH_FADE_MS};
 
 fn noise(n: usize, seed: u64) -> Vec<f32> {
     ferrofx_testkit::noise_amp(n, seed, 1.0)
@@ -128,5 +128,122 @@ fn automation_torture_stays_finite_bounded_and_step_limited() {
         assert!(y.iter().all(|v| v.is_finite()), "block {block}: non-finite output");
         assert!(peak < max_gain, "block {block}: peak {peak}");
         assert!(step < max_gain * input_step, "block {block}: step {step} vs input step {input_step}");
+    }
+}
+
+/// The chain a band should act as, built from the core's chain API (an independent
+/// design path); `None` for a disabled band (it passes its input).
+fn reference_chain(b: &Band) -> Option<Chain> {
+    if !b.enabled {
+        return None;
+    }
+    let (f, q, g) = (b.freq_hz, b.q, b.gain_db);
+    let order = (b.slope.db_per_oct / 6) as usize;
+    Some(match b.shape {
+        Shape::Peak => Biquad::peaking(f, q, g).into(),
+        Shape::LowShelf => Biquad::low_shelf(f, q, g).into(),
+        Shape::HighShelf => Biquad::high_shelf(f, q, g).into(),
+        Shape::Notch => Biquad::notch(f, q).into(),
+        Shape::BandPass => Biquad::bandpass(f, q).into(),
+        Shape::AllPass => Biquad::allpass(f, q).into(),
+        Shape::TiltShelf => Biquad::low_shelf(f, q, -g / 2.0) | Biquad::high_shelf(f, q, g / 2.0),
+        Shape::LowCut if b.slope.linkwitz_riley => LinkwitzRiley::highpass(f, order).into(),
+        Shape::HighCut if b.slope.linkwitz_riley => LinkwitzRiley::lowpass(f, order).into(),
+        Shape::LowCut => Butterworth::highpass(f, order).into(),
+        Shape::HighCut => Butterworth::lowpass(f, order).into(),
+    })
+}
+
+/// `x` through band `b` from rest (or unchanged when the band is disabled).
+fn through(b: &Band, x: &[f32], fs: f64) -> Vec<f32> {
+    let mut y = x.to_vec();
+    if let Some(chain) = reference_chain(b) {
+        Engine::new(&chain.design(fs).unwrap(), 1, y.len()).process(&mut [&mut y[..]]);
+    }
+    y
+}
+
+/// A discrete change (enable, shape, slope, Butterworth / Linkwitz-Riley) cross-fades the
+/// band's output from its old design to its new one, the new one starting from rest, with
+/// a smoothstep weight over `SWITCH_FADE_MS` in whole re-design intervals, in place in the
+/// cascade (fed the output of the bands before it); a second change of the same band
+/// during the fade waits for the fade's end. Checked against the same signals built from
+/// the core's chain API, over seeded random pairs of layouts and sample rates.
+#[test]
+fn discrete_switches_cross_fade_the_band_in_place() {
+    let shapes = [Shape::Peak, Shape::LowShelf, Shape::HighShelf, Shape::LowCut, Shape::HighCut, Shape::Notch, Shape::BandPass, Shape::AllPass, Shape::TiltShelf];
+    let mut rng = ferrofx_testkit::Rng::new(0x5eed_f4de);
+    for case in 0..24 {
+        let fs = *rng.pick(&[44_100.0, 48_000.0, 96_000.0]);
+        let interval = REDESIGN_INTERVAL;
+        let fade = interval * ((SWITCH_FADE_MS * 1e-3 * fs / interval as f64).round() as usize).max(1);
+        let random_band = |rng: &mut ferrofx_testkit::Rng| {
+            let lr = rng.chance(0.5);
+            let db = if lr { 12 * (1 + rng.below(8) as u32) } else { 6 * (1 + rng.below(16) as u32) };
+            band(*rng.pick(&shapes), 40.0 * 400f64.powf(rng.unit()), -18.0 + 36.0 * rng.unit(), 0.3 + 4.0 * rng.unit(), db, lr)
+        };
+        let before = band(Shape::LowCut, 30.0, 0.0, 0.7, 12, false);
+        let after = band(Shape::Notch, 3000.0, 0.0, 2.0, 12, false);
+        let first = random_band(&mut rng);
+        let second = random_band(&mut rng);
+        // Third: disabled, or a layout unlike the second (a switch must happen).
+        let third = if rng.chance(0.3) { Band { enabled: false, ..second } } else { Band { shape: if second.shape == Shape::Peak { Shape::AllPass } else { Shape::Peak }, ..second } };
+        // Same continuous values throughout, so only the switches act.
+        let second = Band { freq_hz: first.freq_hz, gain_db: first.gain_db, q: first.q, ..second };
+        let third = Band { freq_hz: first.freq_hz, gain_db: first.gain_db, q: first.q, ..third };
+        let cut = matches!(first.shape, Shape::LowCut | Shape::HighCut);
+        if second.shape == first.shape && (!cut || second.slope == first.slope) {
+            continue; // not a switch (the slope only matters to the cuts)
+        }
+
+        let mut eq = Equaliser::new(fs, 1, interval);
+        eq.set_band(0, before);
+        eq.set_band(5, first);
+        eq.set_band(23, after);
+        eq.snap();
+        let frames = 40 * interval + 4 * fade;
+        let x = noise(frames, 100 + case);
+        let mut y = x.clone();
+        let start1 = 10 * interval;
+        // The second change arrives mid-fade and waits for the first fade's end.
+        let asked2 = start1 + 3 * interval;
+        let start2 = start1 + fade;
+        for (k, chunk) in y.chunks_mut(interval).enumerate() {
+            if k * interval == start1 {
+                eq.set_band(5, second);
+            }
+            if k * interval == asked2 {
+                eq.set_band(5, third);
+            }
+            eq.process(&mut [chunk]);
+        }
+
+        let a = through(&before, &x, fs);
+        let old = through(&first, &a, fs);
+        let mid: Vec<f32> = [vec![0.0; start1], through(&second, &a[start1..], fs)].concat();
+        let new: Vec<f32> = [vec![0.0; start2], through(&third, &a[start2..], fs)].concat();
+        let weight = |n: usize, start: usize| -> f64 {
+            if n < start {
+                0.0
+            } else {
+                let t = (((n - start + 1) as f64) / fade as f64).min(1.0);
+                t * t * (3.0 - 2.0 * t)
+            }
+        };
+        let mixed: Vec<f32> = (0..frames)
+            .map(|n| {
+                let (o, m, w) = (old[n] as f64, mid[n] as f64, new[n] as f64);
+                let first_fade = o + weight(n, start1) * (m - o);
+                (first_fade + weight(n, start2) * (w - first_fade)) as f32
+            })
+            .collect();
+        let want = through(&after, &mixed, fs);
+        let peak = want.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-3);
+        let (err, at) = y.iter().zip(&want).enumerate().fold((0.0f32, 0), |m, (n, (a, b))| if (a - b).abs() > m.0 { ((a - b).abs(), n) } else { m });
+        assert!(
+            err / peak < 1e-4,
+            "case {case} at {fs} Hz: {first:?} -> {second:?} -> {third:?}: error {:e} of the peak at sample {at} (switches at {start1} and {start2})",
+            err / peak
+        );
     }
 }
