@@ -7,7 +7,7 @@
 //! GPU path, bypass), `bands.rs` and `svf.rs` (the equaliser DSP), `chain_slot.rs`
 //! (chain stages built off the audio thread and handed over lock-free), `gpu.rs` (the
 //! offload built on the core's GPU backend), `telemetry.rs` (what the audio thread tells
-//! the editor), `preset.rs` (chain-file import/export), `editor.rs` (egui).
+//! the editor), `preset.rs` (chain-file import/export), `editor/` (egui).
 //!
 //! Realtime rules for `process`: no allocation (checked by nice-plug's
 //! `assert_process_allocs` in debug builds), no lock, no logging, no panic. Everything

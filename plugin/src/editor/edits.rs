@@ -1,0 +1,86 @@
+//! Every change the editor makes goes through the host's parameter API as a gesture
+//! (begin, values, end), so hosts record it as automation and in their own undo.
+
+use nice_plug::prelude::*;
+
+use crate::bands::{Band, Shape};
+use crate::params::{BandParams, ShapeChoice};
+
+/// Every band shape, in menu order.
+pub const SHAPES: [ShapeChoice; 9] = [
+    ShapeChoice::Peak,
+    ShapeChoice::LowShelf,
+    ShapeChoice::HighShelf,
+    ShapeChoice::LowCut,
+    ShapeChoice::HighCut,
+    ShapeChoice::Notch,
+    ShapeChoice::BandPass,
+    ShapeChoice::AllPass,
+    ShapeChoice::TiltShelf,
+];
+
+pub fn shape_name(s: ShapeChoice) -> &'static str {
+    match s {
+        ShapeChoice::Peak => "Peak",
+        ShapeChoice::LowShelf => "Low shelf",
+        ShapeChoice::HighShelf => "High shelf",
+        ShapeChoice::LowCut => "Low cut",
+        ShapeChoice::HighCut => "High cut",
+        ShapeChoice::Notch => "Notch",
+        ShapeChoice::BandPass => "Band pass",
+        ShapeChoice::AllPass => "All pass",
+        ShapeChoice::TiltShelf => "Tilt shelf",
+    }
+}
+
+/// Whether a shape's gain parameter acts (its node moves vertically).
+pub fn has_gain(shape: Shape) -> bool {
+    matches!(shape, Shape::Peak | Shape::LowShelf | Shape::HighShelf | Shape::TiltShelf)
+}
+
+/// Whether a shape's slope and Linkwitz-Riley parameters act.
+pub fn has_slope(shape: Shape) -> bool {
+    matches!(shape, Shape::LowCut | Shape::HighCut)
+}
+
+/// One complete host gesture setting `p` to `v`.
+pub fn set_param<P: Param>(setter: &ParamSetter, p: &P, v: P::Plain) {
+    setter.begin_set_parameter(p);
+    setter.set_parameter(p, v);
+    setter.end_set_parameter(p);
+}
+
+/// A checkbox bound to a boolean parameter.
+pub fn param_checkbox(ui: &mut egui::Ui, setter: &ParamSetter, p: &BoolParam) {
+    let mut checked = p.value();
+    if ui.checkbox(&mut checked, "").changed() {
+        set_param(setter, p, checked);
+    }
+}
+
+/// Sets every parameter of a band that differs from `band` (one gesture each).
+pub fn set_band(setter: &ParamSetter, bp: &BandParams, band: &Band) {
+    let now = bp.band();
+    if now.enabled != band.enabled {
+        set_param(setter, &bp.enabled, band.enabled);
+    }
+    if now.shape != band.shape {
+        set_param(setter, &bp.shape, ShapeChoice::from_shape(band.shape));
+    }
+    if bp.freq_hz.value() != band.freq_hz as f32 {
+        set_param(setter, &bp.freq_hz, band.freq_hz as f32);
+    }
+    if bp.gain_db.value() != band.gain_db as f32 {
+        set_param(setter, &bp.gain_db, band.gain_db as f32);
+    }
+    if bp.q.value() != band.q as f32 {
+        set_param(setter, &bp.q, band.q as f32);
+    }
+    let poles = (band.slope.db_per_oct / 6) as i32;
+    if bp.slope_poles.value() != poles {
+        set_param(setter, &bp.slope_poles, poles);
+    }
+    if now.slope.linkwitz_riley != band.slope.linkwitz_riley {
+        set_param(setter, &bp.linkwitz_riley, band.slope.linkwitz_riley);
+    }
+}

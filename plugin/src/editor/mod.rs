@@ -1,0 +1,193 @@
+//! The egui editor. The response view is the interface: each band is a node to drag,
+//! wheel or right-click, double-click adds one, and the curve shows every band and the
+//! total of everything the plugin runs (bands, chain stages, output gain). Around it:
+//! the engine line, undo/redo, the chain-file row and the table of every band parameter.
+//!
+//! One widget per file: [`axes`] (coordinates), [`curve`] (responses and their picture),
+//! [`nodes`] (band nodes and their gestures), [`history`] (undo), [`status`] (engine
+//! line), [`chain_row`] (chain import/export), [`table`] (band table); [`edits`] holds
+//! the host-gesture helpers they share. The editor reads parameters and the audio
+//! thread's [`Telemetry`] atomics, changes parameters only through the host's parameter
+//! API, and never waits on the audio thread.
+
+pub mod axes;
+pub mod chain_row;
+pub mod curve;
+pub mod edits;
+pub mod history;
+pub mod nodes;
+pub mod status;
+pub mod table;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use egui::{Key, Modifiers, Vec2};
+use ferrofx::DesignedChain;
+use nice_plug::context::gui::GuiContext;
+use nice_plug::prelude::*;
+use nice_plug_egui::{create_egui_editor, EguiEditor, EguiNiceSettings, NiceEguiApp, RepaintNotifier};
+
+use crate::params::FerroParams;
+use crate::telemetry::Telemetry;
+
+pub use status::gpu_line;
+
+/// Height of the response view in points.
+pub const VIEW_HEIGHT: f32 = 260.0;
+
+/// Editor state (GUI thread only).
+pub struct EditorApp {
+    params: Arc<FerroParams>,
+    telemetry: Arc<Telemetry>,
+    gui: Option<GuiContext>,
+    chain_row: chain_row::ChainRow,
+    /// The chain stages designed at the current rate, cached by (chain text, fs).
+    chain_cache: Option<(String, f32, Option<DesignedChain>)>,
+    pub nodes: nodes::Nodes,
+    pub history: history::History,
+    pub range: axes::DbRange,
+    /// The response view's coordinates in the last frame drawn.
+    axes: Option<axes::Axes>,
+    /// What could not be done, for the user.
+    pub message: String,
+}
+
+pub fn create(params: Arc<FerroParams>, telemetry: Arc<Telemetry>) -> Option<EguiEditor<EditorApp>> {
+    let state = params.editor_state.clone();
+    create_egui_editor(
+        state,
+        RepaintNotifier::new(),
+        EguiNiceSettings::new()
+            .with_tile("FerroFX")
+            .with_repaint_poll_interval(std::time::Duration::from_millis(100)),
+        EditorApp::new(params, telemetry),
+    )
+}
+
+impl EditorApp {
+    pub fn new(params: Arc<FerroParams>, telemetry: Arc<Telemetry>) -> EditorApp {
+        EditorApp {
+            params,
+            telemetry,
+            gui: None,
+            chain_row: chain_row::ChainRow::default(),
+            chain_cache: None,
+            nodes: nodes::Nodes::default(),
+            history: history::History::default(),
+            range: axes::DbRange::default(),
+            axes: None,
+            message: String::new(),
+        }
+    }
+
+    /// Connects the editor to the host (the plugin wrapper's context, or a test's).
+    pub fn attach(&mut self, gui: GuiContext) {
+        self.gui = Some(gui);
+    }
+
+    /// The response view's coordinates as last drawn.
+    pub fn axes(&self) -> Option<axes::Axes> {
+        self.axes
+    }
+
+    fn sample_rate(&self) -> f32 {
+        let fs = f32::from_bits(self.telemetry.sample_rate_bits.load(Ordering::Relaxed));
+        if fs > 0.0 {
+            fs
+        } else {
+            48_000.0
+        }
+    }
+
+    fn designed_chain(&mut self, fs: f32) -> Option<DesignedChain> {
+        let json = self.params.chain.json();
+        let fresh = matches!(&self.chain_cache, Some((j, f, _)) if *j == json && *f == fs);
+        if !fresh {
+            let designed = self.params.chain.chain().design(fs as f64).ok();
+            self.chain_cache = Some((json, fs, designed));
+        }
+        self.chain_cache.as_ref().and_then(|(_, _, d)| d.clone())
+    }
+
+    /// The whole editor, one frame.
+    pub fn show(&mut self, ui: &mut egui::Ui) {
+        let Some(gui) = self.gui.clone() else { return };
+        let setter = gui.param_setter();
+        let pressed = ui.input(|i| i.pointer.any_pressed() || i.events.iter().any(|e| matches!(e, egui::Event::Key { pressed: true, .. })));
+        self.history.before_frame(&self.params, pressed);
+        self.params.chain.collect_returned();
+
+        // Undo: Ctrl+Z; redo: Ctrl+Shift+Z (the longer shortcut first).
+        if ui.input_mut(|i| i.consume_key(Modifiers::COMMAND | Modifiers::SHIFT, Key::Z)) {
+            self.history.redo(&self.params, &setter);
+        } else if ui.input_mut(|i| i.consume_key(Modifiers::COMMAND, Key::Z)) {
+            self.history.undo(&self.params, &setter);
+        }
+
+        status::status_bar(ui, &self.params, &self.telemetry, &setter);
+        ui.horizontal(|ui| {
+            if ui.add_enabled(self.history.can_undo(), egui::Button::new("Undo")).clicked() {
+                self.history.undo(&self.params, &setter);
+            }
+            if ui.add_enabled(self.history.can_redo(), egui::Button::new("Redo")).clicked() {
+                self.history.redo(&self.params, &setter);
+            }
+            ui.separator();
+            ui.label("Range");
+            for r in axes::DbRange::ALL {
+                if ui.selectable_label(self.range == r, format!("±{} dB", r.db())).clicked() {
+                    self.range = r;
+                }
+            }
+            ui.separator();
+            ui.label(&self.message);
+        });
+        self.response_view(ui, &setter);
+        ui.separator();
+        let fs = f64::from(self.sample_rate());
+        self.chain_row.show(ui, &self.params, &setter, fs);
+        ui.separator();
+        table::bands_table(ui, &self.params, &setter);
+
+        let held = ui.input(|i| i.pointer.any_down());
+        self.history.after_frame(&self.params, held);
+    }
+
+    fn response_view(&mut self, ui: &mut egui::Ui, setter: &ParamSetter) {
+        let fs = self.sample_rate();
+        let (rect, response) = ui.allocate_exact_size(Vec2::new(ui.available_width(), VIEW_HEIGHT), egui::Sense::click_and_drag());
+        let axes = axes::Axes::new(rect, f64::from(fs), self.range);
+        self.axes = Some(axes);
+        if let Some(note) = self.nodes.interact(ui, &response, &axes, &self.params, setter) {
+            self.message = note;
+        }
+        let bands = self.params.bands();
+        let chain = self.designed_chain(fs);
+        let r = curve::responses(&axes, &bands, chain.as_ref(), self.params.output_gain_db.value(), f64::from(fs));
+        let painter = ui.painter_at(rect);
+        curve::draw_grid(&painter, &axes);
+        curve::draw_responses(&painter, &axes, &r, &self.nodes.selected);
+        self.nodes.draw(&painter, &axes, &bands, response.hover_pos());
+    }
+}
+
+impl NiceEguiApp for EditorApp {
+    fn build(
+        &mut self,
+        _egui_ctx: egui::Context,
+        nice_gui_ctx: GuiContext,
+        _frame: &mut nice_plug_egui::Frame,
+    ) -> Result<(), nice_plug_egui::baseview::HandlerError> {
+        self.attach(nice_gui_ctx);
+        Ok(())
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut nice_plug_egui::Frame) {
+        self.show(ui);
+    }
+
+    fn editor_closed(&mut self) {
+        self.gui = None;
+    }
+}

@@ -1,0 +1,93 @@
+//! The engine line at the top: bypass, output gain, backend choice, and what runs where
+//! (router figures, latency, rate, block sizes).
+
+use std::sync::atomic::Ordering;
+
+use nice_plug::prelude::*;
+use nice_plug_egui::widgets::ParamSlider;
+
+use crate::params::{BackendChoice, FerroParams};
+use crate::telemetry::Telemetry;
+
+use super::edits::set_param;
+
+pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter: &ParamSetter) {
+    ui.horizontal(|ui| {
+        ui.strong("FerroFX");
+        ui.separator();
+        let bypass = params.bypass.value();
+        if ui.selectable_label(bypass, "Bypass").clicked() {
+            set_param(setter, &params.bypass, !bypass);
+        }
+        ui.label("Output");
+        ui.add(ParamSlider::for_param(&params.output_gain_db, setter).with_width(120.0));
+        ui.separator();
+        ui.label("Backend");
+        let current = params.backend.value();
+        egui::ComboBox::from_id_salt("backend").selected_text(format!("{current:?}")).show_ui(ui, |ui| {
+            for choice in [BackendChoice::Auto, BackendChoice::Cpu, BackendChoice::Gpu] {
+                if ui.selectable_label(current == choice, format!("{choice:?}")).clicked() {
+                    set_param(setter, &params.backend, choice);
+                }
+            }
+        });
+        ui.label("GPU min block");
+        ui.add(ParamSlider::for_param(&params.gpu_min_block, setter).with_width(90.0));
+    });
+    ui.horizontal(|ui| {
+        ui.label(gpu_line(params, t));
+        ui.separator();
+        ui.label(format!("latency {} samples", t.latency_samples.load(Ordering::Relaxed)));
+        ui.separator();
+        let fs = f32::from_bits(t.sample_rate_bits.load(Ordering::Relaxed));
+        ui.label(format!(
+            "{:.1} kHz, {} ch, block {} (max {}), {} EQ sections",
+            fs / 1000.0,
+            t.channels.load(Ordering::Relaxed),
+            t.last_block_frames.load(Ordering::Relaxed),
+            t.max_block_frames.load(Ordering::Relaxed),
+            t.eq_sections.load(Ordering::Relaxed),
+        ));
+        let top_hz = f64::from(fs) * crate::bands::NYQUIST_SHARE;
+        if fs > 0.0 && top_hz < crate::bands::ranges::freq_hz().1 {
+            ui.label(format!("bands above {top_hz:.0} Hz are clamped to it at this sample rate"));
+        }
+    });
+}
+
+
+/// Where the chain stages' blocks go now, and why, with the router's figures.
+pub fn gpu_line(params: &FerroParams, t: &Telemetry) -> String {
+    let g = &t.gpu;
+    let block = g.block_frames.load(Ordering::Relaxed);
+    let choice = params.backend.value();
+    if block == 0 {
+        return match choice {
+            BackendChoice::Cpu => String::from("CPU"),
+            _ => format!("CPU ({choice:?} chosen; see the chain line for why)"),
+        };
+    }
+    let us = |a: &std::sync::atomic::AtomicU32| f32::from_bits(a.load(Ordering::Relaxed));
+    let fmt = |v: f32| if v.is_finite() { format!("{v:.0} µs") } else { String::from("–") };
+    let route = if g.worker_lost.load(Ordering::Relaxed) {
+        "CPU (GPU worker lost)"
+    } else if g.route_gpu.load(Ordering::Relaxed) {
+        "GPU"
+    } else {
+        "CPU"
+    };
+    let why = match choice {
+        BackendChoice::Gpu => String::from("forced"),
+        _ => crate::telemetry::reason_of(g.reason.load(Ordering::Relaxed)).to_string(),
+    };
+    format!(
+        "{route} ({why}): CPU {} / GPU {} median, {} tail, deadline {}; blocks GPU {} CPU {} late {}",
+        fmt(us(&g.cpu_median_us)),
+        fmt(us(&g.gpu_median_us)),
+        fmt(us(&g.gpu_tail_us)),
+        fmt(us(&g.deadline_us)),
+        g.on_worker.load(Ordering::Relaxed),
+        g.on_cpu.load(Ordering::Relaxed),
+        g.late.load(Ordering::Relaxed),
+    )
+}
