@@ -53,7 +53,13 @@ pub fn reference_dir() -> std::path::PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .or_else(|| option_env!("CARGO_TARGET_DIR").map(std::path::PathBuf::from))
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+        .unwrap_or_else(|| {
+            // The workspace's target folder, found from this crate's folder at run time
+            // when cargo says where the test's package is (see `xtask`'s `repo_root`).
+            let here = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from);
+            let workspace = here.and_then(|d| d.ancestors().find(|a| a.join("Cargo.lock").exists()).map(|a| a.to_path_buf()));
+            workspace.unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")).join("target")
+        });
     target.join("ferrofx-generated/reference")
 }
 

@@ -11,7 +11,10 @@ pub fn xtask() -> Command {
 }
 
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    // Read at run time (cargo sets it for the test process): a test binary that cargo
+    // reuses from a build of another checkout sharing the target folder would otherwise
+    // point into that checkout.
+    std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR"))).join("..")
 }
 
 /// The reference set (see `ferrofx_testkit::reference_dir`).
