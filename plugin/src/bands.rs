@@ -429,6 +429,12 @@ impl Equaliser {
         })
     }
 
+    /// Whether the bands run in the modulation-safe form (something moves, fades or has
+    /// not finished gliding); false once everything has settled into the fused cascade.
+    pub fn moving(&self) -> bool {
+        self.svf_mode
+    }
+
     /// How many times the coefficients were recomputed (they are not while settled).
     pub fn redesigns(&self) -> u64 {
         self.redesigns

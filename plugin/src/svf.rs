@@ -369,11 +369,13 @@ impl SvfCascade {
                 let start = self.run_slots.len();
                 for k in 0..self.per_band {
                     let slot = self.slot(bank, band, k);
-                    if self.left[slot] > 0 {
-                        self.gliding += 1;
-                    }
                     if self.coefs[slot] != identity || self.target[slot] != identity {
                         self.run_slots.push(slot);
+                        // Only running slots count: the per-sample loop ends only their
+                        // glides.
+                        if self.left[slot] > 0 {
+                            self.gliding += 1;
+                        }
                     } else {
                         self.left[slot] = 0;
                         for c in 0..self.channels {

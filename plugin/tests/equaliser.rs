@@ -47,8 +47,9 @@ fn settled_bands_equal_the_core_chain() {
     let mut engine = Engine::new(&chain.design(fs).unwrap(), 2, frames);
     let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
     engine.process(&mut s);
-    // Settled: no more re-designs while nothing moves.
+    // Settled: no more re-designs while nothing moves, and back in the fused cascade.
     let settled = eq.redesigns();
+    assert!(!eq.moving(), "settled bands still run in the modulation-safe form");
     let mut more: Vec<Vec<f32>> = (0..2).map(|c| noise(4096, c + 7)).collect();
     let mut s2: Vec<&mut [f32]> = more.iter_mut().map(|c| &mut c[..512]).collect();
     eq.process(&mut s2);
@@ -57,6 +58,14 @@ fn settled_bands_equal_the_core_chain() {
     let mut s3: Vec<&mut [f32]> = more.iter_mut().map(|c| &mut c[512..1024]).collect();
     eq.process(&mut s3);
     assert!(eq.redesigns() > settled, "a parameter move must re-design");
+    // Once the move has settled (smoothing to within 1e-9: about 0.3 s), the fused
+    // cascade runs again.
+    let mut later: Vec<Vec<f32>> = (0..2).map(|c| noise(48_128, c + 9)).collect();
+    for start in (0..48_128).step_by(512) {
+        let mut s4: Vec<&mut [f32]> = later.iter_mut().map(|c| &mut c[start..start + 512]).collect();
+        eq.process(&mut s4);
+    }
+    assert!(!eq.moving(), "a settled move left the bands in the modulation-safe form");
     // After the switch glides and the smoothing have settled (and the start-up
     // transients decayed), the last second equals the static chain.
     for c in 0..2 {
