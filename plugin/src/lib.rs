@@ -24,6 +24,7 @@ pub mod bands;
 pub mod chain_slot;
 pub mod editor;
 pub mod gpu;
+pub mod ir;
 pub mod params;
 pub mod preset;
 pub mod svf;

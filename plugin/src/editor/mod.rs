@@ -14,8 +14,11 @@ pub mod axes;
 pub mod chain_row;
 pub mod curve;
 pub mod edits;
+pub mod files;
 pub mod history;
 pub mod nodes;
+pub mod stage_fields;
+pub mod stages;
 pub mod status;
 pub mod table;
 
@@ -36,6 +39,25 @@ pub use status::gpu_line;
 /// Height of the response view in points.
 pub const VIEW_HEIGHT: f32 = 260.0;
 
+/// The panels below the response view, one at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tab {
+    Stages,
+    Bands,
+    Files,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 3] = [Tab::Stages, Tab::Bands, Tab::Files];
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Stages => "Chain stages",
+            Tab::Bands => "Band table",
+            Tab::Files => "Presets",
+        }
+    }
+}
+
 /// Editor state (GUI thread only).
 pub struct EditorApp {
     params: Arc<FerroParams>,
@@ -45,6 +67,8 @@ pub struct EditorApp {
     /// The chain stages designed at the current rate, cached by (chain text, fs).
     chain_cache: Option<(String, f32, Option<DesignedChain>)>,
     pub nodes: nodes::Nodes,
+    pub stages: stages::StagesPanel,
+    pub tab: Tab,
     pub history: history::History,
     pub range: axes::DbRange,
     /// The response view's coordinates in the last frame drawn.
@@ -74,6 +98,8 @@ impl EditorApp {
             chain_row: chain_row::ChainRow::default(),
             chain_cache: None,
             nodes: nodes::Nodes::default(),
+            stages: stages::StagesPanel::default(),
+            tab: Tab::Stages,
             history: history::History::default(),
             range: axes::DbRange::default(),
             axes: None,
@@ -144,11 +170,20 @@ impl EditorApp {
             ui.label(&self.message);
         });
         self.response_view(ui, &setter);
+        ui.horizontal(|ui| {
+            for tab in Tab::ALL {
+                if ui.selectable_label(self.tab == tab, tab.title()).clicked() {
+                    self.tab = tab;
+                }
+            }
+        });
         ui.separator();
         let fs = f64::from(self.sample_rate());
-        self.chain_row.show(ui, &self.params, &setter, fs);
-        ui.separator();
-        table::bands_table(ui, &self.params, &setter);
+        egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| match self.tab {
+            Tab::Stages => self.stages.show(ui, &self.params, fs),
+            Tab::Bands => table::bands_table(ui, &self.params, &setter),
+            Tab::Files => self.chain_row.show(ui, &self.params, &setter, fs),
+        });
 
         let held = ui.input(|i| i.pointer.any_down());
         self.history.after_frame(&self.params, held);

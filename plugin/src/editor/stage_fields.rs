@@ -1,0 +1,416 @@
+//! The fields of one chain stage, edited in place: what each stage type of the chain
+//! format has (`docs/chain-format.md`), with the contract's own field names in the hover
+//! text and the validation message of a failing field right beside it.
+//!
+//! Numbers are entered unclamped (drag or type): a value the contract refuses is shown
+//! with the contract's message and not applied, instead of being silently limited.
+
+use egui::{DragValue, Ui};
+use ferrofx::design::{BiquadKind, Cutoff, IirFamily, Response, Window};
+use ferrofx::StageKind;
+
+/// The stage types offered in the "Add stage" menu, with their defaults.
+pub const ADDABLE: [(&str, fn() -> StageKind); 10] = [
+    ("Butterworth", || iir(IirFamily::Butterworth)),
+    ("Chebyshev I", || {
+        iir(IirFamily::Chebyshev1 { ripple_db: 1.0 })
+    }),
+    ("Chebyshev II", || {
+        iir(IirFamily::Chebyshev2 {
+            attenuation_db: 60.0,
+        })
+    }),
+    ("Elliptic", || {
+        iir(IirFamily::Elliptic {
+            ripple_db: 0.5,
+            attenuation_db: 60.0,
+        })
+    }),
+    ("Bessel", || iir(IirFamily::Bessel)),
+    ("Linkwitz-Riley", || StageKind::LinkwitzRiley {
+        response: Response::Highpass,
+        order: 4,
+        cutoff_hz: 80.0,
+    }),
+    ("Biquad", || StageKind::Biquad {
+        kind: BiquadKind::Peaking,
+        freq_hz: 1000.0,
+        q: 0.707,
+        gain_db: Some(0.0),
+    }),
+    ("FIR (designed)", || StageKind::FirDesign {
+        response: Response::Lowpass,
+        taps: 101,
+        cutoff: Cutoff::Single(8000.0),
+        window: Window::Hann,
+    }),
+    ("Gain", || StageKind::Gain { gain_db: 0.0 }),
+    ("SOS (rows)", || StageKind::Sos {
+        sections: vec![[1.0, 0.0, 0.0, 1.0, 0.0, 0.0]],
+    }),
+];
+
+fn iir(family: IirFamily) -> StageKind {
+    StageKind::Iir {
+        family,
+        response: Response::Lowpass,
+        order: 4,
+        cutoff: Cutoff::Single(1000.0),
+    }
+}
+
+const RESPONSES: [Response; 4] = [
+    Response::Lowpass,
+    Response::Highpass,
+    Response::Bandpass,
+    Response::Bandstop,
+];
+
+/// The failing field of the stage being drawn, and the contract's message for it.
+pub struct FieldError<'a> {
+    pub field: &'a str,
+    pub message: &'a str,
+}
+
+/// Draws the fields of `kind`; true when one changed. `error` is the failing field of
+/// this stage, if any: its message is drawn next to it (and marked shown).
+pub fn fields(
+    ui: &mut Ui,
+    stage: usize,
+    kind: &mut StageKind,
+    error: Option<&FieldError>,
+    shown: &mut bool,
+) -> bool {
+    let mut f = Fields {
+        ui,
+        stage,
+        error,
+        shown,
+        changed: false,
+    };
+    match kind {
+        StageKind::Iir {
+            family,
+            response,
+            order,
+            cutoff,
+        } => {
+            f.family(family);
+            f.response(response, &RESPONSES);
+            f.order(order);
+            f.cutoff(*response, cutoff);
+            match family {
+                IirFamily::Chebyshev1 { ripple_db } => {
+                    f.number("Ripple (dB)", "ripple_db", ripple_db, 0.01)
+                }
+                IirFamily::Chebyshev2 { attenuation_db } => {
+                    f.number("Attenuation (dB)", "attenuation_db", attenuation_db, 0.1)
+                }
+                IirFamily::Elliptic {
+                    ripple_db,
+                    attenuation_db,
+                } => {
+                    f.number("Ripple (dB)", "ripple_db", ripple_db, 0.01);
+                    f.number("Attenuation (dB)", "attenuation_db", attenuation_db, 0.1);
+                }
+                IirFamily::Butterworth | IirFamily::Bessel => {}
+            }
+        }
+        StageKind::LinkwitzRiley {
+            response,
+            order,
+            cutoff_hz,
+        } => {
+            f.response(response, &RESPONSES[..2]);
+            f.order(order);
+            f.frequency("Cutoff (Hz)", "cutoff_hz", cutoff_hz);
+        }
+        StageKind::Biquad {
+            kind,
+            freq_hz,
+            q,
+            gain_db,
+        } => {
+            f.biquad_kind(kind, gain_db);
+            f.frequency("Frequency (Hz)", "freq_hz", freq_hz);
+            f.number("Q", "q", q, 0.01);
+            if let Some(g) = gain_db {
+                f.number("Gain (dB)", "gain_db", g, 0.1);
+            }
+        }
+        StageKind::FirDesign {
+            response,
+            taps,
+            cutoff,
+            window,
+        } => {
+            f.response(response, &RESPONSES);
+            f.count("Taps", "taps", taps);
+            f.cutoff(*response, cutoff);
+            f.window(window);
+        }
+        StageKind::FirGiven { coefficients } => {
+            f.ui.label(format!("{} taps", coefficients.len()));
+            f.error_for("coefficients");
+        }
+        StageKind::Sos { sections } => f.sections(sections),
+        StageKind::Gain { gain_db } => f.number("Gain (dB)", "gain_db", gain_db, 0.1),
+    }
+    f.changed
+}
+
+struct Fields<'u, 'e> {
+    ui: &'u mut Ui,
+    stage: usize,
+    error: Option<&'e FieldError<'e>>,
+    shown: &'u mut bool,
+    changed: bool,
+}
+
+impl Fields<'_, '_> {
+    /// The message of `field`'s error, in red, if this field fails.
+    fn error_for(&mut self, field: &str) {
+        if let Some(e) = self.error.filter(|e| e.field == field) {
+            self.ui
+                .colored_label(self.ui.visuals().error_fg_color, e.message);
+            *self.shown = true;
+        }
+    }
+
+    /// A number with a visible label (also its accessible name).
+    fn number(&mut self, label: &str, field: &str, v: &mut f64, speed: f64) {
+        let l = self.ui.label(label);
+        let r = self
+            .ui
+            .add(DragValue::new(v).speed(speed).max_decimals(6))
+            .labelled_by(l.id)
+            .on_hover_text(field);
+        self.changed |= r.changed();
+        self.error_for(field);
+    }
+
+    /// A frequency: dragging moves it by a share of itself.
+    fn frequency(&mut self, label: &str, field: &str, v: &mut f64) {
+        let speed = (v.abs() * 0.005).max(0.01);
+        self.number(label, field, v, speed);
+    }
+
+    fn count(&mut self, label: &str, field: &str, v: &mut usize) {
+        let l = self.ui.label(label);
+        let r = self
+            .ui
+            .add(DragValue::new(v).speed(0.2))
+            .labelled_by(l.id)
+            .on_hover_text(field);
+        self.changed |= r.changed();
+        self.error_for(field);
+    }
+
+    fn order(&mut self, order: &mut usize) {
+        self.count("Order", "order", order);
+    }
+
+    fn cutoff(&mut self, response: Response, cutoff: &mut Cutoff) {
+        // The response decides the form; switching it keeps the frequencies.
+        let (mut lo, mut hi) = (cutoff.low_hz(), cutoff.high_hz());
+        if response.is_band() {
+            if lo == hi {
+                (lo, hi) = (lo / 2f64.sqrt(), hi * 2f64.sqrt());
+                self.changed = true;
+            }
+            let (a, b) = (lo, hi);
+            // One message for the pair, beside the second edge.
+            let err = self.error.take();
+            self.frequency("Low (Hz)", "cutoff_hz", &mut lo);
+            self.error = err;
+            self.frequency("High (Hz)", "cutoff_hz", &mut hi);
+            self.changed |= a != lo || b != hi;
+            *cutoff = Cutoff::Band(lo, hi);
+        } else {
+            let a = lo;
+            if matches!(cutoff, Cutoff::Band(..)) {
+                lo = (lo * hi).sqrt();
+                self.changed = true;
+            }
+            self.frequency("Cutoff (Hz)", "cutoff_hz", &mut lo);
+            self.changed |= a != lo;
+            *cutoff = Cutoff::Single(lo);
+        }
+    }
+
+    fn response(&mut self, response: &mut Response, offered: &[Response]) {
+        let before = *response;
+        egui::ComboBox::from_id_salt(("response", self.stage))
+            .selected_text(response.name())
+            .show_ui(self.ui, |ui| {
+                for &r in offered {
+                    ui.selectable_value(response, r, r.name());
+                }
+            });
+        self.changed |= before != *response;
+        self.error_for("response");
+    }
+
+    fn family(&mut self, family: &mut IirFamily) {
+        let before = *family;
+        // Extra parameters carry over where the new family has them.
+        let (ripple, attenuation) = match *family {
+            IirFamily::Chebyshev1 { ripple_db } => (ripple_db, 60.0),
+            IirFamily::Chebyshev2 { attenuation_db } => (1.0, attenuation_db),
+            IirFamily::Elliptic {
+                ripple_db,
+                attenuation_db,
+            } => (ripple_db, attenuation_db),
+            _ => (1.0, 60.0),
+        };
+        let all = [
+            IirFamily::Butterworth,
+            IirFamily::Chebyshev1 { ripple_db: ripple },
+            IirFamily::Chebyshev2 {
+                attenuation_db: attenuation,
+            },
+            IirFamily::Elliptic {
+                ripple_db: ripple,
+                attenuation_db: attenuation,
+            },
+            IirFamily::Bessel,
+        ];
+        egui::ComboBox::from_id_salt(("family", self.stage))
+            .selected_text(family.name())
+            .show_ui(self.ui, |ui| {
+                for f in all {
+                    if ui
+                        .selectable_label(f.name() == family.name(), f.name())
+                        .clicked()
+                        && f.name() != family.name()
+                    {
+                        *family = f;
+                    }
+                }
+            });
+        self.changed |= before != *family;
+    }
+
+    fn biquad_kind(&mut self, kind: &mut BiquadKind, gain_db: &mut Option<f64>) {
+        let before = *kind;
+        egui::ComboBox::from_id_salt(("biquad", self.stage))
+            .selected_text(kind.name())
+            .show_ui(self.ui, |ui| {
+                for k in BiquadKind::ALL {
+                    ui.selectable_value(kind, k, k.name());
+                }
+            });
+        if before != *kind {
+            self.changed = true;
+            *gain_db = if kind.uses_gain() {
+                Some(gain_db.unwrap_or(0.0))
+            } else {
+                None
+            };
+        }
+        self.error_for("kind");
+    }
+
+    fn window(&mut self, window: &mut Window) {
+        let before = *window;
+        let beta = if let Window::Kaiser { beta } = *window {
+            beta
+        } else {
+            8.6
+        };
+        let all = [
+            Window::Rectangular,
+            Window::Hann,
+            Window::Hamming,
+            Window::Blackman,
+            Window::Kaiser { beta },
+        ];
+        egui::ComboBox::from_id_salt(("window", self.stage))
+            .selected_text(window.name())
+            .show_ui(self.ui, |ui| {
+                for w in all {
+                    if ui
+                        .selectable_label(w.name() == window.name(), w.name())
+                        .clicked()
+                    {
+                        *window = w;
+                    }
+                }
+            });
+        self.changed |= before != *window;
+        self.error_for("window");
+        if let Window::Kaiser { beta } = window {
+            self.number("Beta", "beta", beta, 0.05);
+        }
+    }
+
+    /// `sos` rows as text, one `b0 b1 b2 a0 a1 a2` row per line.
+    fn sections(&mut self, sections: &mut Vec<[f64; 6]>) {
+        let id = egui::Id::unique(("sos_text", self.stage));
+        let shown_text = sections
+            .iter()
+            .map(|r| r.map(|v| v.to_string()).join(" "))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut text = self
+            .ui
+            .data_mut(|d| d.get_temp::<String>(id))
+            .unwrap_or_else(|| shown_text.clone());
+        let l = self.ui.label("Sections");
+        let r = self
+            .ui
+            .add(
+                egui::TextEdit::multiline(&mut text)
+                    .desired_rows(2)
+                    .code_editor(),
+            )
+            .labelled_by(l.id);
+        if r.changed() {
+            match parse_rows(&text) {
+                Ok(rows) => {
+                    *sections = rows;
+                    self.changed = true;
+                    self.ui.data_mut(|d| d.insert_temp(id, text));
+                }
+                Err(why) => {
+                    self.ui.data_mut(|d| d.insert_temp(id, text));
+                    self.ui.colored_label(self.ui.visuals().error_fg_color, why);
+                    *self.shown = true;
+                }
+            }
+        } else if !r.has_focus() {
+            self.ui.data_mut(|d| d.remove::<String>(id));
+        }
+        self.error_for("sections");
+    }
+}
+
+/// Rows of six numbers separated by spaces or commas, one row per line.
+pub fn parse_rows(text: &str) -> Result<Vec<[f64; 6]>, String> {
+    let mut rows = Vec::new();
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let values: Vec<&str> = line
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if values.len() != 6 {
+            return Err(format!(
+                "line {}: {} numbers, a row has 6 (b0 b1 b2 a0 a1 a2)",
+                n + 1,
+                values.len()
+            ));
+        }
+        let mut row = [0.0; 6];
+        for (slot, v) in row.iter_mut().zip(&values) {
+            *slot = v
+                .parse::<f64>()
+                .map_err(|_| format!("line {}: {v:?} is not a number", n + 1))?;
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
