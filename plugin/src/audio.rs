@@ -13,7 +13,7 @@ use nice_plug::prelude::*;
 use crate::bands::{Equaliser, BANDS};
 use crate::chain_slot::{AudioConfig, AudioSide};
 use crate::params::FerroParams;
-use crate::telemetry::Telemetry;
+use crate::telemetry::{AudioTaps, Telemetry, METERED_CHANNELS};
 use ferrofx::run::realtime::{Policy, RealtimeOffload};
 
 /// Bypass crossfade time.
@@ -37,10 +37,12 @@ pub struct AudioState {
     pub gpu_found: Option<bool>,
     /// Latency last reported to the host.
     reported_latency: u32,
+    /// The analyser's rings and the processing-time ring (editor telemetry).
+    taps: AudioTaps,
 }
 
 impl AudioState {
-    pub fn new(side: AudioSide) -> AudioState {
+    pub fn new(side: AudioSide, taps: AudioTaps) -> AudioState {
         AudioState {
             eq: None,
             side,
@@ -52,6 +54,7 @@ impl AudioState {
             dry_delay: None,
             gpu_found: None,
             reported_latency: 0,
+            taps,
         }
     }
 
@@ -115,8 +118,21 @@ impl AudioState {
     /// One host block in place, in pieces of at most the configured largest block.
     /// Returns the new latency when the settings now ask for another one (the caller
     /// tells the host). No allocation, lock, log or panic.
-    pub fn process(&mut self, params: &FerroParams, buffers: &mut [&mut [f32]], frames: usize) -> Option<u32> {
+    ///
+    /// Also feeds the editor: output meters and clip flag, the analyser's rings while
+    /// `telemetry.spectrum` is wanted, and how long this call took (`Instant::now`, a
+    /// vDSO clock read on Linux, not a system call).
+    pub fn process(&mut self, params: &FerroParams, telemetry: &Telemetry, buffers: &mut [&mut [f32]], frames: usize) -> Option<u32> {
         let config = self.config?;
+        let started = std::time::Instant::now();
+        let changed = self.process_inner(params, telemetry, config, buffers, frames);
+        let ns = started.elapsed().as_nanos().min(u128::from(u32::MAX)) as u64;
+        // A full ring (editor closed or slow) drops the figure.
+        let _ = self.taps.process_times.push((ns << 32) | frames.min(u32::MAX as usize) as u64);
+        changed
+    }
+
+    fn process_inner(&mut self, params: &FerroParams, telemetry: &Telemetry, config: AudioConfig, buffers: &mut [&mut [f32]], frames: usize) -> Option<u32> {
         if self.side.poll(config) {
             if let Some(rt) = self.realtime.as_mut() {
                 rt.clear_measurements();
@@ -135,10 +151,11 @@ impl AudioState {
             }
         }
         let bypass = params.bypass.value();
+        let analyse = telemetry.spectrum.is_wanted();
         let mut start = 0;
         while start < frames {
             let n = (frames - start).min(config.max_block_frames);
-            self.process_block(params, buffers, start, n, bypass);
+            self.process_block(params, telemetry, buffers, start, n, bypass, analyse);
             start += n;
         }
         changed
@@ -223,7 +240,8 @@ impl AudioState {
     }
 
     /// Filters one sub-block (≤ `max_block_frames`) in place.
-    fn process_block(&mut self, params: &FerroParams, buffers: &mut [&mut [f32]], start: usize, frames: usize, bypass: bool) {
+    #[allow(clippy::too_many_arguments)]
+    fn process_block(&mut self, params: &FerroParams, telemetry: &Telemetry, buffers: &mut [&mut [f32]], start: usize, frames: usize, bypass: bool, analyse: bool) {
         let channels = buffers.len().min(self.dry.len());
         for b in buffers.iter_mut() {
             ferrofx::engine::sanitize_input(&mut b[start..start + frames]);
@@ -251,6 +269,9 @@ impl AudioState {
             *r = &mut b[start..start + frames];
         }
         let refs = &mut refs[..used];
+        if analyse {
+            self.taps.spectrum.pre(refs, frames);
+        }
         if let Some(eq) = self.eq.as_mut() {
             eq.process(refs);
         }
@@ -297,6 +318,18 @@ impl AudioState {
             for (r, d) in refs.iter_mut().zip(&self.dry) {
                 r.copy_from_slice(&d[..frames]);
             }
+        }
+        let mut clipped = false;
+        for (r, meter) in refs.iter().zip(&telemetry.meters[..refs.len().min(METERED_CHANNELS)]) {
+            meter.add(r);
+            clipped |= r.iter().any(|s| s.abs() >= 1.0);
+        }
+        if clipped {
+            telemetry.clipped.store(true, Ordering::Relaxed);
+        }
+        if analyse {
+            let fs = self.config.map_or(0.0, |c| c.sample_rate_hz);
+            self.taps.spectrum.post(refs, frames, fs);
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod gpu;
 pub mod ir;
 pub mod params;
 pub mod preset;
+pub mod spectrum;
 pub mod svf;
 pub mod telemetry;
 
@@ -51,7 +52,8 @@ impl Default for FerroFx {
     fn default() -> FerroFx {
         let params = Arc::new(FerroParams::default());
         let side = params.chain.take_audio_side().expect("a new parameter set has its audio side");
-        FerroFx { params, telemetry: Arc::new(Telemetry::default()), audio: AudioState::new(side) }
+        let (telemetry, taps) = Telemetry::connected();
+        FerroFx { params, telemetry: Arc::new(telemetry), audio: AudioState::new(side, taps) }
     }
 }
 
@@ -207,7 +209,7 @@ impl Plugin for FerroFx {
         context: &mut impl ProcessContext<Self>,
     ) -> ProcessStatus {
         let frames = buffer.samples();
-        if let Some(latency) = self.audio.process(&self.params, buffer.as_slice(), frames) {
+        if let Some(latency) = self.audio.process(&self.params, &self.telemetry, buffer.as_slice(), frames) {
             // A backend, minimum block or chain change that moves the GPU path on or off
             // changes the latency: the host is asked to restart the plugin (`activate`
             // then builds the other path); until then the current path keeps running.

@@ -1,13 +1,20 @@
 //! What the audio thread tells the editor: atomics written once per host block, read by
-//! the editor at its own pace. Nothing here allocates or locks.
+//! the editor at its own pace, plus two lock-free hand-overs only the editor drains (the
+//! analyser's windows and the processing times). The audio thread never allocates,
+//! locks or waits on anything here.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::spectrum::SpectrumFeed;
 
 use ferrofx::run::offload::Offload;
 use ferrofx::run::realtime::{Policy, RealtimeOffload};
 use ferrofx::run::router::{Reason, Route};
 
 /// What the audio thread reports to the editor (atomics, written once per block).
+/// `Telemetry::default()` has no audio side connected; the plugin builds its own with
+/// [`Telemetry::connected`].
 #[derive(Default)]
 pub struct Telemetry {
     /// Sample rate in Hz (f32 bits).
@@ -22,6 +29,57 @@ pub struct Telemetry {
     pub eq_sections: AtomicU32,
     /// The GPU path's route and figures.
     pub gpu: GpuTelemetry,
+    /// Output level per channel (the first [`METERED_CHANNELS`]).
+    pub meters: [ChannelMeter; METERED_CHANNELS],
+    /// An output sample reached 0 dBFS since the editor last cleared this.
+    pub clipped: AtomicBool,
+    /// How long each `process` call took: (nanoseconds << 32) | frames, oldest first.
+    /// The audio thread pushes (dropping the figure when the ring is full); the editor
+    /// drains under this lock, which the audio thread never takes.
+    pub process_times: Mutex<Option<rtrb::Consumer<u64>>>,
+    /// The analyser's windows.
+    pub spectrum: SpectrumFeed,
+}
+
+/// Channels with a meter.
+pub const METERED_CHANNELS: usize = 8;
+
+/// One channel's output level. The audio thread raises `peak` (f32 bits of a
+/// non-negative number, whose order as integers is their order as numbers) and adds to
+/// the running sums; the editor takes the peak (swapping in 0) and differences the sums.
+#[derive(Default)]
+pub struct ChannelMeter {
+    pub peak_bits: AtomicU32,
+    /// Sum of squares of every output sample (f64 bits; written by the audio thread only).
+    pub sum_squares_bits: AtomicU64,
+    /// Frames summed.
+    pub frames: AtomicU64,
+}
+
+impl ChannelMeter {
+    /// Adds a block (audio thread).
+    pub fn add(&self, samples: &[f32]) {
+        let (mut peak, mut sum) = (0.0f32, 0.0f64);
+        for &s in samples {
+            peak = peak.max(s.abs());
+            sum += f64::from(s) * f64::from(s);
+        }
+        self.peak_bits.fetch_max(peak.to_bits(), Ordering::Relaxed);
+        let total = f64::from_bits(self.sum_squares_bits.load(Ordering::Relaxed)) + sum;
+        self.sum_squares_bits.store(total.to_bits(), Ordering::Relaxed);
+        self.frames.fetch_add(samples.len() as u64, Ordering::Release);
+    }
+
+    /// The peak since the last call (editor).
+    pub fn take_peak(&self) -> f32 {
+        f32::from_bits(self.peak_bits.swap(0, Ordering::Relaxed))
+    }
+
+    /// (sum of squares, frames) so far (editor).
+    pub fn sums(&self) -> (f64, u64) {
+        let frames = self.frames.load(Ordering::Acquire);
+        (f64::from_bits(self.sum_squares_bits.load(Ordering::Relaxed)), frames)
+    }
 }
 
 /// What the editor shows about the GPU path, written by the audio thread once per host
@@ -87,5 +145,24 @@ impl GpuTelemetry {
         self.on_cpu.store(st.on_cpu, Ordering::Relaxed);
         self.late.store(st.late, Ordering::Relaxed);
         self.worker_lost.store(offload.is_some_and(|o| o.worker_lost()), Ordering::Relaxed);
+    }
+}
+
+/// Capacity of the processing-time ring: over a second of blocks at 32 frames, 48 kHz.
+const TIME_SLOTS: usize = 2048;
+
+/// The audio thread's ends of the telemetry hand-overs.
+pub struct AudioTaps {
+    pub spectrum: crate::spectrum::SpectrumTap,
+    pub process_times: rtrb::Producer<u64>,
+}
+
+impl Telemetry {
+    /// Telemetry with its hand-overs connected to the returned audio-thread ends.
+    pub fn connected() -> (Telemetry, AudioTaps) {
+        let (spectrum_tap, spectrum) = crate::spectrum::channel();
+        let (process_times, times_out) = rtrb::RingBuffer::new(TIME_SLOTS);
+        let t = Telemetry { spectrum, process_times: Mutex::new(Some(times_out)), ..Telemetry::default() };
+        (t, AudioTaps { spectrum: spectrum_tap, process_times })
     }
 }

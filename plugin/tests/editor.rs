@@ -70,8 +70,10 @@ struct Rig {
 }
 
 fn rig() -> Rig {
-    let params = Arc::new(FerroParams::default());
-    let telemetry = Arc::new(Telemetry::default());
+    rig_with(Arc::new(FerroParams::default()), Arc::new(Telemetry::default()))
+}
+
+fn rig_with(params: Arc<FerroParams>, telemetry: Arc<Telemetry>) -> Rig {
     telemetry.sample_rate_bits.store(48_000f32.to_bits(), Ordering::Relaxed);
     let host = Arc::new(Host::default());
     let gui = GuiContext::new(host.clone());
@@ -565,4 +567,115 @@ fn an_impulse_response_file_becomes_a_given_fir_stage() {
     );
     assert_eq!(r.chain(), chain);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---- Analyser, engine panel, meters ----
+
+use ferrofx_plugin::audio::AudioState;
+use ferrofx_plugin::chain_slot::AudioConfig;
+use ferrofx_plugin::editor::analyser::Mode;
+use ferrofx_plugin::spectrum::HOP;
+
+/// The plugin's audio-thread state at 48 kHz stereo, and an editor on the same
+/// parameters and telemetry.
+fn audio_rig() -> (Rig, AudioState, Arc<Telemetry>) {
+    let params = Arc::new(FerroParams::default());
+    let (telemetry, taps) = Telemetry::connected();
+    let telemetry = Arc::new(telemetry);
+    let side = params.chain.take_audio_side().unwrap();
+    let mut audio = AudioState::new(side, taps);
+    let config = AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false };
+    audio.activate(&params, config, None, 0);
+    (rig_with(params, telemetry.clone()), audio, telemetry)
+}
+
+/// `seconds` of a sine at `freq_hz` through the plugin, the editor drawing between
+/// windows as it would.
+fn play_sine(r: &mut Rig, audio: &mut AudioState, telemetry: &Telemetry, freq_hz: f64, amplitude: f32, seconds: f64) {
+    let frames = (48_000.0 * seconds) as usize;
+    let mut n = 0;
+    while n < frames {
+        let mut l: Vec<f32> = (n..n + 512).map(|i| amplitude * (2.0 * std::f64::consts::PI * freq_hz * i as f64 / 48_000.0).sin() as f32).collect();
+        let mut rr = l.clone();
+        let mut bufs: [&mut [f32]; 2] = [&mut l, &mut rr];
+        audio.process(&r.params, telemetry, &mut bufs, 512);
+        n += 512;
+        if n % HOP < 512 {
+            r.harness.run();
+        }
+    }
+}
+
+#[test]
+fn the_analyser_shows_a_test_sine_at_its_frequency() {
+    let twelfth = 2f64.powf(1.0 / 12.0);
+    for freq_hz in [45.0, 1234.0, 9_876.0, 19_000.0] {
+        let (mut r, mut audio, telemetry) = audio_rig();
+        assert!(telemetry.spectrum.is_wanted(), "the open editor asks for windows");
+        play_sine(&mut r, &mut audio, &telemetry, freq_hz, 0.5, 1.0);
+        let a = &r.harness.state().analyser;
+        let peak = f64::from(a.peak_hz().expect("the analyser has data"));
+        assert!(peak > freq_hz / twelfth && peak < freq_hz * twelfth, "{freq_hz} Hz shown at {peak} Hz");
+        // Far from the tone the level is far below it (the window's sidelobes are low).
+        let at = |f: f64| {
+            let i = a.freqs_hz.iter().position(|&x| f64::from(x) >= f).unwrap();
+            a.post_db[i]
+        };
+        let top = a.post_db.iter().cloned().fold(f32::MIN, f32::max);
+        let far = if freq_hz < 1000.0 { freq_hz * 8.0 } else { freq_hz / 8.0 };
+        assert!(top - at(far) > 60.0, "{freq_hz} Hz: {top} dB at the tone, {} dB three octaves away", at(far));
+    }
+    // The analyser off: the audio thread stops copying (no new window arrives).
+    let (mut r, mut audio, telemetry) = audio_rig();
+    play_sine(&mut r, &mut audio, &telemetry, 1000.0, 0.5, 0.2);
+    r.harness.state_mut().analyser.mode = Mode::Off;
+    r.harness.run();
+    assert!(!telemetry.spectrum.is_wanted());
+    let before = {
+        let mut out = telemetry.spectrum.output.lock().unwrap();
+        out.update();
+        out.output_buffer().seq
+    };
+    play_sine(&mut r, &mut audio, &telemetry, 1000.0, 0.5, 0.5);
+    let mut out = telemetry.spectrum.output.lock().unwrap();
+    out.update();
+    assert_eq!(out.output_buffer().seq, before, "no window while the analyser is off");
+}
+
+#[test]
+fn the_engine_panel_and_meters_show_the_given_figures() {
+    let (telemetry, mut taps) = Telemetry::connected();
+    let telemetry = Arc::new(telemetry);
+    let mut r = rig_with(Arc::new(FerroParams::default()), telemetry.clone());
+    // Ten blocks of 512 frames at 48 kHz (10.667 ms each) taking 1 % .. 10 % of that.
+    let budget_ns = 512.0 / 48_000.0 * 1e9;
+    for k in 1..=10u64 {
+        let ns = (budget_ns * k as f64 / 100.0).round() as u64;
+        taps.process_times.push((ns << 32) | 512).unwrap();
+    }
+    telemetry.latency_samples.store(1024, Ordering::Relaxed);
+    telemetry.channels.store(2, Ordering::Relaxed);
+    let g = &telemetry.gpu;
+    g.block_frames.store(1024, Ordering::Relaxed);
+    g.route_gpu.store(true, Ordering::Relaxed);
+    g.on_worker.store(4321, Ordering::Relaxed);
+    g.on_cpu.store(12, Ordering::Relaxed);
+    g.late.store(3, Ordering::Relaxed);
+    telemetry.meters[0].add(&vec![0.5; 4_800]);
+    telemetry.meters[1].add(&vec![0.25; 4_800]);
+    telemetry.clipped.store(true, Ordering::Relaxed);
+    r.harness.run();
+    r.harness.get_by_label("process 5.5 % median, 10.0 % worst of real time (last 1 s, 10 blocks)");
+    r.harness.get_by_label_contains("latency 1024 samples (21.33 ms)");
+    r.harness.get_by_label_contains("blocks GPU 4321 CPU 12 late 3");
+    assert!(ferrofx_plugin::editor::gpu_line(&r.params, &telemetry).starts_with("GPU ("), "the GPU route is named first");
+    r.harness.get_by_label("peak -6.0 dB");
+    let (peak, rms) = r.harness.state().meters.levels(1);
+    assert!((peak - -12.04).abs() < 0.05, "{peak}");
+    assert!(rms < peak + 1e-3 && rms > -40.0, "{rms}");
+    // The clip light stays on until clicked.
+    r.pause();
+    r.harness.get_by_label("CLIP").click();
+    r.harness.run();
+    assert!(!telemetry.clipped.load(Ordering::Relaxed));
 }

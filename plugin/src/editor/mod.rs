@@ -10,12 +10,15 @@
 //! thread's [`Telemetry`] atomics, changes parameters only through the host's parameter
 //! API, and never waits on the audio thread.
 
+pub mod analyser;
 pub mod axes;
 pub mod chain_row;
 pub mod curve;
 pub mod edits;
 pub mod files;
 pub mod history;
+pub mod load;
+pub mod meters;
 pub mod nodes;
 pub mod stage_fields;
 pub mod stages;
@@ -68,6 +71,9 @@ pub struct EditorApp {
     chain_cache: Option<(String, f32, Option<DesignedChain>)>,
     pub nodes: nodes::Nodes,
     pub stages: stages::StagesPanel,
+    pub analyser: analyser::Analyser,
+    pub meters: meters::Meters,
+    pub load: load::Load,
     pub tab: Tab,
     pub history: history::History,
     pub range: axes::DbRange,
@@ -99,6 +105,9 @@ impl EditorApp {
             chain_cache: None,
             nodes: nodes::Nodes::default(),
             stages: stages::StagesPanel::default(),
+            analyser: analyser::Analyser::default(),
+            meters: meters::Meters::default(),
+            load: load::Load::default(),
             tab: Tab::Stages,
             history: history::History::default(),
             range: axes::DbRange::default(),
@@ -151,7 +160,20 @@ impl EditorApp {
             self.history.undo(&self.params, &setter);
         }
 
+        let fs = self.sample_rate();
+        if self.analyser.update(&self.telemetry.spectrum) || self.analyser.mode != analyser::Mode::Off {
+            ui.ctx().request_repaint_after(std::time::Duration::from_millis(40));
+        }
+        let dt = ui.input(|i| i.stable_dt).min(0.5);
+        self.meters.update(&self.telemetry, dt, f64::from(fs));
+        self.load.update(&self.telemetry, f64::from(fs));
+
         status::status_bar(ui, &self.params, &self.telemetry, &setter);
+        ui.horizontal(|ui| {
+            ui.label(load::describe(self.load.figures(f64::from(fs))));
+            ui.separator();
+            self.meters.show(ui, &self.telemetry);
+        });
         ui.horizontal(|ui| {
             if ui.add_enabled(self.history.can_undo(), egui::Button::new("Undo")).clicked() {
                 self.history.undo(&self.params, &setter);
@@ -165,6 +187,17 @@ impl EditorApp {
                 if ui.selectable_label(self.range == r, format!("±{} dB", r.db())).clicked() {
                     self.range = r;
                 }
+            }
+            ui.separator();
+            ui.label("Analyser");
+            for m in analyser::Mode::ALL {
+                if ui.selectable_label(self.analyser.mode == m, m.title()).clicked() {
+                    self.analyser.mode = m;
+                }
+            }
+            ui.checkbox(&mut self.analyser.tilt, "Tilt").on_hover_text("4.5 dB/octave around 1 kHz: pink noise reads flat");
+            if ui.checkbox(&mut self.analyser.peak_hold, "Peak hold").changed() || (self.analyser.peak_hold && ui.small_button("Reset").clicked()) {
+                self.analyser.reset_peaks();
             }
             ui.separator();
             ui.label(&self.message);
@@ -202,6 +235,7 @@ impl EditorApp {
         let r = curve::responses(&axes, &bands, chain.as_ref(), self.params.output_gain_db.value(), f64::from(fs));
         let painter = ui.painter_at(rect);
         curve::draw_grid(&painter, &axes);
+        self.analyser.draw(&painter, &axes);
         curve::draw_responses(&painter, &axes, &r, &self.nodes.selected);
         self.nodes.draw(&painter, &axes, &bands, response.hover_pos());
     }
@@ -224,5 +258,7 @@ impl NiceEguiApp for EditorApp {
 
     fn editor_closed(&mut self) {
         self.gui = None;
+        // The audio thread stops copying samples for the analyser.
+        self.telemetry.spectrum.wanted.store(false, Ordering::Relaxed);
     }
 }

@@ -37,7 +37,10 @@ pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter
     ui.horizontal(|ui| {
         ui.label(gpu_line(params, t));
         ui.separator();
-        ui.label(format!("latency {} samples", t.latency_samples.load(Ordering::Relaxed)));
+        let latency = t.latency_samples.load(Ordering::Relaxed);
+        let fs_hz = f64::from(f32::from_bits(t.sample_rate_bits.load(Ordering::Relaxed)));
+        let ms = if fs_hz > 0.0 { format!(" ({:.2} ms)", 1e3 * f64::from(latency) / fs_hz) } else { String::new() };
+        ui.label(format!("latency {latency} samples{ms}"));
         ui.separator();
         let fs = f32::from_bits(t.sample_rate_bits.load(Ordering::Relaxed));
         ui.label(format!(
