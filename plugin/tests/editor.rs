@@ -679,3 +679,99 @@ fn the_engine_panel_and_meters_show_the_given_figures() {
     r.harness.run();
     assert!(!telemetry.clipped.load(Ordering::Relaxed));
 }
+
+// ---- The audio thread never waits for the editor ----
+
+#[test]
+fn the_audio_thread_never_allocates_or_waits_while_the_editor_is_driven() {
+    use nice_assert_no_alloc::{assert_no_alloc, violation_count};
+    use nice_plug_egui::NiceEguiApp;
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    let (mut r, mut audio, telemetry) = audio_rig();
+    assert!(telemetry.spectrum.is_wanted());
+    let params = r.params.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let blocks_done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let audio_thread = {
+        let (stop, blocks_done, telemetry) = (stop.clone(), blocks_done.clone(), telemetry.clone());
+        std::thread::spawn(move || {
+            let before = violation_count();
+            let (mut l, mut rr) = (vec![0.0f32; 256], vec![0.0f32; 256]);
+            let mut worst = Duration::ZERO;
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for (i, (a, b)) in l.iter_mut().zip(rr.iter_mut()).enumerate() {
+                    let t = (n as usize * 256 + i) as f32 / 48_000.0;
+                    *a = 0.3 * (2.0 * std::f32::consts::PI * 440.0 * t).sin();
+                    *b = 0.3 * (2.0 * std::f32::consts::PI * 3000.0 * t).sin();
+                }
+                let started = Instant::now();
+                assert_no_alloc(|| {
+                    let mut bufs: [&mut [f32]; 2] = [&mut l, &mut rr];
+                    audio.process(&params, &telemetry, &mut bufs, 256);
+                });
+                worst = worst.max(started.elapsed());
+                assert!(l.iter().chain(&rr).all(|v| v.is_finite()));
+                n += 1;
+                blocks_done.store(n, Ordering::Relaxed);
+            }
+            (violation_count() - before, n, worst)
+        })
+    };
+    let wait_for = |blocks: u64| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while blocks_done.load(Ordering::Relaxed) < blocks {
+            assert!(Instant::now() < deadline, "the audio thread stalled at block {}", blocks_done.load(Ordering::Relaxed));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+
+    // The editor sits on its ends of the hand-overs (as a stalled GUI thread would):
+    // the analyser's buffer and the processing-time ring fill up; audio goes on.
+    {
+        let _analyser = telemetry.spectrum.output.lock().unwrap();
+        let _times = telemetry.process_times.lock().unwrap();
+        let from = blocks_done.load(Ordering::Relaxed);
+        wait_for(from + 3_000);
+    }
+
+    // The editor driven: stages added and edited (chains built and handed over), nodes
+    // dragged and added, undo, the analyser switched, the editor closed and reopened.
+    for item in ["Elliptic", "FIR (designed)", "Gain"] {
+        r.add_stage(item);
+        wait_for(blocks_done.load(Ordering::Relaxed) + 50);
+    }
+    r.peak(2, 700.0, 4.0);
+    let a = r.axes();
+    let from = node_pos(&a, &r.params.bands[2].band());
+    r.drag(from, from + egui::vec2(120.0, -40.0), Modifiers::NONE);
+    r.double_click(a.pos(3000.0, -5.0));
+    r.harness.get_all_by_role_and_label(Role::SpinButton, "Cutoff (Hz)").next().unwrap().set_value_accesskit(2_500.0);
+    r.harness.run();
+    for _ in 0..3 {
+        r.pause();
+        r.harness.key_press_modifiers(Modifiers::COMMAND, Key::Z);
+        r.harness.run();
+    }
+    r.harness.state_mut().analyser.mode = Mode::PrePost;
+    r.harness.run();
+    wait_for(blocks_done.load(Ordering::Relaxed) + 200);
+    r.harness.state_mut().editor_closed();
+    assert!(!telemetry.spectrum.is_wanted(), "closed: no more copies");
+    wait_for(blocks_done.load(Ordering::Relaxed) + 200);
+    let gui = r.gui.clone();
+    r.harness.state_mut().attach(gui);
+    r.harness.run();
+    assert!(telemetry.spectrum.is_wanted(), "reopened");
+    wait_for(blocks_done.load(Ordering::Relaxed) + 200);
+
+    stop.store(true, Ordering::Relaxed);
+    let (violations, blocks, worst) = audio_thread.join().unwrap();
+    assert_eq!(violations, 0, "allocations on the audio thread");
+    assert!(blocks > 4_000, "{blocks} blocks");
+    // Not a timing test: a block is 5.3 ms of audio; a wait on the editor would be
+    // the length of the locks held above (seconds).
+    println!("{blocks} blocks, worst {worst:?}");
+}

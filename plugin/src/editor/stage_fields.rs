@@ -9,8 +9,11 @@ use egui::{DragValue, Ui};
 use ferrofx::design::{BiquadKind, Cutoff, IirFamily, Response, Window};
 use ferrofx::StageKind;
 
+/// Makes a stage type's default.
+pub type Maker = fn() -> StageKind;
+
 /// The stage types offered in the "Add stage" menu, with their defaults.
-pub const ADDABLE: [(&str, fn() -> StageKind); 10] = [
+pub const ADDABLE: [(&str, Maker); 10] = [
     ("Butterworth", || iir(IirFamily::Butterworth)),
     ("Chebyshev I", || {
         iir(IirFamily::Chebyshev1 { ripple_db: 1.0 })
