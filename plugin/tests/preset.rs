@@ -114,3 +114,13 @@ fn exported_numbers_are_the_shortest_decimals_of_the_parameters() {
         assert_eq!(format!("{d}"), format!("{v}"));
     }
 }
+
+#[test]
+fn factory_presets_design_at_the_common_rates() {
+    for (name, text) in ferrofx_plugin::editor::presets::FACTORY {
+        let chain = ferrofx::Chain::from_json(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for fs in [44_100.0, 48_000.0, 88_200.0, 96_000.0, 192_000.0] {
+            chain.design(fs).unwrap_or_else(|e| panic!("{name} at {fs} Hz: {e}"));
+        }
+    }
+}

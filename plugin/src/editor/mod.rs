@@ -1,18 +1,23 @@
 //! The egui editor. The response view is the interface: each band is a node to drag,
-//! wheel or right-click, double-click adds one, and the curve shows every band and the
-//! total of everything the plugin runs (bands, chain stages, output gain). Around it:
-//! the engine line, undo/redo, the chain-file row and the table of every band parameter.
+//! wheel or right-click, double-click adds one; the curve shows every band and the total
+//! of everything the plugin runs (bands, chain stages, output gain) over the analyser's
+//! spectrum. Around it: the engine line (route, latency, processing time, meters),
+//! undo/redo and A/B, and three panels: the chain stages, the band table, the presets.
 //!
 //! One widget per file: [`axes`] (coordinates), [`curve`] (responses and their picture),
-//! [`nodes`] (band nodes and their gestures), [`history`] (undo), [`status`] (engine
-//! line), [`chain_row`] (chain import/export), [`table`] (band table); [`edits`] holds
-//! the host-gesture helpers they share. The editor reads parameters and the audio
-//! thread's [`Telemetry`] atomics, changes parameters only through the host's parameter
-//! API, and never waits on the audio thread.
+//! [`nodes`] (band nodes and their gestures), [`analyser`] (spectrum), [`stages`] and
+//! [`stage_fields`] (chain stages panel), [`presets`] (factory/user presets and files),
+//! [`files`] (file dialog), [`history`] (undo), [`ab`] (A/B slots), [`status`] (engine
+//! line), [`load`] (processing time), [`meters`] (output meters), [`table`] (band
+//! table); [`edits`] holds the host-gesture helpers they share. The editor reads
+//! parameters and the audio thread's [`Telemetry`], changes parameters only through the
+//! host's parameter API, and never makes the audio thread wait: what the audio thread
+//! hands over goes through atomics and lock-free rings whose editor ends only the editor
+//! locks.
 
 pub mod analyser;
+pub mod ab;
 pub mod axes;
-pub mod chain_row;
 pub mod curve;
 pub mod edits;
 pub mod files;
@@ -20,6 +25,7 @@ pub mod history;
 pub mod load;
 pub mod meters;
 pub mod nodes;
+pub mod presets;
 pub mod stage_fields;
 pub mod stages;
 pub mod status;
@@ -66,7 +72,8 @@ pub struct EditorApp {
     params: Arc<FerroParams>,
     telemetry: Arc<Telemetry>,
     gui: Option<GuiContext>,
-    chain_row: chain_row::ChainRow,
+    pub presets: presets::PresetsPanel,
+    pub ab: ab::AbSlots,
     /// The chain stages designed at the current rate, cached by (chain text, fs).
     chain_cache: Option<(String, f32, Option<DesignedChain>)>,
     pub nodes: nodes::Nodes,
@@ -101,7 +108,8 @@ impl EditorApp {
             params,
             telemetry,
             gui: None,
-            chain_row: chain_row::ChainRow::default(),
+            presets: presets::PresetsPanel::default(),
+            ab: ab::AbSlots::default(),
             chain_cache: None,
             nodes: nodes::Nodes::default(),
             stages: stages::StagesPanel::default(),
@@ -182,6 +190,8 @@ impl EditorApp {
                 self.history.redo(&self.params, &setter);
             }
             ui.separator();
+            self.ab.show(ui, &self.params, &setter);
+            ui.separator();
             ui.label("Range");
             for r in axes::DbRange::ALL {
                 if ui.selectable_label(self.range == r, format!("±{} dB", r.db())).clicked() {
@@ -215,7 +225,7 @@ impl EditorApp {
         egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| match self.tab {
             Tab::Stages => self.stages.show(ui, &self.params, fs),
             Tab::Bands => table::bands_table(ui, &self.params, &setter),
-            Tab::Files => self.chain_row.show(ui, &self.params, &setter, fs),
+            Tab::Files => self.presets.show(ui, &self.params, &setter, fs),
         });
 
         let held = ui.input(|i| i.pointer.any_down());

@@ -119,6 +119,11 @@ impl StagesPanel {
             }
             ui.label(&self.note);
         });
+        ui.horizontal(|ui| {
+            ui.label(params.chain.status());
+            ui.separator();
+            ui.label(params.chain.gpu_status());
+        });
         if let Some(e) = &self.error {
             ui.colored_label(
                 ui.visuals().error_fg_color,
