@@ -197,6 +197,8 @@ impl Offload {
     /// Starts the worker with `executor` for `chain` on `channels` channels, blocks of
     /// exactly `block` frames. Allocates everything. The CPU side runs FIRs on the direct
     /// path ([`OFFLOAD_ENGINE_OPTIONS`]).
+    // `Faults` is a unit struct without the `fault-injection` feature, a struct with it.
+    #[allow(clippy::default_constructed_unit_structs)]
     pub fn new<E: Executor>(chain: &DesignedChain, channels: usize, block: usize, executor: E) -> Result<Offload, StateError> {
         Offload::start(chain, channels, block, executor, Faults::default())
     }
