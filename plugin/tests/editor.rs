@@ -903,3 +903,30 @@ fn presets_load_save_and_refuse_bad_files_without_changes() {
     }
     let _ = std::fs::remove_dir_all(&folder);
 }
+
+#[test]
+fn phase_and_group_delay_of_a_linear_phase_fir_are_exact() {
+    use ferrofx_plugin::editor::curve::Overlay;
+    let mut r = rig();
+    r.add_stage("FIR (designed)");
+    let StageKind::FirDesign { taps, cutoff, .. } = r.chain().stages[0].kind.clone() else { panic!() };
+    r.harness.state_mut().overlay = Overlay::GroupDelay;
+    r.harness.run();
+    // A symmetric FIR of N taps delays every frequency by (N - 1) / 2 samples; in its
+    // passband (positive amplitude) its phase is -2 pi f (N - 1) / 2 / fs exactly.
+    let delay_s = (taps - 1) as f64 / 2.0 / 48_000.0;
+    let resp = r.harness.state().last_responses.as_ref().expect("drawn");
+    let mut checked = 0;
+    for ((&f, &gd), &ph) in resp.freqs_hz.iter().zip(&resp.group_delay_ms).zip(&resp.phase_deg) {
+        if f > 0.75 * cutoff.low_hz() {
+            continue;
+        }
+        assert!((f64::from(gd) - delay_s * 1e3).abs() < 1e-4, "{f} Hz: {gd} ms");
+        let expect = (-2.0 * std::f64::consts::PI * f * delay_s).to_degrees();
+        let wrapped = (expect + 180.0).rem_euclid(360.0) - 180.0;
+        let diff = (f64::from(ph) - wrapped + 180.0).rem_euclid(360.0) - 180.0;
+        assert!(diff.abs() < 0.01, "{f} Hz: {ph} vs {wrapped}");
+        checked += 1;
+    }
+    assert!(checked > 100);
+}

@@ -5,6 +5,7 @@
 use egui::{Color32, Pos2, Shape, Stroke, Vec2};
 use ferrofx::design::{sos_response, Sos};
 use ferrofx::DesignedChain;
+use num_complex::Complex64;
 
 use crate::bands::{Band, BANDS, MAX_SECTIONS_PER_BAND};
 
@@ -19,22 +20,41 @@ pub fn band_colour(i: usize) -> Color32 {
     egui::ecolor::Hsva::new(hue, 0.6, 0.95, 1.0).into()
 }
 
+/// Relative frequency step of the group-delay difference quotient.
+const GD_STEP: f64 = 1e-4;
+
 /// The responses the view draws, in dB at each of [`POINTS`] frequencies.
 pub struct Responses {
     pub freqs_hz: Vec<f64>,
     /// Per enabled band: (index, dB per point).
     pub bands: Vec<(usize, Vec<f32>)>,
     pub total_db: Vec<f32>,
+    /// The total's phase in degrees (wrapped to ±180) and group delay in milliseconds.
+    pub phase_deg: Vec<f32>,
+    pub group_delay_ms: Vec<f32>,
 }
 
-/// Evaluates every band, the chain stages and the output gain at the view's frequencies
-/// (below Nyquist).
-pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain: Option<&DesignedChain>, output_gain_db: f32, fs: f64) -> Responses {
-    let freqs_hz: Vec<f64> = (0..POINTS)
-        .map(|i| axes.hz_at_x(axes.rect.left() + axes.rect.width() * i as f32 / (POINTS - 1) as f32).min(0.4999 * fs))
-        .collect();
+/// The view's evaluation frequencies (below Nyquist).
+pub fn view_freqs(axes: &Axes, fs: f64) -> Vec<f64> {
+    (0..POINTS).map(|i| axes.hz_at_x(axes.rect.left() + axes.rect.width() * i as f32 / (POINTS - 1) as f32).min(0.4999 * fs)).collect()
+}
+
+/// The chain stages' complex response at `freqs_hz` and just above each (for the group
+/// delay). Costly for long FIRs: the editor computes it once per chain, rate and view.
+pub fn chain_response(chain: &DesignedChain, freqs_hz: &[f64]) -> Vec<(Complex64, Complex64)> {
+    freqs_hz.iter().map(|&f| (chain.response(f), chain.response(f * (1.0 + GD_STEP)))).collect()
+}
+
+/// Evaluates every band, the chain stages (`chain_h` from [`chain_response`] at
+/// [`view_freqs`]) and the output gain at the view's frequencies.
+pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[(Complex64, Complex64)]>, output_gain_db: f32, fs: f64) -> Responses {
+    let freqs_hz = view_freqs(axes, fs);
     let db = |h: f64| (20.0 * h.max(1e-12).log10()) as f32;
-    let mut total: Vec<f64> = freqs_hz.iter().map(|&f| chain.map_or(1.0, |c| c.response(f).norm())).collect();
+    let one = Complex64::new(1.0, 0.0);
+    let mut total: Vec<(Complex64, Complex64)> = match chain_h {
+        Some(h) if h.len() == freqs_hz.len() => h.to_vec(),
+        _ => vec![(one, one); freqs_hz.len()],
+    };
     let mut per_band = Vec::new();
     for (i, b) in bands.iter().enumerate() {
         if !b.enabled {
@@ -42,13 +62,84 @@ pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain: Option<&DesignedChai
         }
         let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
         let n = b.clamped(fs).design_into(fs, &mut buf);
-        let mags: Vec<f64> = freqs_hz.iter().map(|&f| sos_response(&buf[..n], f, fs).norm()).collect();
-        for (t, m) in total.iter_mut().zip(&mags) {
-            *t *= m;
+        let mut mags = Vec::with_capacity(freqs_hz.len());
+        for (t, &f) in total.iter_mut().zip(&freqs_hz) {
+            let (h, h2) = (sos_response(&buf[..n], f, fs), sos_response(&buf[..n], f * (1.0 + GD_STEP), fs));
+            *t = (t.0 * h, t.1 * h2);
+            mags.push(h.norm());
         }
         per_band.push((i, mags.into_iter().map(db).collect()));
     }
-    Responses { freqs_hz, bands: per_band, total_db: total.into_iter().map(|h| db(h) + output_gain_db).collect() }
+    let phase_deg = total.iter().map(|(h, _)| h.arg().to_degrees() as f32).collect();
+    let group_delay_ms = total
+        .iter()
+        .zip(&freqs_hz)
+        .map(|((h, h2), &f)| {
+            // -dφ/dω from the phase of h2/h over the step (no unwrapping needed).
+            let dphi = (h2 / h).arg();
+            (-dphi / (2.0 * std::f64::consts::PI * f * GD_STEP) * 1e3) as f32
+        })
+        .collect();
+    Responses {
+        freqs_hz,
+        bands: per_band,
+        total_db: total.iter().map(|(h, _)| db(h.norm()) + output_gain_db).collect(),
+        phase_deg,
+        group_delay_ms,
+    }
+}
+
+/// What the second curve over the magnitudes shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overlay {
+    None,
+    Phase,
+    GroupDelay,
+}
+
+impl Overlay {
+    pub const ALL: [Overlay; 3] = [Overlay::None, Overlay::Phase, Overlay::GroupDelay];
+    pub fn title(self) -> &'static str {
+        match self {
+            Overlay::None => "Magnitude",
+            Overlay::Phase => "+ phase",
+            Overlay::GroupDelay => "+ group delay",
+        }
+    }
+}
+
+/// Draws the total's phase (±180° over the view's height) or group delay (0 to the
+/// largest value shown, at least 1 ms), with its scale on the right.
+pub fn draw_overlay(painter: &egui::Painter, axes: &Axes, r: &Responses, overlay: Overlay) {
+    let rect = axes.rect;
+    let (values, top, bottom, unit): (&[f32], f32, f32, &str) = match overlay {
+        Overlay::None => return,
+        Overlay::Phase => (&r.phase_deg, 180.0, -180.0, "°"),
+        Overlay::GroupDelay => {
+            let max = r.group_delay_ms.iter().filter(|v| v.is_finite()).fold(1.0f32, |m, &v| m.max(v));
+            (&r.group_delay_ms, (max * 1.1).ceil(), 0.0, " ms")
+        }
+    };
+    let y = |v: f32| rect.bottom() - ((v - bottom) / (top - bottom)).clamp(0.0, 1.0) * rect.height();
+    let colour = Color32::from_rgb(150, 220, 150);
+    let mut run: Vec<Pos2> = Vec::new();
+    for (&f, &v) in r.freqs_hz.iter().zip(values) {
+        let p = Pos2::new(axes.x_of_hz(f), y(v));
+        // Phase wraps: break the line where it jumps by more than half the range.
+        if let Some(last) = run.last() {
+            if (last.y - p.y).abs() > rect.height() / 2.0 && overlay == Overlay::Phase {
+                painter.add(Shape::line(std::mem::take(&mut run), Stroke::new(1.5, colour)));
+            }
+        }
+        if v.is_finite() {
+            run.push(p);
+        }
+    }
+    painter.add(Shape::line(run, Stroke::new(1.5, colour)));
+    for (v, align) in [(top, egui::Align2::RIGHT_TOP), (bottom, egui::Align2::RIGHT_BOTTOM)] {
+        let at = Pos2::new(rect.right() - 4.0, if v == top { rect.top() + 16.0 } else { rect.bottom() - 14.0 });
+        painter.text(at, align, format!("{v:.0}{unit}"), egui::FontId::proportional(10.0), colour);
+    }
 }
 
 /// Draws the grid and its labels.

@@ -84,6 +84,14 @@ pub struct EditorApp {
     pub tab: Tab,
     pub history: history::History,
     pub range: axes::DbRange,
+    /// The chain's response at the view's frequencies, keyed by (chain text, rate, view
+    /// left edge and width).
+    #[allow(clippy::type_complexity)]
+    chain_h: Option<((String, f32, f32, f32), Vec<(num_complex::Complex64, num_complex::Complex64)>)>,
+    /// What the view drew last (for tests and the status line).
+    pub last_responses: Option<curve::Responses>,
+    /// Phase or group delay over the magnitudes.
+    pub overlay: curve::Overlay,
     /// The response view's coordinates in the last frame drawn.
     axes: Option<axes::Axes>,
     /// What could not be done, for the user.
@@ -120,6 +128,9 @@ impl EditorApp {
             history: history::History::default(),
             range: axes::DbRange::default(),
             axes: None,
+            chain_h: None,
+            last_responses: None,
+            overlay: curve::Overlay::None,
             message: String::new(),
         }
     }
@@ -153,6 +164,18 @@ impl EditorApp {
         self.chain_cache.as_ref().and_then(|(_, _, d)| d.clone())
     }
 
+    /// The chain stages' response at the view's frequencies, computed once per chain,
+    /// rate and view size (a million-tap FIR costs seconds per evaluation).
+    fn chain_response(&mut self, fs: f32, axes: &axes::Axes) -> Option<Vec<(num_complex::Complex64, num_complex::Complex64)>> {
+        let chain = self.designed_chain(fs)?;
+        let key = (self.params.chain.json(), fs, axes.rect.left(), axes.rect.width());
+        if self.chain_h.as_ref().map(|(k, _)| k) != Some(&key) {
+            let h = curve::chain_response(&chain, &curve::view_freqs(axes, f64::from(fs)));
+            self.chain_h = Some((key, h));
+        }
+        self.chain_h.as_ref().map(|(_, h)| h.clone())
+    }
+
     /// The whole editor, one frame.
     pub fn show(&mut self, ui: &mut egui::Ui) {
         let Some(gui) = self.gui.clone() else { return };
@@ -177,12 +200,12 @@ impl EditorApp {
         self.load.update(&self.telemetry, f64::from(fs));
 
         status::status_bar(ui, &self.params, &self.telemetry, &setter);
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             ui.label(load::describe(self.load.figures(f64::from(fs))));
             ui.separator();
             self.meters.show(ui, &self.telemetry);
         });
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             if ui.add_enabled(self.history.can_undo(), egui::Button::new("Undo")).clicked() {
                 self.history.undo(&self.params, &setter);
             }
@@ -198,6 +221,11 @@ impl EditorApp {
                     self.range = r;
                 }
             }
+            for o in curve::Overlay::ALL {
+                if ui.selectable_label(self.overlay == o, o.title()).clicked() {
+                    self.overlay = o;
+                }
+            }
             ui.separator();
             ui.label("Analyser");
             for m in analyser::Mode::ALL {
@@ -209,11 +237,11 @@ impl EditorApp {
             if ui.checkbox(&mut self.analyser.peak_hold, "Peak hold").changed() || (self.analyser.peak_hold && ui.small_button("Reset").clicked()) {
                 self.analyser.reset_peaks();
             }
-            ui.separator();
-            ui.label(&self.message);
         });
+        // Its own line, always there, so a message never moves the view.
+        ui.label(if self.message.is_empty() { " " } else { &self.message });
         self.response_view(ui, &setter);
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             for tab in Tab::ALL {
                 if ui.selectable_label(self.tab == tab, tab.title()).clicked() {
                     self.tab = tab;
@@ -241,12 +269,14 @@ impl EditorApp {
             self.message = note;
         }
         let bands = self.params.bands();
-        let chain = self.designed_chain(fs);
-        let r = curve::responses(&axes, &bands, chain.as_ref(), self.params.output_gain_db.value(), f64::from(fs));
+        let chain_h = self.chain_response(fs, &axes);
+        let r = curve::responses(&axes, &bands, chain_h.as_deref(), self.params.output_gain_db.value(), f64::from(fs));
         let painter = ui.painter_at(rect);
         curve::draw_grid(&painter, &axes);
         self.analyser.draw(&painter, &axes);
         curve::draw_responses(&painter, &axes, &r, &self.nodes.selected);
+        curve::draw_overlay(&painter, &axes, &r, self.overlay);
+        self.last_responses = Some(r);
         self.nodes.draw(&painter, &axes, &bands, response.hover_pos());
     }
 }

@@ -12,7 +12,7 @@ use crate::telemetry::Telemetry;
 use super::edits::set_param;
 
 pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter: &ParamSetter) {
-    ui.horizontal(|ui| {
+    ui.horizontal_wrapped(|ui| {
         ui.strong("FerroFX");
         ui.separator();
         let bypass = params.bypass.value();
@@ -34,7 +34,7 @@ pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter
         ui.label("GPU min block");
         ui.add(ParamSlider::for_param(&params.gpu_min_block, setter).with_width(90.0));
     });
-    ui.horizontal(|ui| {
+    ui.horizontal_wrapped(|ui| {
         ui.label(gpu_line(params, t));
         ui.separator();
         let latency = t.latency_samples.load(Ordering::Relaxed);
