@@ -264,7 +264,7 @@ impl Default for FerroParams {
             backend: EnumParam::new("Backend", BackendChoice::Cpu),
             gpu_min_block: IntParam::new("GPU Min Block", 1024, ranges::gpu_min_block()).with_unit(" frames"),
             chain: ChainSlot::default(),
-            editor_state: nice_plug_egui::EguiEditorState::from_size(nice_plug::editor::dpi::LogicalSize::new(920.0f32, 640.0f32), 1.0),
+            editor_state: nice_plug_egui::EguiEditorState::from_size(nice_plug::editor::dpi::LogicalSize::new(1000.0f32, 720.0f32), 1.0),
         }
     }
 }

@@ -74,13 +74,24 @@ fn rig() -> Rig {
 }
 
 fn rig_with(params: Arc<FerroParams>, telemetry: Arc<Telemetry>) -> Rig {
+    rig_rendered(params, telemetry, false)
+}
+
+/// With `wgpu`, the harness can render the editor to an image.
+fn rig_rendered(params: Arc<FerroParams>, telemetry: Arc<Telemetry>, wgpu: bool) -> Rig {
     telemetry.sample_rate_bits.store(48_000f32.to_bits(), Ordering::Relaxed);
+    telemetry.channels.store(2, Ordering::Relaxed);
+    telemetry.max_block_frames.store(512, Ordering::Relaxed);
     let host = Arc::new(Host::default());
     let gui = GuiContext::new(host.clone());
     let mut app = EditorApp::new(params.clone(), telemetry);
     app.attach(gui.clone());
-    let mut harness = Harness::builder()
-        .with_size([920.0, 1000.0])
+    let mut builder = Harness::builder();
+    if wgpu {
+        builder = builder.wgpu();
+    }
+    let mut harness = builder
+        .with_size(if wgpu { [1000.0, 720.0] } else { [920.0, 1000.0] })
         .with_step_dt(1.0 / 60.0)
         // The band table's checkboxes and menus have no accessible names yet (issue 15's
         // note); everything these tests drive is on the response view.
@@ -929,4 +940,95 @@ fn phase_and_group_delay_of_a_linear_phase_fir_are_exact() {
         checked += 1;
     }
     assert!(checked > 100);
+}
+
+// ---- Rendered snapshots ----
+
+/// Renders the editor in four states (wgpu; lavapipe on machines without a GPU) and
+/// checks each picture is a drawn editor. `FERROFX_UPDATE_SNAPSHOTS=1` writes them to
+/// `docs/editor/` (the images the README shows).
+#[test]
+fn rendered_snapshots_of_four_states() {
+    use ferrofx_plugin::editor::presets::{apply, FACTORY};
+    use ferrofx_plugin::editor::Tab;
+    let out_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/editor");
+    let update = std::env::var_os("FERROFX_UPDATE_SNAPSHOTS").is_some();
+    let mut shots = Vec::new();
+
+    // 1. Empty.
+    let mut r = rig_rendered(Arc::new(FerroParams::default()), Arc::new(Telemetry::default()), true);
+    r.harness.run();
+    shots.push(("empty", r));
+
+    // 2. A six-band mastering curve (the factory preset), band table shown.
+    let mut r = rig_rendered(Arc::new(FerroParams::default()), Arc::new(Telemetry::default()), true);
+    apply(&Chain::from_json(FACTORY[0].1).unwrap(), &r.params, &r.gui.param_setter(), 48_000.0).unwrap();
+    r.harness.state_mut().tab = Tab::Bands;
+    r.harness.run();
+    shots.push(("mastering-6-band", r));
+
+    // 3. Chain stages: an elliptic band limit and an impulse response, group delay shown.
+    let dir = std::env::temp_dir().join(format!("ferrofx-snap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ir = dir.join("plate.wav");
+    let spec = hound::WavSpec { channels: 1, sample_rate: 48_000, bits_per_sample: 32, sample_format: hound::SampleFormat::Float };
+    let mut w = hound::WavWriter::create(&ir, spec).unwrap();
+    let noise = ferrofx_testkit::noise(2_400, 11);
+    for (i, &v) in noise.iter().enumerate() {
+        w.write_sample(if i == 0 { 1.0 } else { 0.05 * v * (-(i as f32) / 300.0).exp() }).unwrap();
+    }
+    w.finalize().unwrap();
+    let mut r = rig_rendered(Arc::new(FerroParams::default()), Arc::new(Telemetry::default()), true);
+    r.peak(0, 120.0, 2.0);
+    r.add_stage("Elliptic");
+    r.harness.state_mut().stages.add_impulse_response(&ir, &r.params, 48_000.0);
+    r.harness.state_mut().overlay = ferrofx_plugin::editor::curve::Overlay::GroupDelay;
+    r.harness.run();
+    assert_eq!(r.chain().stages.len(), 2);
+    shots.push(("chain-elliptic-ir", r));
+
+    // 4. The analyser on noise through the mastering curve, input and output.
+    let (mut r, mut audio, telemetry) = {
+        let params = Arc::new(FerroParams::default());
+        let (telemetry, taps) = Telemetry::connected();
+        let telemetry = Arc::new(telemetry);
+        let side = params.chain.take_audio_side().unwrap();
+        let mut audio = AudioState::new(side, taps);
+        audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, 0);
+        (rig_rendered(params, telemetry.clone(), true), audio, telemetry)
+    };
+    apply(&Chain::from_json(FACTORY[0].1).unwrap(), &r.params, &r.gui.param_setter(), 48_000.0).unwrap();
+    r.harness.state_mut().analyser.mode = Mode::PrePost;
+    r.harness.state_mut().analyser.tilt = true;
+    r.harness.run();
+    for k in 0..200u64 {
+        let mut l = ferrofx_testkit::noise_amp(512, 2 * k + 1, 0.25);
+        let mut rr = ferrofx_testkit::noise_amp(512, 2 * k + 2, 0.25);
+        let mut bufs: [&mut [f32]; 2] = [&mut l, &mut rr];
+        audio.process(&r.params, &telemetry, &mut bufs, 512);
+        if k % 4 == 3 {
+            r.harness.run();
+        }
+    }
+    shots.push(("analyser-noise", r));
+
+    for (name, mut r) in shots {
+        let image = match r.harness.render() {
+            Ok(image) => image,
+            Err(e) => {
+                println!("skipped: no wgpu adapter to render the editor ({e}); install mesa-vulkan-drivers");
+                return;
+            }
+        };
+        let mut colours = std::collections::HashSet::new();
+        for p in image.pixels() {
+            colours.insert(p.0);
+        }
+        assert!(colours.len() > 200, "{name}: a drawn editor has many colours, this has {}", colours.len());
+        if update {
+            std::fs::create_dir_all(&out_dir).unwrap();
+            image.save(out_dir.join(format!("{name}.png"))).unwrap();
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

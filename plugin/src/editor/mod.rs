@@ -293,7 +293,10 @@ impl NiceEguiApp for EditorApp {
     }
 
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut nice_plug_egui::Frame) {
-        self.show(ui);
+        // A corner to drag: the host is asked for the new size.
+        nice_plug_egui::resizable_window::ResizableWindow::new("ferrofx-editor")
+            .min_size(Vec2::new(760.0, 520.0))
+            .show(ui, |ui| self.show(ui));
     }
 
     fn editor_closed(&mut self) {
