@@ -39,6 +39,9 @@ pub struct AudioState {
     reported_latency: u32,
     /// The analyser's rings and the processing-time ring (editor telemetry).
     taps: AudioTaps,
+    /// Band solo and its copy of the input.
+    solo: Option<crate::solo::Solo>,
+    solo_in: Vec<Vec<f32>>,
 }
 
 impl AudioState {
@@ -55,6 +58,8 @@ impl AudioState {
             gpu_found: None,
             reported_latency: 0,
             taps,
+            solo: None,
+            solo_in: Vec::new(),
         }
     }
 
@@ -74,6 +79,8 @@ impl AudioState {
         self.side.current = Some(params.chain.configure(config));
         self.config = Some(config);
         self.dry = vec![vec![0.0; max_block]; channels];
+        self.solo = Some(crate::solo::Solo::new(channels, fs));
+        self.solo_in = vec![vec![0.0; max_block]; channels];
         self.realtime = gpu_policy.map(|p| RealtimeOffload::new(channels, max_block, f64::from(fs), p));
         self.dry_delay = gpu_policy.map(|_| DelayLine::new(channels, max_block));
         self.wet_step = 1.0 / (BYPASS_FADE_MS * 1e-3 * fs).max(1.0);
@@ -210,6 +217,9 @@ impl DelayLine {
 
 impl AudioState {
     fn reset_filters(&mut self) {
+        if let Some(solo) = self.solo.as_mut() {
+            solo.reset();
+        }
         if let Some(eq) = self.eq.as_mut() {
             eq.reset();
         }
@@ -272,6 +282,13 @@ impl AudioState {
         if analyse {
             self.taps.spectrum.pre(refs, frames);
         }
+        let solo_band = params.solo.get();
+        let soloing = self.solo.as_ref().is_some_and(|s| s.active(solo_band));
+        if soloing {
+            for (d, r) in self.solo_in.iter_mut().zip(refs.iter()) {
+                d[..frames].copy_from_slice(&r[..frames]);
+            }
+        }
         if let Some(eq) = self.eq.as_mut() {
             eq.process(refs);
         }
@@ -318,6 +335,12 @@ impl AudioState {
             for (r, d) in refs.iter_mut().zip(&self.dry) {
                 r.copy_from_slice(&d[..frames]);
             }
+        }
+        if let (true, Some(solo)) = (soloing, self.solo.as_mut()) {
+            // Follows the band asked for, or (fading out) the one last listened to.
+            let band = params.bands[solo.follows(solo_band).unwrap_or(0).min(BANDS - 1)].band();
+            let fs = f64::from(self.config.map_or(48_000.0, |c| c.sample_rate_hz));
+            solo.process(solo_band, band.freq_hz, band.q, fs, &self.solo_in, refs, frames);
         }
         let mut clipped = false;
         for (r, meter) in refs.iter().zip(&telemetry.meters[..refs.len().min(METERED_CHANNELS)]) {

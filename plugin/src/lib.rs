@@ -27,6 +27,7 @@ pub mod gpu;
 pub mod ir;
 pub mod params;
 pub mod preset;
+pub mod solo;
 pub mod spectrum;
 pub mod svf;
 pub mod telemetry;

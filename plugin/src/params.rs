@@ -36,6 +36,9 @@ pub struct FerroParams {
     #[persist = "chain"]
     pub chain: ChainSlot,
 
+    /// The band the editor listens to (not a host parameter, not saved; see `solo.rs`).
+    pub solo: crate::solo::SoloControl,
+
     /// Editor window size (not persisted: nice-plug-egui 0.6's state is not serialisable).
     pub editor_state: Arc<nice_plug_egui::EguiEditorState>,
 }
@@ -264,6 +267,7 @@ impl Default for FerroParams {
             backend: EnumParam::new("Backend", BackendChoice::Cpu),
             gpu_min_block: IntParam::new("GPU Min Block", 1024, ranges::gpu_min_block()).with_unit(" frames"),
             chain: ChainSlot::default(),
+            solo: Default::default(),
             editor_state: nice_plug_egui::EguiEditorState::from_size(nice_plug::editor::dpi::LogicalSize::new(1000.0f32, 720.0f32), 1.0),
         }
     }

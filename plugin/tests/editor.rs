@@ -1032,3 +1032,79 @@ fn rendered_snapshots_of_four_states() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---- Band solo ----
+
+#[test]
+fn solo_from_the_node_menu_listens_through_the_cookbook_band_pass() {
+    use ferrofx::chain::Biquad;
+    use ferrofx::Engine;
+    use ferrofx_plugin::solo::SOLO_FADE_MS;
+    let (mut r, mut audio, telemetry) = audio_rig();
+    // The same plugin without solo, for the output after the fade-out.
+    let params2 = Arc::new(FerroParams::default());
+    let (telemetry2, taps2) = Telemetry::connected();
+    let mut audio2 = AudioState::new(params2.chain.take_audio_side().unwrap(), taps2);
+    audio2.activate(&params2, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, 0);
+    r.peak(3, 1000.0, 6.0);
+    let setter = r.gui.param_setter();
+    for (p, q) in [(&params2.bands[3], &r.params.bands[3])] {
+        setter.set_parameter(&p.enabled, true);
+        setter.set_parameter(&p.shape, ShapeChoice::Peak);
+        setter.set_parameter(&p.freq_hz, q.freq_hz.value());
+        setter.set_parameter(&p.gain_db, q.gain_db.value());
+    }
+
+    // Right-click the band's node, pick Solo.
+    let node = node_pos(&r.axes(), &r.params.bands[3].band());
+    r.click(node, PointerButton::Secondary, Modifiers::NONE);
+    r.harness.get_by_label("Solo (listen to this band)").click();
+    r.harness.run();
+    assert_eq!(r.params.solo.get(), Some(3));
+    r.harness.get_by_label("Listening to band 4 (solo)");
+
+    let band = r.params.bands[3].band();
+    let input = ferrofx_testkit::noise_amp(48_000, 21, 0.5);
+    let run = |audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry, x: &[f32]| -> Vec<f32> {
+        let mut out = Vec::new();
+        for block in x.chunks(512) {
+            let (mut l, mut rr) = (block.to_vec(), block.to_vec());
+            let mut bufs: [&mut [f32]; 2] = [&mut l, &mut rr];
+            audio.process(params, telemetry, &mut bufs, block.len());
+            out.extend_from_slice(&l);
+        }
+        out
+    };
+    let (first, second) = input.split_at(24_000);
+    let soloed = run(&mut audio, &r.params, &telemetry, first);
+    let plain_first = run(&mut audio2, &params2, &telemetry2, first);
+    // The reference: the core's cookbook band-pass (constant 0 dB peak) from rest.
+    let designed = ferrofx::Chain::from(Biquad::bandpass(band.freq_hz, band.q)).design(48_000.0).unwrap();
+    let mut engine = Engine::new(&designed, 1, 512);
+    let mut reference = first.to_vec();
+    for block in reference.chunks_mut(512) {
+        engine.process(&mut [block]);
+    }
+    let fade = (SOLO_FADE_MS * 1e-3 * 48_000.0) as usize;
+    let peak = reference.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let worst = soloed[fade + 1..].iter().zip(&reference[fade + 1..]).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    assert!(worst < 1e-4 * peak, "after the fade the output is the band-pass: worst {worst} of peak {peak}");
+    assert!((soloed[fade / 2] - reference[fade / 2]).abs() > 1e-6, "half-way through the fade it is a mix");
+    // The fade in steps no more than the signals on either side of it.
+    let step = |v: &[f32]| v.windows(2).map(|w| (w[1] - w[0]).abs()).fold(0f32, f32::max);
+    let bound = step(&plain_first[..fade]).max(step(&reference[..fade]));
+    assert!(step(&soloed[..fade + 1]) <= bound * 1.01, "{} vs {bound}", step(&soloed[..fade + 1]));
+
+    // Stop listening: after the fade-out, exactly the output without solo.
+    r.pause();
+    r.harness.get_by_label("Stop listening").click();
+    r.harness.run();
+    assert_eq!(r.params.solo.get(), None);
+    let after = run(&mut audio, &r.params, &telemetry, second);
+    let plain = run(&mut audio2, &params2, &telemetry2, second);
+    assert!(after[fade + 1..].iter().zip(&plain[fade + 1..]).all(|(a, b)| a == b), "the plugin's own output again");
+    // Closing the editor ends a solo.
+    r.params.solo.set(Some(3));
+    nice_plug_egui::NiceEguiApp::editor_closed(r.harness.state_mut());
+    assert_eq!(r.params.solo.get(), None);
+}

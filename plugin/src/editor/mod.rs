@@ -239,7 +239,15 @@ impl EditorApp {
             }
         });
         // Its own line, always there, so a message never moves the view.
-        ui.label(if self.message.is_empty() { " " } else { &self.message });
+        ui.horizontal(|ui| {
+            if let Some(b) = self.params.solo.get() {
+                ui.colored_label(egui::Color32::from_rgb(240, 200, 90), format!("Listening to band {} (solo)", b + 1));
+                if ui.small_button("Stop listening").clicked() {
+                    self.params.solo.set(None);
+                }
+            }
+            ui.label(if self.message.is_empty() { " " } else { &self.message });
+        });
         self.response_view(ui, &setter);
         ui.horizontal_wrapped(|ui| {
             for tab in Tab::ALL {
@@ -301,6 +309,8 @@ impl NiceEguiApp for EditorApp {
 
     fn editor_closed(&mut self) {
         self.gui = None;
+        // Solo is a monitoring aid while editing: it ends with the editor.
+        self.params.solo.set(None);
         // The audio thread stops copying samples for the analyser.
         self.telemetry.spectrum.wanted.store(false, Ordering::Relaxed);
     }

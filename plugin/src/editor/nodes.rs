@@ -323,6 +323,11 @@ impl Nodes {
             }
         }
         ui.separator();
+        let soloed = params.solo.get() == Some(i);
+        if ui.radio(soloed, "Solo (listen to this band)").clicked() {
+            params.solo.set(if soloed { None } else { Some(i) });
+            ui.close();
+        }
         if ui.button("Delete band").clicked() {
             set_param(setter, &bp.enabled, false);
             self.selected[i] = false;
