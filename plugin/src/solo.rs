@@ -54,6 +54,7 @@ impl Solo {
 
     /// Mixes the band-pass of `input` into `output` (both `frames` long per channel) for
     /// the soloed band at `freq_hz`/`q`. `wanted` is the band asked for now.
+    #[allow(clippy::too_many_arguments)]
     pub fn process(&mut self, wanted: Option<usize>, freq_hz: f64, q: f64, fs: f64, input: &[Vec<f32>], output: &mut [&mut [f32]], frames: usize) {
         // Another band: fade out first, then follow the new one from rest.
         if self.mix == 0.0 && self.band != wanted {

@@ -1048,12 +1048,11 @@ fn solo_from_the_node_menu_listens_through_the_cookbook_band_pass() {
     audio2.activate(&params2, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, 0);
     r.peak(3, 1000.0, 6.0);
     let setter = r.gui.param_setter();
-    for (p, q) in [(&params2.bands[3], &r.params.bands[3])] {
-        setter.set_parameter(&p.enabled, true);
-        setter.set_parameter(&p.shape, ShapeChoice::Peak);
-        setter.set_parameter(&p.freq_hz, q.freq_hz.value());
-        setter.set_parameter(&p.gain_db, q.gain_db.value());
-    }
+    let (p, q) = (&params2.bands[3], &r.params.bands[3]);
+    setter.set_parameter(&p.enabled, true);
+    setter.set_parameter(&p.shape, ShapeChoice::Peak);
+    setter.set_parameter(&p.freq_hz, q.freq_hz.value());
+    setter.set_parameter(&p.gain_db, q.gain_db.value());
 
     // Right-click the band's node, pick Solo.
     let node = node_pos(&r.axes(), &r.params.bands[3].band());
