@@ -13,7 +13,7 @@ use nice_plug::prelude::*;
 use crate::bands::{Equaliser, BANDS};
 use crate::chain_slot::{AudioConfig, AudioSide};
 use crate::params::FerroParams;
-use crate::telemetry::{AudioTaps, Telemetry, METERED_CHANNELS};
+use crate::telemetry::{AudioTaps, Telemetry};
 use ferrofx::run::realtime::{Policy, RealtimeOffload};
 
 /// Bypass crossfade time.
@@ -39,9 +39,8 @@ pub struct AudioState {
     reported_latency: u32,
     /// The analyser's rings and the processing-time ring (editor telemetry).
     taps: AudioTaps,
-    /// Band solo and its copy of the input.
+    /// Band solo (its input is the dry copy).
     solo: Option<crate::solo::Solo>,
-    solo_in: Vec<Vec<f32>>,
 }
 
 impl AudioState {
@@ -59,7 +58,6 @@ impl AudioState {
             reported_latency: 0,
             taps,
             solo: None,
-            solo_in: Vec::new(),
         }
     }
 
@@ -80,7 +78,6 @@ impl AudioState {
         self.config = Some(config);
         self.dry = vec![vec![0.0; max_block]; channels];
         self.solo = Some(crate::solo::Solo::new(channels, fs));
-        self.solo_in = vec![vec![0.0; max_block]; channels];
         self.realtime = gpu_policy.map(|p| RealtimeOffload::new(channels, max_block, f64::from(fs), p));
         self.dry_delay = gpu_policy.map(|_| DelayLine::new(channels, max_block));
         self.wet_step = 1.0 / (BYPASS_FADE_MS * 1e-3 * fs).max(1.0);
@@ -261,9 +258,12 @@ impl AudioState {
         // The filters keep running while bypassed (their output unused), so un-bypassing
         // crossfades to a settled filter instead of one starting from silence.
         let bypassed = bypass && !fading;
+        // A soloed band listens to the dry signal (delayed like the output on the GPU path).
+        let solo_band = params.solo.get();
+        let soloing = self.solo.as_ref().is_some_and(|s| s.active(solo_band));
         // On the GPU path the dry signal runs through a delay of the path's latency,
         // which must see every block.
-        if fading || bypassed || self.dry_delay.is_some() {
+        if fading || bypassed || soloing || self.dry_delay.is_some() {
             for (d, b) in self.dry.iter_mut().zip(buffers.iter()) {
                 d[..frames].copy_from_slice(&b[start..start + frames]);
             }
@@ -281,13 +281,6 @@ impl AudioState {
         let refs = &mut refs[..used];
         if analyse {
             self.taps.spectrum.pre(refs, frames);
-        }
-        let solo_band = params.solo.get();
-        let soloing = self.solo.as_ref().is_some_and(|s| s.active(solo_band));
-        if soloing {
-            for (d, r) in self.solo_in.iter_mut().zip(refs.iter()) {
-                d[..frames].copy_from_slice(&r[..frames]);
-            }
         }
         if let Some(eq) = self.eq.as_mut() {
             eq.process(refs);
@@ -336,23 +329,18 @@ impl AudioState {
                 r.copy_from_slice(&d[..frames]);
             }
         }
+        let fs_hz = self.config.map_or(0.0, |c| c.sample_rate_hz);
         if let (true, Some(solo)) = (soloing, self.solo.as_mut()) {
             // Follows the band asked for, or (fading out) the one last listened to.
             let band = params.bands[solo.follows(solo_band).unwrap_or(0).min(BANDS - 1)].band();
-            let fs = f64::from(self.config.map_or(48_000.0, |c| c.sample_rate_hz));
-            solo.process(solo_band, band.freq_hz, band.q, fs, &self.solo_in, refs, frames);
+            solo.process(solo_band, band.freq_hz, band.q, f64::from(fs_hz), &self.dry, refs, frames);
         }
-        let mut clipped = false;
-        for (r, meter) in refs.iter().zip(&telemetry.meters[..refs.len().min(METERED_CHANNELS)]) {
-            meter.add(r);
-            clipped |= r.iter().any(|s| s.abs() >= 1.0);
-        }
+        let clipped = refs.iter().zip(&telemetry.meters).fold(false, |c, (r, meter)| meter.add(r) >= 1.0 || c);
         if clipped {
             telemetry.clipped.store(true, Ordering::Relaxed);
         }
         if analyse {
-            let fs = self.config.map_or(0.0, |c| c.sample_rate_hz);
-            self.taps.spectrum.post(refs, frames, fs);
+            self.taps.spectrum.post(refs, frames, fs_hz);
         }
     }
 }

@@ -8,6 +8,7 @@
 //! engine back through a second ring, to be dropped off the audio thread. The audio thread
 //! only takes a new engine when the return ring has room, so it never has to drop one.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ferrofx::run::offload::Offload;
@@ -110,6 +111,8 @@ struct Inner {
     audio_side: Mutex<Option<AudioSide>>,
     status: Mutex<String>,
     gpu_status: Mutex<String>,
+    /// Counts installs: the editor's caches compare this instead of the chain text.
+    revision: AtomicU64,
 }
 
 /// The persisted chain file plus the handover to the audio thread. Cloning shares it.
@@ -138,6 +141,7 @@ impl Default for ChainSlot {
                 audio_side: Mutex::new(Some(AudioSide { incoming, returning, current: None })),
                 status: Mutex::new(String::from("no chain stages")),
                 gpu_status: Mutex::new(String::from("CPU backend")),
+                revision: AtomicU64::new(0),
             }),
         }
     }
@@ -158,6 +162,11 @@ impl ChainSlot {
     /// The chain currently stored.
     pub fn chain(&self) -> Chain {
         lock(&self.inner.stored).chain.clone()
+    }
+
+    /// Changes whenever a chain is installed (cheap to compare, unlike the text).
+    pub fn revision(&self) -> u64 {
+        self.inner.revision.load(Ordering::Acquire)
     }
 
     /// A line for the editor: what runs, or why not.
@@ -183,10 +192,11 @@ impl ChainSlot {
     }
 
     /// Replaces the stored chain and, when the audio side is configured, builds it and
-    /// hands it over.
-    pub fn install(&self, chain: Chain) {
+    /// hands it over. Returns the [`ChainSlot::revision`] this install made.
+    pub fn install(&self, chain: Chain) -> u64 {
         let json = chain.to_json();
         *lock(&self.inner.stored) = Stored { json, chain };
+        let revision = self.inner.revision.fetch_add(1, Ordering::AcqRel) + 1;
         let config = *lock(&self.inner.config);
         // Drop engines the audio thread has given back (here, off the audio thread).
         self.collect_returned();
@@ -206,6 +216,7 @@ impl ChainSlot {
                 *lock(&self.inner.status) = status;
             }
         }
+        revision
     }
 
     /// Sets the audio configuration (from `activate`) and builds the stored chain for it.
@@ -280,7 +291,9 @@ fn describe(chain: &Chain) -> String {
 impl<'a> PersistentField<'a, String> for ChainSlot {
     fn set(&self, new_value: String) {
         match Chain::from_json(&new_value) {
-            Ok(chain) => self.install(chain),
+            Ok(chain) => {
+                self.install(chain);
+            }
             Err(e) => {
                 nice_warn!("saved chain ignored, the default (empty) chain is loaded instead: {e}");
                 self.install(Chain::new());

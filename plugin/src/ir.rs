@@ -62,7 +62,7 @@ fn wav_channels(path: &Path) -> Result<Option<usize>, std::io::Error> {
     while at + 8 <= head.len() {
         let size =
             u32::from_le_bytes([head[at + 4], head[at + 5], head[at + 6], head[at + 7]]) as usize;
-        if &head[at..at + 4] == b"fmt " && at + 10 <= head.len() {
+        if &head[at..at + 4] == b"fmt " && at + 12 <= head.len() {
             return Ok(Some(usize::from(u16::from_le_bytes([
                 head[at + 10],
                 head[at + 11],

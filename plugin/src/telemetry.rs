@@ -57,8 +57,8 @@ pub struct ChannelMeter {
 }
 
 impl ChannelMeter {
-    /// Adds a block (audio thread).
-    pub fn add(&self, samples: &[f32]) {
+    /// Adds a block (audio thread); returns its peak.
+    pub fn add(&self, samples: &[f32]) -> f32 {
         let (mut peak, mut sum) = (0.0f32, 0.0f64);
         for &s in samples {
             peak = peak.max(s.abs());
@@ -68,6 +68,7 @@ impl ChannelMeter {
         let total = f64::from_bits(self.sum_squares_bits.load(Ordering::Relaxed)) + sum;
         self.sum_squares_bits.store(total.to_bits(), Ordering::Relaxed);
         self.frames.fetch_add(samples.len() as u64, Ordering::Release);
+        peak
     }
 
     /// The peak since the last call (editor).

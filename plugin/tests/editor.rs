@@ -1107,3 +1107,30 @@ fn solo_from_the_node_menu_listens_through_the_cookbook_band_pass() {
     nice_plug_egui::NiceEguiApp::editor_closed(r.harness.state_mut());
     assert_eq!(r.params.solo.get(), None);
 }
+
+#[test]
+fn a_band_pair_with_equal_edges_stays_as_typed_with_the_contract_error() {
+    let mut r = rig();
+    r.add_stage("Butterworth");
+    // Switch the response to band-pass: the cutoff becomes a pair around it.
+    r.harness.get_by_value("lowpass").click();
+    r.harness.run();
+    r.harness.get_by_label("bandpass").click();
+    r.harness.run();
+    r.pause();
+    let running = r.params.chain.json();
+    assert!(running.contains("bandpass"), "{running}");
+    // Both edges the same: refused, shown (in full and beside the field), and kept as
+    // typed (not quietly spread into another band).
+    r.harness.get_by_role_and_label(Role::SpinButton, "High (Hz)").set_value_accesskit(500.0);
+    r.harness.run();
+    r.harness.get_by_role_and_label(Role::SpinButton, "Low (Hz)").set_value_accesskit(500.0);
+    r.harness.run();
+    r.harness.run();
+    assert_eq!(r.harness.get_all_by_label_contains("low must be below high").count(), 2);
+    for edge in ["Low (Hz)", "High (Hz)"] {
+        let shown = r.harness.get_by_role_and_label(Role::SpinButton, edge).value().unwrap().parse::<f64>().unwrap();
+        assert_eq!(shown, 500.0, "{edge} stays as typed");
+    }
+    assert_eq!(r.params.chain.json(), running, "the running chain is unchanged");
+}

@@ -139,6 +139,16 @@ fn unusable_files_are_refused_with_the_reason() {
         ir::read(&cut)
     );
 
+    // A header cut inside its format chunk: refused, never read past its end.
+    let stub = d.join("stub.wav");
+    let mut bytes = b"RIFF\x0f\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01".to_vec();
+    assert_eq!(bytes.len(), 23);
+    std::fs::write(&stub, &bytes).unwrap();
+    assert!(matches!(ir::read(&stub), Err(IrError::NotAudio { .. })), "{:?}", ir::read(&stub));
+    bytes.truncate(21);
+    std::fs::write(&stub, &bytes).unwrap();
+    assert!(matches!(ir::read(&stub), Err(IrError::NotAudio { .. })));
+
     let text = d.join("notes.wav");
     std::fs::write(&text, "not audio at all").unwrap();
     assert!(matches!(ir::read(&text), Err(IrError::NotAudio { .. })));

@@ -29,31 +29,38 @@ pub struct Responses {
     /// Per enabled band: (index, dB per point).
     pub bands: Vec<(usize, Vec<f32>)>,
     pub total_db: Vec<f32>,
-    /// The total's phase in degrees (wrapped to ±180) and group delay in milliseconds.
+    /// The total's phase in degrees (wrapped to ±180) and group delay in milliseconds
+    /// (empty unless asked for).
     pub phase_deg: Vec<f32>,
     pub group_delay_ms: Vec<f32>,
 }
 
-/// The view's evaluation frequencies (below Nyquist).
-pub fn view_freqs(axes: &Axes, fs: f64) -> Vec<f64> {
-    (0..POINTS).map(|i| axes.hz_at_x(axes.rect.left() + axes.rect.width() * i as f32 / (POINTS - 1) as f32).min(0.4999 * fs)).collect()
+/// The frequencies the view evaluates: its [`POINTS`] (below Nyquist) and, with
+/// `group_delay`, each one again a relative step above (for the difference quotient).
+pub fn eval_freqs(axes: &Axes, fs: f64, group_delay: bool) -> Vec<f64> {
+    let view: Vec<f64> = (0..POINTS).map(|i| axes.hz_at_x(axes.rect.left() + axes.rect.width() * i as f32 / (POINTS - 1) as f32).min(0.4999 * fs)).collect();
+    if !group_delay {
+        return view;
+    }
+    let above: Vec<f64> = view.iter().map(|f| f * (1.0 + GD_STEP)).collect();
+    [view, above].concat()
 }
 
-/// The chain stages' complex response at `freqs_hz` and just above each (for the group
-/// delay). Costly for long FIRs: the editor computes it once per chain, rate and view.
-pub fn chain_response(chain: &DesignedChain, freqs_hz: &[f64]) -> Vec<(Complex64, Complex64)> {
-    freqs_hz.iter().map(|&f| (chain.response(f), chain.response(f * (1.0 + GD_STEP)))).collect()
+/// The chain stages' complex response at `freqs_hz` ([`eval_freqs`]). Costly for long
+/// FIRs: the editor computes it once per chain, rate and view.
+pub fn chain_response(chain: &DesignedChain, freqs_hz: &[f64]) -> Vec<Complex64> {
+    freqs_hz.iter().map(|&f| chain.response(f)).collect()
 }
 
-/// Evaluates every band, the chain stages (`chain_h` from [`chain_response`] at
-/// [`view_freqs`]) and the output gain at the view's frequencies.
-pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[(Complex64, Complex64)]>, output_gain_db: f32, fs: f64) -> Responses {
-    let freqs_hz = view_freqs(axes, fs);
+/// Evaluates every band, the chain stages (`chain_h` from [`chain_response`] at the same
+/// [`eval_freqs`]) and the output gain at the view's frequencies; the group delay only
+/// with `group_delay`.
+pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[Complex64]>, output_gain_db: f32, fs: f64, group_delay: bool) -> Responses {
+    let freqs = eval_freqs(axes, fs, group_delay);
     let db = |h: f64| (20.0 * h.max(1e-12).log10()) as f32;
-    let one = Complex64::new(1.0, 0.0);
-    let mut total: Vec<(Complex64, Complex64)> = match chain_h {
-        Some(h) if h.len() == freqs_hz.len() => h.to_vec(),
-        _ => vec![(one, one); freqs_hz.len()],
+    let mut total: Vec<Complex64> = match chain_h {
+        Some(h) if h.len() == freqs.len() => h.to_vec(),
+        _ => vec![Complex64::new(1.0, 0.0); freqs.len()],
     };
     let mut per_band = Vec::new();
     for (i, b) in bands.iter().enumerate() {
@@ -62,18 +69,21 @@ pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[(Complex6
         }
         let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
         let n = b.clamped(fs).design_into(fs, &mut buf);
-        let mut mags = Vec::with_capacity(freqs_hz.len());
-        for (t, &f) in total.iter_mut().zip(&freqs_hz) {
-            let (h, h2) = (sos_response(&buf[..n], f, fs), sos_response(&buf[..n], f * (1.0 + GD_STEP), fs));
-            *t = (t.0 * h, t.1 * h2);
-            mags.push(h.norm());
+        let mut mags = Vec::with_capacity(POINTS);
+        for (k, (t, &f)) in total.iter_mut().zip(&freqs).enumerate() {
+            let h = sos_response(&buf[..n], f, fs);
+            *t *= h;
+            if k < POINTS {
+                mags.push(db(h.norm()));
+            }
         }
-        per_band.push((i, mags.into_iter().map(db).collect()));
+        per_band.push((i, mags));
     }
-    let phase_deg = total.iter().map(|(h, _)| h.arg().to_degrees() as f32).collect();
-    let group_delay_ms = total
+    let (view, above) = total.split_at(POINTS.min(total.len()));
+    let group_delay_ms = view
         .iter()
-        .zip(&freqs_hz)
+        .zip(above)
+        .zip(&freqs)
         .map(|((h, h2), &f)| {
             // -dφ/dω from the phase of h2/h over the step (no unwrapping needed).
             let dphi = (h2 / h).arg();
@@ -81,10 +91,10 @@ pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[(Complex6
         })
         .collect();
     Responses {
-        freqs_hz,
+        freqs_hz: freqs[..view.len()].to_vec(),
         bands: per_band,
-        total_db: total.iter().map(|(h, _)| db(h.norm()) + output_gain_db).collect(),
-        phase_deg,
+        total_db: view.iter().map(|h| db(h.norm()) + output_gain_db).collect(),
+        phase_deg: view.iter().map(|h| h.arg().to_degrees() as f32).collect(),
         group_delay_ms,
     }
 }

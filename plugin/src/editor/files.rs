@@ -64,9 +64,4 @@ impl Picker {
         }
         None
     }
-
-    /// A dialog is open.
-    pub fn is_open(&self) -> bool {
-        self.dialog.is_some()
-    }
 }

@@ -35,7 +35,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use egui::{Key, Modifiers, Vec2};
-use ferrofx::DesignedChain;
 use nice_plug::context::gui::GuiContext;
 use nice_plug::prelude::*;
 use nice_plug_egui::{create_egui_editor, EguiEditor, EguiNiceSettings, NiceEguiApp, RepaintNotifier};
@@ -74,8 +73,6 @@ pub struct EditorApp {
     gui: Option<GuiContext>,
     pub presets: presets::PresetsPanel,
     pub ab: ab::AbSlots,
-    /// The chain stages designed at the current rate, cached by (chain text, fs).
-    chain_cache: Option<(String, f32, Option<DesignedChain>)>,
     pub nodes: nodes::Nodes,
     pub stages: stages::StagesPanel,
     pub analyser: analyser::Analyser,
@@ -84,10 +81,10 @@ pub struct EditorApp {
     pub tab: Tab,
     pub history: history::History,
     pub range: axes::DbRange,
-    /// The chain's response at the view's frequencies, keyed by (chain text, rate, view
-    /// left edge and width).
+    /// The chain's response at the view's frequencies (`None`: it does not design), keyed
+    /// by (chain revision, rate, view left edge and width, group delay wanted).
     #[allow(clippy::type_complexity)]
-    chain_h: Option<((String, f32, f32, f32), Vec<(num_complex::Complex64, num_complex::Complex64)>)>,
+    chain_h: Option<((u64, f32, f32, f32, bool), Option<Vec<num_complex::Complex64>>)>,
     /// What the view drew last (for tests and the status line).
     pub last_responses: Option<curve::Responses>,
     /// Phase or group delay over the magnitudes.
@@ -118,7 +115,6 @@ impl EditorApp {
             gui: None,
             presets: presets::PresetsPanel::default(),
             ab: ab::AbSlots::default(),
-            chain_cache: None,
             nodes: nodes::Nodes::default(),
             stages: stages::StagesPanel::default(),
             analyser: analyser::Analyser::default(),
@@ -154,26 +150,15 @@ impl EditorApp {
         }
     }
 
-    fn designed_chain(&mut self, fs: f32) -> Option<DesignedChain> {
-        let json = self.params.chain.json();
-        let fresh = matches!(&self.chain_cache, Some((j, f, _)) if *j == json && *f == fs);
-        if !fresh {
-            let designed = self.params.chain.chain().design(fs as f64).ok();
-            self.chain_cache = Some((json, fs, designed));
-        }
-        self.chain_cache.as_ref().and_then(|(_, _, d)| d.clone())
-    }
-
-    /// The chain stages' response at the view's frequencies, computed once per chain,
-    /// rate and view size (a million-tap FIR costs seconds per evaluation).
-    fn chain_response(&mut self, fs: f32, axes: &axes::Axes) -> Option<Vec<(num_complex::Complex64, num_complex::Complex64)>> {
-        let chain = self.designed_chain(fs)?;
-        let key = (self.params.chain.json(), fs, axes.rect.left(), axes.rect.width());
-        if self.chain_h.as_ref().map(|(k, _)| k) != Some(&key) {
-            let h = curve::chain_response(&chain, &curve::view_freqs(axes, f64::from(fs)));
+    /// Computes the chain stages' response at the view's frequencies when the chain, the
+    /// rate or the view changed (a million-tap FIR costs seconds per evaluation).
+    fn refresh_chain_response(&mut self, fs: f32, axes: &axes::Axes, group_delay: bool) {
+        let key = (self.params.chain.revision(), fs, axes.rect.left(), axes.rect.width(), group_delay);
+        if self.chain_h.as_ref().map(|(k, _)| *k) != Some(key) {
+            let designed = self.params.chain.chain().design(f64::from(fs)).ok();
+            let h = designed.map(|c| curve::chain_response(&c, &curve::eval_freqs(axes, f64::from(fs), group_delay)));
             self.chain_h = Some((key, h));
         }
-        self.chain_h.as_ref().map(|(_, h)| h.clone())
     }
 
     /// The whole editor, one frame.
@@ -277,8 +262,10 @@ impl EditorApp {
             self.message = note;
         }
         let bands = self.params.bands();
-        let chain_h = self.chain_response(fs, &axes);
-        let r = curve::responses(&axes, &bands, chain_h.as_deref(), self.params.output_gain_db.value(), f64::from(fs));
+        let group_delay = self.overlay == curve::Overlay::GroupDelay;
+        self.refresh_chain_response(fs, &axes, group_delay);
+        let chain_h = self.chain_h.as_ref().and_then(|(_, h)| h.as_deref());
+        let r = curve::responses(&axes, &bands, chain_h, self.params.output_gain_db.value(), f64::from(fs), group_delay);
         let painter = ui.painter_at(rect);
         curve::draw_grid(&painter, &axes);
         self.analyser.draw(&painter, &axes);

@@ -147,11 +147,6 @@ impl PresetsPanel {
             self.relist();
         }
     }
-
-    /// Loads `path` as the plugin's state (what the panel's buttons do).
-    pub fn load(&mut self, path: &Path, params: &FerroParams, setter: &ParamSetter, fs: f64) {
-        self.outcome = Some(load_file(path, params, setter, fs));
-    }
 }
 
 /// A name usable as a file name on every platform.

@@ -148,7 +148,7 @@ pub fn fields(
             window,
         } => {
             f.response(response, &RESPONSES);
-            f.count("Taps", "taps", taps);
+            f.number("Taps", "taps", taps, 0.2);
             f.cutoff(*response, cutoff);
             f.window(window);
         }
@@ -180,14 +180,10 @@ impl Fields<'_, '_> {
         }
     }
 
-    /// A number with a visible label (also its accessible name).
-    fn number(&mut self, label: &str, field: &str, v: &mut f64, speed: f64) {
+    /// A number with a visible label (also its accessible name), unclamped.
+    fn number<T: egui::emath::Numeric>(&mut self, label: &str, field: &str, v: &mut T, speed: f64) {
         let l = self.ui.label(label);
-        let r = self
-            .ui
-            .add(DragValue::new(v).speed(speed).max_decimals(6))
-            .labelled_by(l.id)
-            .on_hover_text(field);
+        let r = self.ui.add(DragValue::new(v).speed(speed).max_decimals(6)).labelled_by(l.id).on_hover_text(field);
         self.changed |= r.changed();
         self.error_for(field);
     }
@@ -198,150 +194,87 @@ impl Fields<'_, '_> {
         self.number(label, field, v, speed);
     }
 
-    fn count(&mut self, label: &str, field: &str, v: &mut usize) {
-        let l = self.ui.label(label);
-        let r = self
-            .ui
-            .add(DragValue::new(v).speed(0.2))
-            .labelled_by(l.id)
-            .on_hover_text(field);
-        self.changed |= r.changed();
+    fn order(&mut self, order: &mut usize) {
+        self.number("Order", "order", order, 0.2);
+    }
+
+    /// One of `options` in a menu. Options are told apart by `name`, so a variant that
+    /// carries values (a Kaiser window's beta) is the same choice whatever its values.
+    fn choice<T: Copy>(&mut self, salt: &str, value: &mut T, options: &[T], name: impl Fn(&T) -> &'static str, field: &str) {
+        let before = name(value);
+        egui::ComboBox::from_id_salt((salt, self.stage)).selected_text(before).show_ui(self.ui, |ui| {
+            for option in options {
+                if ui.selectable_label(name(option) == name(value), name(option)).clicked() {
+                    *value = *option;
+                }
+            }
+        });
+        self.changed |= name(value) != before;
         self.error_for(field);
     }
 
-    fn order(&mut self, order: &mut usize) {
-        self.count("Order", "order", order);
-    }
-
     fn cutoff(&mut self, response: Response, cutoff: &mut Cutoff) {
-        // The response decides the form; switching it keeps the frequencies.
-        let (mut lo, mut hi) = (cutoff.low_hz(), cutoff.high_hz());
-        if response.is_band() {
-            if lo == hi {
-                (lo, hi) = (lo / 2f64.sqrt(), hi * 2f64.sqrt());
+        // The response decides the form; switching it keeps the frequencies (a single
+        // cutoff becomes a half-octave band around it, a band its geometric centre). A
+        // pair the contract refuses (low not below high) stays as typed, with its error.
+        match (response.is_band(), *cutoff) {
+            (true, Cutoff::Single(f)) => {
+                *cutoff = Cutoff::Band(f / 2f64.sqrt(), f * 2f64.sqrt());
                 self.changed = true;
             }
-            let (a, b) = (lo, hi);
-            // One message for the pair, beside the second edge.
-            let err = self.error.take();
-            self.frequency("Low (Hz)", "cutoff_hz", &mut lo);
-            self.error = err;
-            self.frequency("High (Hz)", "cutoff_hz", &mut hi);
-            self.changed |= a != lo || b != hi;
-            *cutoff = Cutoff::Band(lo, hi);
-        } else {
-            let a = lo;
-            if matches!(cutoff, Cutoff::Band(..)) {
-                lo = (lo * hi).sqrt();
+            (false, Cutoff::Band(lo, hi)) => {
+                *cutoff = Cutoff::Single((lo * hi).sqrt());
                 self.changed = true;
             }
-            self.frequency("Cutoff (Hz)", "cutoff_hz", &mut lo);
-            self.changed |= a != lo;
-            *cutoff = Cutoff::Single(lo);
+            _ => {}
+        }
+        match cutoff {
+            Cutoff::Band(lo, hi) => {
+                // One message for the pair, beside the second edge.
+                let err = self.error.take();
+                self.frequency("Low (Hz)", "cutoff_hz", lo);
+                self.error = err;
+                self.frequency("High (Hz)", "cutoff_hz", hi);
+            }
+            Cutoff::Single(f) => self.frequency("Cutoff (Hz)", "cutoff_hz", f),
         }
     }
 
     fn response(&mut self, response: &mut Response, offered: &[Response]) {
-        let before = *response;
-        egui::ComboBox::from_id_salt(("response", self.stage))
-            .selected_text(response.name())
-            .show_ui(self.ui, |ui| {
-                for &r in offered {
-                    ui.selectable_value(response, r, r.name());
-                }
-            });
-        self.changed |= before != *response;
-        self.error_for("response");
+        self.choice("response", response, offered, |r| r.name(), "response");
     }
 
     fn family(&mut self, family: &mut IirFamily) {
-        let before = *family;
         // Extra parameters carry over where the new family has them.
-        let (ripple, attenuation) = match *family {
+        let (ripple_db, attenuation_db) = match *family {
             IirFamily::Chebyshev1 { ripple_db } => (ripple_db, 60.0),
             IirFamily::Chebyshev2 { attenuation_db } => (1.0, attenuation_db),
-            IirFamily::Elliptic {
-                ripple_db,
-                attenuation_db,
-            } => (ripple_db, attenuation_db),
-            _ => (1.0, 60.0),
+            IirFamily::Elliptic { ripple_db, attenuation_db } => (ripple_db, attenuation_db),
+            IirFamily::Butterworth | IirFamily::Bessel => (1.0, 60.0),
         };
         let all = [
             IirFamily::Butterworth,
-            IirFamily::Chebyshev1 { ripple_db: ripple },
-            IirFamily::Chebyshev2 {
-                attenuation_db: attenuation,
-            },
-            IirFamily::Elliptic {
-                ripple_db: ripple,
-                attenuation_db: attenuation,
-            },
+            IirFamily::Chebyshev1 { ripple_db },
+            IirFamily::Chebyshev2 { attenuation_db },
+            IirFamily::Elliptic { ripple_db, attenuation_db },
             IirFamily::Bessel,
         ];
-        egui::ComboBox::from_id_salt(("family", self.stage))
-            .selected_text(family.name())
-            .show_ui(self.ui, |ui| {
-                for f in all {
-                    if ui
-                        .selectable_label(f.name() == family.name(), f.name())
-                        .clicked()
-                        && f.name() != family.name()
-                    {
-                        *family = f;
-                    }
-                }
-            });
-        self.changed |= before != *family;
+        self.choice("family", family, &all, |f| f.name(), "type");
     }
 
     fn biquad_kind(&mut self, kind: &mut BiquadKind, gain_db: &mut Option<f64>) {
         let before = *kind;
-        egui::ComboBox::from_id_salt(("biquad", self.stage))
-            .selected_text(kind.name())
-            .show_ui(self.ui, |ui| {
-                for k in BiquadKind::ALL {
-                    ui.selectable_value(kind, k, k.name());
-                }
-            });
-        if before != *kind {
-            self.changed = true;
-            *gain_db = if kind.uses_gain() {
-                Some(gain_db.unwrap_or(0.0))
-            } else {
-                None
-            };
+        self.choice("biquad", kind, &BiquadKind::ALL, |k| k.name(), "kind");
+        if *kind != before {
+            // Peaking and shelves have a gain; the other kinds must not.
+            *gain_db = if kind.uses_gain() { Some(gain_db.unwrap_or(0.0)) } else { None };
         }
-        self.error_for("kind");
     }
 
     fn window(&mut self, window: &mut Window) {
-        let before = *window;
-        let beta = if let Window::Kaiser { beta } = *window {
-            beta
-        } else {
-            8.6
-        };
-        let all = [
-            Window::Rectangular,
-            Window::Hann,
-            Window::Hamming,
-            Window::Blackman,
-            Window::Kaiser { beta },
-        ];
-        egui::ComboBox::from_id_salt(("window", self.stage))
-            .selected_text(window.name())
-            .show_ui(self.ui, |ui| {
-                for w in all {
-                    if ui
-                        .selectable_label(w.name() == window.name(), w.name())
-                        .clicked()
-                    {
-                        *window = w;
-                    }
-                }
-            });
-        self.changed |= before != *window;
-        self.error_for("window");
+        let beta = if let Window::Kaiser { beta } = *window { beta } else { 8.6 };
+        let all = [Window::Rectangular, Window::Hann, Window::Hamming, Window::Blackman, Window::Kaiser { beta }];
+        self.choice("window", window, &all, |w| w.name(), "window");
         if let Window::Kaiser { beta } = window {
             self.number("Beta", "beta", beta, 0.05);
         }

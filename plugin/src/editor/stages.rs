@@ -31,8 +31,8 @@ enum Edit {
 #[derive(Default)]
 pub struct StagesPanel {
     draft: Chain,
-    /// The installed chain's text the draft was taken from or last installed as.
-    synced: Option<String>,
+    /// The chain slot's revision the draft was taken from or last installed as.
+    synced: Option<u64>,
     /// Why the draft is not what runs.
     pub error: Option<ChainError>,
     /// The outcome of the last impulse-response load.
@@ -41,14 +41,9 @@ pub struct StagesPanel {
 }
 
 impl StagesPanel {
-    /// The stages as drawn (the draft).
-    pub fn draft(&self) -> &Chain {
-        &self.draft
-    }
-
     fn sync(&mut self, params: &FerroParams) {
-        let installed = params.chain.json();
-        if self.synced.as_deref() != Some(installed.as_str()) {
+        let installed = params.chain.revision();
+        if self.synced != Some(installed) {
             self.draft = params.chain.chain();
             self.synced = Some(installed);
             self.error = None;
@@ -60,8 +55,7 @@ impl StagesPanel {
         let text = self.draft.to_json();
         match Chain::from_json(&text).and_then(|c| c.design(fs).map(|_| c)) {
             Ok(chain) => {
-                params.chain.install(chain);
-                self.synced = Some(params.chain.json());
+                self.synced = Some(params.chain.install(chain));
                 self.error = None;
             }
             Err(e) => self.error = Some(e),
