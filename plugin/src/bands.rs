@@ -64,7 +64,10 @@ pub struct Slope {
 /// One band's settings (plain values).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Band {
+    /// The band is in use (its node is shown); a disabled band is an empty slot.
     pub enabled: bool,
+    /// In use but not acting on the signal (its node stays on the curve, dimmed).
+    pub bypassed: bool,
     pub shape: Shape,
     pub freq_hz: f64,
     pub gain_db: f64,
@@ -76,6 +79,7 @@ impl Default for Band {
     fn default() -> Band {
         Band {
             enabled: false,
+            bypassed: false,
             shape: Shape::Peak,
             freq_hz: 1000.0,
             gain_db: 0.0,
@@ -89,6 +93,11 @@ impl Default for Band {
 pub const NYQUIST_SHARE: f64 = 0.45;
 
 impl Band {
+    /// Whether the band acts on the signal: in use and not bypassed.
+    pub fn active(&self) -> bool {
+        self.enabled && !self.bypassed
+    }
+
     /// The settings clamped into the parameter ranges and below Nyquist at `fs`.
     pub fn clamped(&self, fs: f64) -> Band {
         let (f_lo, f_hi) = ranges::freq_hz();
@@ -114,9 +123,9 @@ impl Band {
         }
     }
 
-    /// Sections this band designs to (0 when disabled); fixed by shape and slope.
+    /// Sections this band designs to (0 when not active); fixed by shape and slope.
     pub fn section_count(&self) -> usize {
-        if !self.enabled {
+        if !self.active() {
             return 0;
         }
         match self.shape {
@@ -136,7 +145,7 @@ impl Band {
     /// Designs the band into `out` without allocating; returns the section count.
     /// Call with settings from [`Band::clamped`].
     pub fn design_into(&self, fs: f64, out: &mut [Sos; MAX_SECTIONS_PER_BAND]) -> usize {
-        if !self.enabled {
+        if !self.active() {
             return 0;
         }
         let (f, q, g) = (self.freq_hz, self.q, self.gain_db);
@@ -212,7 +221,7 @@ struct BandSmoothing {
 /// cascade (the core's SIMD kernel, exactly the core chain). While anything moves, the
 /// same sections run as state-variable filters (see [`crate::svf`]), one slot per possible
 /// section of each band, gliding per sample to each new design; states are handed over
-/// exactly between the two forms. A discrete change (enable, shape, slope, Butterworth
+/// exactly between the two forms. A discrete change (enable, bypass, shape, slope, Butterworth
 /// or Linkwitz-Riley) cross-fades the band's output from its old sections to its new
 /// ones over [`SWITCH_FADE_MS`]; a further discrete change of the same band waits until
 /// that fade has ended.
@@ -299,7 +308,7 @@ impl Equaliser {
     /// the cuts), so that moving from one to the other is a glide, not a switch.
     fn same_layout(a: &Band, b: &Band) -> bool {
         let cut = matches!(a.shape, Shape::LowCut | Shape::HighCut);
-        a.enabled == b.enabled && (!a.enabled || (a.shape == b.shape && (!cut || a.slope == b.slope)))
+        a.active() == b.active() && (!a.active() || (a.shape == b.shape && (!cut || a.slope == b.slope)))
     }
 
     fn counts(&self) -> [usize; BANDS] {

@@ -62,6 +62,10 @@ pub struct BandParams {
     /// Cut type: Linkwitz-Riley instead of Butterworth.
     #[id = "lr"]
     pub linkwitz_riley: BoolParam,
+    /// The band stays in use (its node shown) but does not act on the signal
+    /// (switched with the same short cross-fade as enabling it).
+    #[id = "byp"]
+    pub bypassed: BoolParam,
 }
 
 /// Band shapes as the host sees them (IDs stable).
@@ -233,6 +237,7 @@ impl BandParams {
                     Some((db / 6.0).round() as i32)
                 })),
             linkwitz_riley: BoolParam::new(format!("Band {n} Linkwitz-Riley"), false),
+            bypassed: BoolParam::new(format!("Band {n} Bypass"), false),
         }
     }
 
@@ -240,6 +245,7 @@ impl BandParams {
     pub fn band(&self) -> Band {
         Band {
             enabled: self.enabled.value(),
+            bypassed: self.bypassed.value(),
             shape: self.shape.value().shape(),
             freq_hz: self.freq_hz.value() as f64,
             gain_db: self.gain_db.value() as f64,

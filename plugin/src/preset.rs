@@ -2,10 +2,11 @@
 //!
 //! Export writes everything the plugin does, in signal order, as one chain file that
 //! `cargo xtask render` renders identically: the enabled bands (each stage labelled
-//! `band N`), then the chain stages, then the output gain (labelled `output gain`).
-//! Import reverses it: stages labelled `band N` that a band can express set band N, a
-//! `gain` stage labelled `output gain` at the end sets the output gain, and every other
-//! stage becomes a chain stage.
+//! `band N`; a bypassed band's stages written with `"enabled": false`), then the chain
+//! stages, then the output gain (labelled `output gain`). Import reverses it: stages
+//! labelled `band N` that a band can express set band N (bypassed when the stage is
+//! disabled), a `gain` stage labelled `output gain` at the end sets the output gain, and
+//! every other stage becomes a chain stage.
 
 use ferrofx::chain::{Biquad, Butterworth, LinkwitzRiley};
 use ferrofx::design::{BiquadKind, Cutoff, IirFamily, Response};
@@ -21,7 +22,8 @@ pub fn band_label(index: usize) -> String {
 /// Label of the output gain stage.
 pub const OUTPUT_GAIN_LABEL: &str = "output gain";
 
-/// The stages band `index` runs, labelled (empty when disabled).
+/// The stages band `index` runs, labelled (empty when disabled; disabled stages when
+/// bypassed).
 pub fn band_stages(index: usize, band: &Band) -> Vec<Stage> {
     if !band.enabled {
         return Vec::new();
@@ -41,7 +43,17 @@ pub fn band_stages(index: usize, band: &Band) -> Vec<Stage> {
         Shape::LowCut => vec![Butterworth::highpass(f, order)],
         Shape::HighCut => vec![Butterworth::lowpass(f, order)],
     };
-    stages.into_iter().map(|s| s.labelled(band_label(index))).collect()
+    stages
+        .into_iter()
+        .map(|s| {
+            let s = s.labelled(band_label(index));
+            if band.bypassed {
+                s.disabled()
+            } else {
+                s
+            }
+        })
+        .collect()
 }
 
 /// The whole plugin as one chain file: bands, chain stages, output gain. Bands are
@@ -130,16 +142,17 @@ pub fn import(chain: &Chain) -> Imported {
     let mut i = 0;
     while i < stages.len() {
         let stage = &stages[i];
-        let index = band_index(stage.label.as_deref()).filter(|_| stage.enabled);
+        let index = band_index(stage.label.as_deref());
         let taken = index.filter(|n| out.bands.iter().all(|(m, _)| m != n)).and_then(|n| {
             // A tilt shelf is a low shelf and a high shelf of opposite gains, same label.
             if let (Some(next), StageKind::Biquad { kind: BiquadKind::LowShelf, freq_hz, q, gain_db: Some(g) }) =
                 (stages.get(i + 1), &stage.kind)
             {
                 if let StageKind::Biquad { kind: BiquadKind::HighShelf, freq_hz: f2, q: q2, gain_db: Some(g2) } = &next.kind {
-                    if next.label == stage.label && next.enabled && f2 == freq_hz && q2 == q && *g2 == -*g {
+                    if next.label == stage.label && next.enabled == stage.enabled && f2 == freq_hz && q2 == q && *g2 == -*g {
                         let band = Band {
                             enabled: true,
+                            bypassed: !stage.enabled,
                             shape: Shape::TiltShelf,
                             freq_hz: *freq_hz,
                             q: *q,
@@ -150,7 +163,7 @@ pub fn import(chain: &Chain) -> Imported {
                     }
                 }
             }
-            stage_band(stage).map(|b| (n, b, 1))
+            stage_band(stage).map(|b| (n, Band { bypassed: !stage.enabled, ..b }, 1))
         });
         match taken {
             Some((n, band, used)) => {

@@ -77,8 +77,21 @@ fn rig_with(params: Arc<FerroParams>, telemetry: Arc<Telemetry>) -> Rig {
     rig_rendered(params, telemetry, false)
 }
 
-/// With `wgpu`, the harness can render the editor to an image.
+/// With `wgpu`, the harness can render the editor to an image. The harness checks after
+/// every frame that each input widget has an accessible name (a screen reader's, and the
+/// tests' way of finding it).
 fn rig_rendered(params: Arc<FerroParams>, telemetry: Arc<Telemetry>, wgpu: bool) -> Rig {
+    rig_built(params, telemetry, wgpu, true)
+}
+
+/// A rig whose harness does not check accessible names after each frame: for tests that
+/// open the file dialog (egui_file's path and file-name fields have no names; it is a
+/// third-party widget). Such a test calls `check_accessibility` itself once it is closed.
+fn rig_with_file_dialog() -> Rig {
+    rig_built(Arc::new(FerroParams::default()), Arc::new(Telemetry::default()), false, false)
+}
+
+fn rig_built(params: Arc<FerroParams>, telemetry: Arc<Telemetry>, wgpu: bool, a11y_check: bool) -> Rig {
     telemetry.sample_rate_bits.store(48_000f32.to_bits(), Ordering::Relaxed);
     telemetry.channels.store(2, Ordering::Relaxed);
     telemetry.max_block_frames.store(512, Ordering::Relaxed);
@@ -93,9 +106,7 @@ fn rig_rendered(params: Arc<FerroParams>, telemetry: Arc<Telemetry>, wgpu: bool)
     let mut harness = builder
         .with_size(if wgpu { [1000.0, 720.0] } else { [920.0, 1000.0] })
         .with_step_dt(1.0 / 60.0)
-        // The band table's checkboxes and menus have no accessible names yet (issue 15's
-        // note); everything these tests drive is on the response view.
-        .with_accessibility_check(false)
+        .with_accessibility_check(a11y_check)
         .build_ui_state(|ui, app: &mut EditorApp| app.show(ui), app);
     harness.run();
     Rig { harness, params, host, gui }
@@ -307,6 +318,33 @@ impl Rig {
     fn chain(&self) -> Chain {
         self.params.chain.chain()
     }
+}
+
+/// Every input widget on every tab, with a stage of every type and a few bands of every
+/// shape, has an accessible name (what a screen reader announces; the harness also checks
+/// this after each frame of the other tests).
+#[test]
+fn every_input_widget_on_every_tab_has_a_name() {
+    use ferrofx_plugin::editor::stage_fields::ADDABLE;
+    use ferrofx_plugin::editor::Tab;
+    let mut r = rig();
+    for (name, _) in ADDABLE {
+        r.add_stage(name);
+    }
+    assert_eq!(r.chain().stages.len(), ADDABLE.len());
+    r.peak(0, 100.0, 3.0);
+    r.peak(1, 1000.0, -3.0);
+    for tab in Tab::ALL {
+        r.harness.state_mut().tab = tab;
+        r.harness.run();
+        let unnamed = r.harness.unnamed_widgets();
+        assert!(unnamed.is_empty(), "{tab:?}: {unnamed:#?}");
+    }
+    // A node's menu, open.
+    let a = r.axes();
+    r.click(node_pos(&a, &r.params.bands[0].band()), PointerButton::Secondary, Modifiers::NONE);
+    let unnamed = r.harness.unnamed_widgets();
+    assert!(unnamed.is_empty(), "the node menu: {unnamed:#?}");
 }
 
 #[test]
@@ -528,7 +566,8 @@ fn an_impulse_response_file_becomes_a_given_fir_stage() {
     }
     w.finalize().unwrap();
 
-    let mut r = rig();
+    let mut r = rig_with_file_dialog();
+    r.harness.check_accessibility();
     r.add_stage("Biquad");
     r.add_stage("Impulse response file (FIR)…");
     // The dialog's file-name field takes a full path; Enter opens it.
@@ -554,6 +593,8 @@ fn an_impulse_response_file_becomes_a_given_fir_stage() {
     assert_eq!(first_difference, None, "the file's samples, exactly");
     assert_eq!(chain.stages[1].label.as_deref(), Some("room.wav"));
     r.harness.get_by_label("777 taps");
+    // The dialog closed: every input widget of the editor has a name again.
+    r.harness.check_accessibility();
 
     // A file at another rate is refused with a message and changes nothing.
     let other = dir.join("at44k.wav");
@@ -1133,4 +1174,88 @@ fn a_band_pair_with_equal_edges_stays_as_typed_with_the_contract_error() {
         assert_eq!(shown, 500.0, "{edge} stays as typed");
     }
     assert_eq!(r.params.chain.json(), running, "the running chain is unchanged");
+}
+
+/// A band bypassed from its node's menu stays on the curve (drawn, hit, draggable) and
+/// in the host's parameters, stops acting on the audio (after the switch's cross-fade
+/// the output is the plugin's without the band), is left out of the total curve, and is
+/// undone like any edit; the band table's Bypass box (reached by its accessible name)
+/// turns it back on.
+#[test]
+fn a_bypassed_band_keeps_its_node_and_stops_acting() {
+    use ferrofx_plugin::editor::curve::responses;
+    let (mut r, mut audio, telemetry) = audio_rig();
+    // The same plugin without the band.
+    let params2 = Arc::new(FerroParams::default());
+    let (telemetry2, taps2) = Telemetry::connected();
+    let mut audio2 = AudioState::new(params2.chain.take_audio_side().unwrap(), taps2);
+    audio2.activate(&params2, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, 0);
+    r.peak(3, 1000.0, 9.0);
+    let freq0 = r.params.bands[3].freq_hz.value();
+    let run = |audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry, x: &[f32]| -> Vec<f32> {
+        let mut out = Vec::new();
+        for block in x.chunks(512) {
+            let (mut l, mut rr) = (block.to_vec(), block.to_vec());
+            let mut bufs: [&mut [f32]; 2] = [&mut l, &mut rr];
+            audio.process(params, telemetry, &mut bufs, block.len());
+            out.extend_from_slice(&l);
+        }
+        out
+    };
+    let input = ferrofx_testkit::noise_amp(48_000, 33, 0.5);
+    let (first, second) = input.split_at(24_000);
+    let with_band = run(&mut audio, &r.params, &telemetry, first);
+    let without = run(&mut audio2, &params2, &telemetry2, first);
+    let differs = with_band.iter().zip(&without).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    assert!(differs > 0.05, "the +9 dB band acts before the bypass ({differs})");
+
+    let node = node_pos(&r.axes(), &r.params.bands[3].band());
+    r.click(node, PointerButton::Secondary, Modifiers::NONE);
+    r.harness.get_by_label("Bypass (keep the band, don't apply it)").click();
+    r.harness.run();
+    let b = r.params.bands[3].band();
+    assert!(b.enabled && b.bypassed, "in use and bypassed: {b:?}");
+    let log = r.host.take();
+    let kinds: Vec<char> = log.iter().filter(|e| e.1 == "Band 4 Bypass").map(|e| e.0).collect();
+    assert_eq!(kinds, ['b', 's', 'e'], "one host gesture: {log:?}");
+
+    // The audio: after the switch's cross-fade, the plugin without the band.
+    let bypassed = run(&mut audio, &r.params, &telemetry, second);
+    let plain = run(&mut audio2, &params2, &telemetry2, second);
+    let settle = (0.05 * 48_000.0) as usize;
+    let worst = bypassed[settle..].iter().zip(&plain[settle..]).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    assert!(worst < 1e-6, "bypassed band still acts: {worst}");
+
+    // The curve: the total leaves it out, its own curve is still there.
+    let a = r.axes();
+    let resp = responses(&a, &r.params.bands(), None, 0.0, 48_000.0, false);
+    let at_1k = resp.freqs_hz.iter().enumerate().min_by(|x, y| (x.1.ln() - 1000f64.ln()).abs().total_cmp(&(y.1.ln() - 1000f64.ln()).abs())).unwrap().0;
+    assert!(resp.total_db[at_1k].abs() < 0.2, "total at 1 kHz: {}", resp.total_db[at_1k]);
+    let own = &resp.bands.iter().find(|(i, _)| *i == 3).expect("its own curve is kept").1;
+    assert!(own[at_1k] > 8.0, "own curve at 1 kHz: {}", own[at_1k]);
+    assert!(resp.bypassed[3]);
+
+    // The node is still there: dragging it moves the band's frequency.
+    let from = node_pos(&a, &b);
+    r.drag(from, from + egui::vec2(60.0, 0.0), Modifiers::NONE);
+    assert!(r.params.bands[3].freq_hz.value() > 1100.0, "{}", r.params.bands[3].freq_hz.value());
+
+    // Undo twice: the drag, then the bypass.
+    r.pause();
+    r.harness.get_by_label("Undo").click();
+    r.harness.run();
+    r.pause();
+    r.harness.get_by_label("Undo").click();
+    r.harness.run();
+    assert_eq!(r.params.bands[3].freq_hz.value(), freq0);
+    assert!(!r.params.bands[3].bypassed.value(), "undo un-bypassed the band");
+
+    // The band table: its Bypass box by name.
+    r.pause();
+    r.harness.get_by_label("Band table").click();
+    r.harness.run();
+    r.pause();
+    r.harness.get_by_label("Band 4 Bypass").click();
+    r.harness.run();
+    assert!(r.params.bands[3].bypassed.value(), "the table's box bypassed it");
 }

@@ -11,7 +11,7 @@ fn noise(n: usize, seed: u64) -> Vec<f32> {
 }
 
 fn band(shape: Shape, freq_hz: f64, gain_db: f64, q: f64, db: u32, lr: bool) -> Band {
-    Band { enabled: true, shape, freq_hz, gain_db, q, slope: Slope { db_per_oct: db, linkwitz_riley: lr } }
+    Band { enabled: true, bypassed: false, shape, freq_hz, gain_db, q, slope: Slope { db_per_oct: db, linkwitz_riley: lr } }
 }
 
 #[test]
@@ -118,6 +118,7 @@ fn automation_torture_stays_finite_bounded_and_step_limited() {
                 let t = k as f64 / (frames / block) as f64;
                 let b = Band {
                     enabled: next(50) != 0,
+                    bypassed: next(30) == 0,
                     shape: if jump { shapes[next(9) as usize] } else { shapes[i * 2] },
                     freq_hz: if jump { 20.0 * 1000f64.powf(next(1000) as f64 / 1000.0) } else { 20.0 * 1000f64.powf(t) },
                     gain_db: if jump { next(49) as f64 - 24.0 } else { 12.0 * (t * 40.0).sin() },
@@ -143,7 +144,8 @@ fn automation_torture_stays_finite_bounded_and_step_limited() {
 /// The chain a band should act as, built from the core's chain API (an independent
 /// design path); `None` for a disabled band (it passes its input).
 fn reference_chain(b: &Band) -> Option<Chain> {
-    if !b.enabled {
+    // A bypassed band is in use but does not act.
+    if !b.enabled || b.bypassed {
         return None;
     }
     let (f, q, g) = (b.freq_hz, b.q, b.gain_db);
@@ -163,7 +165,7 @@ fn reference_chain(b: &Band) -> Option<Chain> {
     })
 }
 
-/// `x` through band `b` from rest (or unchanged when the band is disabled).
+/// `x` through band `b` from rest (or unchanged when the band is disabled or bypassed).
 fn through(b: &Band, x: &[f32], fs: f64) -> Vec<f32> {
     let mut y = x.to_vec();
     if let Some(chain) = reference_chain(b) {
@@ -172,7 +174,7 @@ fn through(b: &Band, x: &[f32], fs: f64) -> Vec<f32> {
     y
 }
 
-/// A discrete change (enable, shape, slope, Butterworth / Linkwitz-Riley) cross-fades the
+/// A discrete change (enable, bypass, shape, slope, Butterworth / Linkwitz-Riley) cross-fades the
 /// band's output from its old design to its new one, the new one starting from rest, with
 /// a smoothstep weight over `SWITCH_FADE_MS` in whole re-design intervals, in place in the
 /// cascade (fed the output of the bands before it); a second change of the same band
@@ -195,8 +197,13 @@ fn discrete_switches_cross_fade_the_band_in_place() {
         let after = band(Shape::Notch, 3000.0, 0.0, 2.0, 12, false);
         let first = random_band(&mut rng);
         let second = random_band(&mut rng);
-        // Third: disabled, or a layout unlike the second (a switch must happen).
-        let third = if rng.chance(0.3) { Band { enabled: false, ..second } } else { Band { shape: if second.shape == Shape::Peak { Shape::AllPass } else { Shape::Peak }, ..second } };
+        // Third: disabled, bypassed (in use, not acting), or a layout unlike the second
+        // (a switch must happen).
+        let third = match rng.below(10) {
+            0..=1 => Band { enabled: false, ..second },
+            2..=3 => Band { bypassed: true, ..second },
+            _ => Band { shape: if second.shape == Shape::Peak { Shape::AllPass } else { Shape::Peak }, ..second },
+        };
         // Same continuous values throughout, so only the switches act.
         let second = Band { freq_hz: first.freq_hz, gain_db: first.gain_db, q: first.q, ..second };
         let third = Band { freq_hz: first.freq_hz, gain_db: first.gain_db, q: first.q, ..third };

@@ -9,6 +9,7 @@ fn bands() -> [Band; BANDS] {
     let mut b = [Band::default(); BANDS];
     let set = |shape, freq_hz, gain_db, q, db, lr| Band {
         enabled: true,
+        bypassed: false,
         shape,
         freq_hz,
         gain_db,
@@ -25,6 +26,10 @@ fn bands() -> [Band; BANDS] {
     b[15] = set(Shape::TiltShelf, 800.0, 5.0, 0.7, 24, false);
     b[23] = set(Shape::HighCut, 16000.0, 0.0, 0.7, 48, true);
     b[20] = Band { enabled: false, ..set(Shape::Peak, 5000.0, 12.0, 1.0, 24, false) };
+    // Bypassed bands: in the file as disabled stages, silent in the render.
+    b[18] = Band { bypassed: true, ..set(Shape::Peak, 3000.0, 9.0, 1.5, 24, false) };
+    b[21] = Band { bypassed: true, ..set(Shape::TiltShelf, 2000.0, -6.0, 0.7, 24, false) };
+    b[22] = Band { bypassed: true, ..set(Shape::HighCut, 6000.0, 0.0, 0.7, 24, true) };
     b
 }
 
@@ -47,6 +52,7 @@ fn export_then_import_gives_back_bands_stages_and_gain() {
     for ((i, b), (j, c)) in imported.bands.iter().zip(&enabled) {
         assert_eq!(i, j);
         assert_eq!(b.shape, c.shape, "band {}", i + 1);
+        assert_eq!(b.bypassed, c.bypassed, "band {}", i + 1);
         assert_eq!(b.freq_hz, c.freq_hz);
         if matches!(c.shape, Shape::LowCut | Shape::HighCut) {
             assert_eq!(b.slope, c.slope);

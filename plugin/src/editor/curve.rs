@@ -1,6 +1,6 @@
 //! The response view's picture: grid with Hz and dB labels, each enabled band's own
-//! response filled faintly in its colour, and the total (bands, chain stages and output
-//! gain) drawn bold.
+//! response filled faintly in its colour (a bypassed band's as a dashed outline only, and
+//! left out of the total), and the total (bands, chain stages and output gain) drawn bold.
 
 use egui::{Color32, Pos2, Shape, Stroke, Vec2};
 use ferrofx::design::{sos_response, Sos};
@@ -26,8 +26,11 @@ const GD_STEP: f64 = 1e-4;
 /// The responses the view draws, in dB at each of [`POINTS`] frequencies.
 pub struct Responses {
     pub freqs_hz: Vec<f64>,
-    /// Per enabled band: (index, dB per point).
+    /// Per enabled band: (index, dB per point), bypassed ones included (what they would
+    /// do); see [`Responses::bypassed`].
     pub bands: Vec<(usize, Vec<f32>)>,
+    /// Which bands are bypassed (not in the total).
+    pub bypassed: [bool; BANDS],
     pub total_db: Vec<f32>,
     /// The total's phase in degrees (wrapped to ±180) and group delay in milliseconds
     /// (empty unless asked for).
@@ -68,11 +71,15 @@ pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[Complex64
             continue;
         }
         let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
-        let n = b.clamped(fs).design_into(fs, &mut buf);
+        // A bypassed band is designed as if it acted (its own curve is drawn), but left
+        // out of the total.
+        let n = Band { bypassed: false, ..b.clamped(fs) }.design_into(fs, &mut buf);
         let mut mags = Vec::with_capacity(POINTS);
         for (k, (t, &f)) in total.iter_mut().zip(&freqs).enumerate() {
             let h = sos_response(&buf[..n], f, fs);
-            *t *= h;
+            if !b.bypassed {
+                *t *= h;
+            }
             if k < POINTS {
                 mags.push(db(h.norm()));
             }
@@ -93,6 +100,7 @@ pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[Complex64
     Responses {
         freqs_hz: freqs[..view.len()].to_vec(),
         bands: per_band,
+        bypassed: std::array::from_fn(|i| bands[i].enabled && bands[i].bypassed),
         total_db: view.iter().map(|h| db(h.norm()) + output_gain_db).collect(),
         phase_deg: view.iter().map(|h| h.arg().to_degrees() as f32).collect(),
         group_delay_ms,
@@ -185,6 +193,11 @@ pub fn draw_responses(painter: &egui::Painter, axes: &Axes, r: &Responses, selec
     let xs: Vec<f32> = r.freqs_hz.iter().map(|&f| axes.x_of_hz(f)).collect();
     for (i, db) in &r.bands {
         let colour = band_colour(*i);
+        let line: Vec<Pos2> = xs.iter().zip(db).map(|(&x, &v)| Pos2::new(x, axes.y_of_db(v.clamp(-lim, lim)))).collect();
+        if r.bypassed[*i] {
+            painter.extend(Shape::dashed_line(&line, Stroke::new(1.0, colour.gamma_multiply(0.45)), 4.0, 4.0));
+            continue;
+        }
         let fill = colour.gamma_multiply(if selected[*i] { 0.28 } else { 0.14 });
         // One quad per step between neighbouring points: exact for curves that cross 0 dB.
         for k in 1..xs.len() {
@@ -197,7 +210,6 @@ pub fn draw_responses(painter: &egui::Painter, axes: &Axes, r: &Responses, selec
             ];
             painter.add(Shape::convex_polygon(quad, fill, Stroke::NONE));
         }
-        let line: Vec<Pos2> = xs.iter().zip(db).map(|(&x, &v)| Pos2::new(x, axes.y_of_db(v.clamp(-lim, lim)))).collect();
         painter.add(Shape::line(line, Stroke::new(1.0, colour.gamma_multiply(0.7))));
     }
     let total: Vec<Pos2> = xs

@@ -50,12 +50,25 @@ pub fn set_param<P: Param>(setter: &ParamSetter, p: &P, v: P::Plain) {
     setter.end_set_parameter(p);
 }
 
-/// A checkbox bound to a boolean parameter.
+/// Names a combo box for screen readers and tests (egui's `from_id_salt` combo boxes
+/// have no name of their own), keeping the chosen item as its value.
+pub fn name_combo(response: &egui::Response, name: &str, chosen: &str) {
+    response.widget_info(|| {
+        let mut info = egui::WidgetInfo::labeled(egui::accesskit::Role::ComboBox, response.enabled(), name);
+        info.current_text_value = Some(chosen.to_string());
+        info
+    });
+}
+
+/// A checkbox bound to a boolean parameter, named after it for screen readers (the
+/// table's column heading is what a sighted user reads).
 pub fn param_checkbox(ui: &mut egui::Ui, setter: &ParamSetter, p: &BoolParam) {
     let mut checked = p.value();
-    if ui.checkbox(&mut checked, "").changed() {
+    let response = ui.checkbox(&mut checked, "");
+    if response.changed() {
         set_param(setter, p, checked);
     }
+    response.widget_info(|| egui::WidgetInfo::selected(egui::accesskit::Role::CheckBox, true, checked, p.name()));
 }
 
 /// Sets every parameter of a band that differs from `band` (one gesture each).
@@ -82,5 +95,8 @@ pub fn set_band(setter: &ParamSetter, bp: &BandParams, band: &Band) {
     }
     if now.slope.linkwitz_riley != band.slope.linkwitz_riley {
         set_param(setter, &bp.linkwitz_riley, band.slope.linkwitz_riley);
+    }
+    if now.bypassed != band.bypassed {
+        set_param(setter, &bp.bypassed, band.bypassed);
     }
 }

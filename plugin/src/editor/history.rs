@@ -32,6 +32,7 @@ fn each_band_param(bp: &BandParams, mut f: impl FnMut(&dyn Restore)) {
     f(&bp.q);
     f(&bp.slope_poles);
     f(&bp.linkwitz_riley);
+    f(&bp.bypassed);
 }
 
 fn each_param(params: &FerroParams, mut f: impl FnMut(&dyn Restore)) {

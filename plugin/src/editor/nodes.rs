@@ -225,6 +225,7 @@ impl Nodes {
         let shape = shape_for_position(axes, pos);
         let band = Band {
             enabled: true,
+            bypassed: false,
             shape,
             freq_hz: f64::from(clamp_hz(axes.hz_at_x(pos.x)) as f32),
             gain_db: if has_gain(shape) { f64::from(clamp_db(axes.db_at_y(pos.y))) } else { 0.0 },
@@ -323,6 +324,11 @@ impl Nodes {
             }
         }
         ui.separator();
+        let bypassed = bp.bypassed.value();
+        if ui.radio(bypassed, "Bypass (keep the band, don't apply it)").clicked() {
+            set_param(setter, &bp.bypassed, !bypassed);
+            ui.close();
+        }
         let soloed = params.solo.get() == Some(i);
         if ui.radio(soloed, "Solo (listen to this band)").clicked() {
             params.solo.set(if soloed { None } else { Some(i) });
@@ -344,11 +350,18 @@ impl Nodes {
                 continue;
             }
             let p = node_pos(axes, b);
-            painter.circle_filled(p, NODE_RADIUS, band_colour(i));
+            if b.bypassed {
+                // Bypassed: a hollow ring in the band's colour, still draggable.
+                painter.circle_filled(p, NODE_RADIUS, Color32::from_gray(30));
+                painter.circle_stroke(p, NODE_RADIUS - 0.75, Stroke::new(1.5, band_colour(i).gamma_multiply(0.6)));
+            } else {
+                painter.circle_filled(p, NODE_RADIUS, band_colour(i));
+            }
             if self.selected[i] {
                 painter.circle_stroke(p, NODE_RADIUS + 2.5, Stroke::new(1.5, Color32::WHITE));
             }
-            painter.text(p, egui::Align2::CENTER_CENTER, format!("{}", i + 1), egui::FontId::proportional(9.0), Color32::BLACK);
+            let digit = if b.bypassed { band_colour(i) } else { Color32::BLACK };
+            painter.text(p, egui::Align2::CENTER_CENTER, format!("{}", i + 1), egui::FontId::proportional(9.0), digit);
         }
         if let Some(r) = &self.rubber_from.zip(hover) {
             painter.rect_stroke(Rect::from_two_pos(r.0, r.1), 0.0, Stroke::new(1.0, Color32::from_gray(180)), egui::StrokeKind::Inside);
@@ -363,6 +376,9 @@ impl Nodes {
         if let Some(i) = shown {
             let b = &bands[i];
             let mut text = format!("Band {}: {} {:.1} Hz", i + 1, shape_name(ShapeChoice::from_shape(b.shape)), b.freq_hz);
+            if b.bypassed {
+                text = format!("{text} (bypassed)");
+            }
             if has_gain(b.shape) {
                 text += &format!(", {:+.2} dB", b.gain_db);
             }

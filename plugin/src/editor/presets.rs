@@ -112,8 +112,8 @@ impl PresetsPanel {
             }
         });
         ui.horizontal(|ui| {
-            ui.label("Name");
-            ui.text_edit_singleline(&mut self.name);
+            let label = ui.label("Name");
+            ui.text_edit_singleline(&mut self.name).labelled_by(label.id);
             let can_save = self.folder.is_some() && !self.name.trim().is_empty();
             if ui.add_enabled(can_save, egui::Button::new("Save to your presets")).clicked() {
                 if let Some(f) = self.folder.clone() {

@@ -202,13 +202,17 @@ impl Fields<'_, '_> {
     /// carries values (a Kaiser window's beta) is the same choice whatever its values.
     fn choice<T: Copy>(&mut self, salt: &str, value: &mut T, options: &[T], name: impl Fn(&T) -> &'static str, field: &str) {
         let before = name(value);
-        egui::ComboBox::from_id_salt((salt, self.stage)).selected_text(before).show_ui(self.ui, |ui| {
-            for option in options {
-                if ui.selectable_label(name(option) == name(value), name(option)).clicked() {
-                    *value = *option;
+        let combo = egui::ComboBox::from_id_salt((salt, self.stage))
+            .selected_text(before)
+            .show_ui(self.ui, |ui| {
+                for option in options {
+                    if ui.selectable_label(name(option) == name(value), name(option)).clicked() {
+                        *value = *option;
+                    }
                 }
-            }
-        });
+            })
+            .response;
+        super::edits::name_combo(&combo, &format!("Stage {} {field}", self.stage + 1), name(value));
         self.changed |= name(value) != before;
         self.error_for(field);
     }

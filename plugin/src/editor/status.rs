@@ -22,15 +22,19 @@ pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter
         ui.label("Output");
         ui.add(ParamSlider::for_param(&params.output_gain_db, setter).with_width(120.0));
         ui.separator();
-        ui.label("Backend");
+        let label = ui.label("Backend");
         let current = params.backend.value();
-        egui::ComboBox::from_id_salt("backend").selected_text(format!("{current:?}")).show_ui(ui, |ui| {
-            for choice in [BackendChoice::Auto, BackendChoice::Cpu, BackendChoice::Gpu] {
-                if ui.selectable_label(current == choice, format!("{choice:?}")).clicked() {
-                    set_param(setter, &params.backend, choice);
+        egui::ComboBox::from_id_salt("backend")
+            .selected_text(format!("{current:?}"))
+            .show_ui(ui, |ui| {
+                for choice in [BackendChoice::Auto, BackendChoice::Cpu, BackendChoice::Gpu] {
+                    if ui.selectable_label(current == choice, format!("{choice:?}")).clicked() {
+                        set_param(setter, &params.backend, choice);
+                    }
                 }
-            }
-        });
+            })
+            .response
+            .labelled_by(label.id);
         ui.label("GPU min block");
         ui.add(ParamSlider::for_param(&params.gpu_min_block, setter).with_width(90.0));
     });

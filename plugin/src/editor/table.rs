@@ -5,30 +5,43 @@ use nice_plug_egui::widgets::ParamSlider;
 
 use crate::params::FerroParams;
 
-use super::edits::{param_checkbox, set_param, shape_name, SHAPES};
+use super::edits::{name_combo, param_checkbox, set_param, shape_name, SHAPES};
+
+/// nice-plug-egui's slider for `p`, named after the parameter for screen readers and
+/// tests (the slider itself carries no accessible name).
+fn param_slider<P: Param>(ui: &mut egui::Ui, setter: &ParamSetter, p: &P, width: f32) {
+    let response = ui.add(ParamSlider::for_param(p, setter).with_width(width));
+    response.widget_info(|| egui::WidgetInfo::slider(true, f64::from(p.modulated_normalized_value()), p.name()));
+}
 
 pub fn bands_table(ui: &mut egui::Ui, params: &FerroParams, setter: &ParamSetter) {
     egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| {
         egui::Grid::new("bands").striped(true).spacing([8.0, 3.0]).show(ui, |ui| {
-            for h in ["", "On", "Shape", "Frequency", "Gain", "Q", "Slope", "LR"] {
+            for h in ["", "On", "Bypass", "Shape", "Frequency", "Gain", "Q", "Slope", "LR"] {
                 ui.strong(h);
             }
             ui.end_row();
             for (i, bp) in params.bands.iter().enumerate() {
                 ui.label(format!("{}", i + 1));
                 param_checkbox(ui, setter, &bp.enabled);
+                param_checkbox(ui, setter, &bp.bypassed);
                 let shape = bp.shape.value();
-                egui::ComboBox::from_id_salt(("shape", i)).width(90.0).selected_text(shape_name(shape)).show_ui(ui, |ui| {
-                    for s in SHAPES {
-                        if ui.selectable_label(s == shape, shape_name(s)).clicked() {
-                            set_param(setter, &bp.shape, s);
+                let combo = egui::ComboBox::from_id_salt(("shape", i))
+                    .width(90.0)
+                    .selected_text(shape_name(shape))
+                    .show_ui(ui, |ui| {
+                        for s in SHAPES {
+                            if ui.selectable_label(s == shape, shape_name(s)).clicked() {
+                                set_param(setter, &bp.shape, s);
+                            }
                         }
-                    }
-                });
-                ui.add(ParamSlider::for_param(&bp.freq_hz, setter).with_width(110.0));
-                ui.add(ParamSlider::for_param(&bp.gain_db, setter).with_width(90.0));
-                ui.add(ParamSlider::for_param(&bp.q, setter).with_width(70.0));
-                ui.add(ParamSlider::for_param(&bp.slope_poles, setter).with_width(80.0));
+                    })
+                    .response;
+                name_combo(&combo, bp.shape.name(), shape_name(shape));
+                param_slider(ui, setter, &bp.freq_hz, 110.0);
+                param_slider(ui, setter, &bp.gain_db, 90.0);
+                param_slider(ui, setter, &bp.q, 70.0);
+                param_slider(ui, setter, &bp.slope_poles, 80.0);
                 param_checkbox(ui, setter, &bp.linkwitz_riley);
                 ui.end_row();
             }
