@@ -56,6 +56,8 @@ cargo xtask bundle ferrofx
 export FERROFX_BUNDLE_DIR="$CARGO_TARGET_DIR/bundled" FERROFX_REQUIRE_BUNDLES=1
 
 step "cargo test (workspace: unit and integration tests, stress suite, fuzzers, CLAP host tests)"
+# The CLAP editor test (plugin/tests/clap_gui.rs) leaves its screenshots at scale 1 and 2 here.
+export FERROFX_SCREENSHOT_DIR="$CARGO_TARGET_DIR/editor-check"
 run cargo test --workspace -- --skip every_reference_case_meets_the_tolerances
 step "SciPy reference cases, generated set (CPU engine, then the wgpu backend)"
 run cargo test --workspace --test reference -- --nocapture
