@@ -14,6 +14,7 @@ fn bands(count: usize) -> Vec<Band> {
     (0..count)
         .map(|i| Band {
             enabled: true,
+            bypassed: false,
             shape: if i == 0 { Shape::LowCut } else { shapes[i % 4] },
             freq_hz: 40.0 * 1.6f64.powi(i as i32),
             gain_db: 3.0,
