@@ -93,9 +93,9 @@ def noise(channels, frames, seed):
 
 def test_lists_every_parameter(plugin):
     names = list(plugin.parameters.keys())
-    assert len(names) == 24 * 7 + 4
+    assert len(names) == 24 * 8 + 4
     for n in range(1, 25):
-        for what in ("on", "shape", "frequency_hz", "gain_db", "q", "slope", "linkwitz_riley"):
+        for what in ("on", "bypass", "shape", "frequency_hz", "gain_db", "q", "slope", "linkwitz_riley"):
             assert f"band_{n}_{what}" in names
     for name in ("output_gain_db", "bypass", "backend", "gpu_min_block_frames"):
         assert name in names
@@ -176,3 +176,16 @@ def test_bypass_passes_the_input_through(plugin):
     y = plugin(x, FS)
     # After the 10 ms crossfade the output is the input, sample for sample.
     assert np.array_equal(y[:, FS // 50:], x[:, FS // 50:])
+
+
+def test_a_bypassed_band_stops_acting(plugin):
+    # Band 6 (a 6 dB bell) bypassed: the output is the chain without it.
+    chain = configure(plugin)
+    plugin.band_6_bypass = True
+    chain["stages"] = [s for s in chain["stages"] if s.get("kind") != "peaking"]
+    x = noise(2, FS, 5)
+    lead = np.zeros((2, FS), dtype=np.float32)
+    y = plugin(np.concatenate([lead, x], axis=1), FS)
+    err = np.max(np.abs(y[:, FS:] - render_core(chain, x)))
+    print(f"band 6 bypassed: max difference from the core engine without it {err:.3e}")
+    assert err <= 2e-5
