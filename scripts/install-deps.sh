@@ -20,7 +20,8 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     # libjack-jackd2-dev: the plugin's standalone app (ALSA/JACK); xvfb, xdotool and
     # imagemagick: the editor check under a virtual display; libgl1-mesa-dri: its OpenGL.
     # mesa-vulkan-drivers + libvulkan1: lavapipe, the Vulkan adapter the wgpu tests run on.
-    apt-get install -y -qq --no-install-recommends pkg-config gcc flac strace python3 python3-venv python3-pip \
+    # clang: compiles the CUDA kernels to PTX (the check that kernels/ptx is up to date).
+    apt-get install -y -qq --no-install-recommends pkg-config gcc clang flac strace python3 python3-venv python3-pip \
         libasound2-dev libjack-jackd2-dev libx11-xcb-dev libxcursor-dev libgl1-mesa-dev libgl1-mesa-dri \
         mesa-vulkan-drivers libvulkan1 \
         xvfb xdotool imagemagick 2>&1 | { grep --line-buffered -E '^(Setting up|E:)' || true; }

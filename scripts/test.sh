@@ -37,6 +37,8 @@ run() { "$@" 2>&1 | tee -a "$log"; return "${PIPESTATUS[0]}"; }
 # The wgpu backend's tests run on a real adapter (lavapipe where there is no GPU) and
 # must not skip; lavapipe wants a private runtime folder.
 export FERROFX_REQUIRE_GPU=1
+# The check that the committed PTX is what the kernel sources compile to must not skip.
+export FERROFX_REQUIRE_CLANG=1
 if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
     export XDG_RUNTIME_DIR="$tmp/runtime"
     mkdir -p "$XDG_RUNTIME_DIR"

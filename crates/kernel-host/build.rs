@@ -1,0 +1,18 @@
+//! Compiles src/host.c (the CUDA kernels' structure, run thread by thread on the host,
+//! over the kernels' own math headers in kernels/) with the system C compiler.
+fn main() {
+    let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernels");
+    for f in ["fx_cuda.h", "sos_math.h", "fir_math.h"] {
+        println!("cargo:rerun-if-changed={}", kernels.join(f).display());
+    }
+    println!("cargo:rerun-if-changed=src/host.c");
+    cc::Build::new()
+        .file("src/host.c")
+        .include(&kernels)
+        .flag_if_supported("-std=c11")
+        // Only the kernels' explicit fmaf calls fuse, as on the device (-ffp-contract=off
+        // in scripts/build-ptx.sh).
+        .flag_if_supported("-ffp-contract=off")
+        .opt_level(2)
+        .compile("ferrofx_kernel_host");
+}

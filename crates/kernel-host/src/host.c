@@ -1,0 +1,109 @@
+/* The CUDA kernels of kernels/*.cu, run on the host: each kernel's threads executed one
+ * after another between its barriers, over the same per-thread math (the headers the
+ * kernels include). What this cannot show (launch configuration, memory, the driver) is
+ * left to the GPU tests (tests/gpu_cuda.rs).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "sos_math.h"
+#include "fir_math.h"
+
+/* ferrofx_sos_channels: one thread per channel. */
+void fx_host_sos_channels(fx_sos_params p, float* work, const fx_section* sections, fx_vec2* states) {
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        float* x = work + ch * p.stride;
+        for (unsigned i = 0; i < p.count; i++) {
+            unsigned st = p.state_base + ch * p.count + i;
+            states[st] = fx_chunk_run(&sections[p.first + i], states[st], x, 0, p.frames);
+        }
+    }
+}
+
+/* ferrofx_sos_scan: one block of FX_SOS_THREADS threads per channel. */
+void fx_host_sos_scan(fx_sos_params p, float* work, const fx_section* sections, const float* tables, fx_vec2* states) {
+    fx_vec2 ends[FX_SOS_THREADS];
+    fx_vec2 next[FX_SOS_THREADS];
+    fx_vec2 s3[FX_SOS_THREADS];
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        float* x = work + ch * p.stride;
+        for (unsigned i = 0; i < p.count; i++) {
+            const fx_section* sec = &sections[p.first + i];
+            unsigned st = p.state_base + ch * p.count + i;
+            fx_vec2 s_init = states[st];
+            for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+                unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+                unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
+                fx_vec2 s1 = {0.0f, 0.0f};
+                if (j == 0) {
+                    s1 = s_init;
+                }
+                ends[j] = fx_chunk_end(sec, s1, x, start, end);
+            }
+            unsigned offset = 1;
+            for (unsigned k = 0; k < FX_SCAN_STEPS && offset < p.chunks; k++) {
+                for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+                    next[j] = ends[j];
+                    if (j >= offset) {
+                        next[j] = fx_scan_combine(&tables[((p.first + i) * FX_SCAN_STEPS + k) * 4], ends[j], ends[j - offset]);
+                    }
+                }
+                memcpy(ends, next, sizeof ends);
+                offset *= 2;
+            }
+            for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+                s3[j] = j > 0 ? ends[j - 1] : s_init;
+            }
+            for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+                unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+                unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
+                fx_vec2 s = fx_chunk_run(sec, s3[j], x, start, end);
+                if (j == p.chunks - 1) {
+                    states[st] = s;
+                }
+            }
+        }
+    }
+}
+
+/* ferrofx_fir_direct: grid (ceil(frames / 256), channels), 256 threads. */
+void fx_host_fir_direct(fx_fir_params p, const float* work, const float* taps, const float* history, float* out) {
+    float hs[FX_FIR_TILE];
+    float xs[2 * FX_FIR_TILE];
+    float acc[FX_FIR_TILE];
+    unsigned blocks = (p.frames + FX_FIR_TILE - 1) / FX_FIR_TILE;
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        for (unsigned b = 0; b < blocks; b++) {
+            unsigned n0 = b * FX_FIR_TILE;
+            for (unsigned t = 0; t < FX_FIR_TILE; t++) {
+                acc[t] = 0.0f;
+            }
+            for (unsigned k0 = 0; k0 < p.taps; k0 += FX_FIR_TILE) {
+                int lo = (int)n0 - (int)k0 - (FX_FIR_TILE - 1);
+                for (unsigned t = 0; t < FX_FIR_TILE; t++) {
+                    hs[t] = k0 + t < p.taps ? taps[p.tap_base + k0 + t] : 0.0f;
+                    xs[t] = fx_fir_input(&p, work, history, ch, lo + (int)t);
+                    xs[t + FX_FIR_TILE] = fx_fir_input(&p, work, history, ch, lo + (int)t + FX_FIR_TILE);
+                }
+                for (unsigned t = 0; t < FX_FIR_TILE; t++) {
+                    acc[t] = fx_fir_tile(hs, xs, t, acc[t]);
+                }
+            }
+            for (unsigned t = 0; t < FX_FIR_TILE; t++) {
+                if (n0 + t < p.frames) {
+                    out[ch * p.stride + n0 + t] = acc[t];
+                }
+            }
+        }
+    }
+}
+
+/* ferrofx_fir_history: one thread per history sample. */
+void fx_host_fir_history(fx_fir_params p, const float* work, const float* history, float* hist_out) {
+    unsigned hist_len = p.taps - 1;
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        for (unsigned i = 0; i < hist_len; i++) {
+            int m = (int)p.frames - (int)hist_len + (int)i;
+            hist_out[p.hist_base + ch * hist_len + i] = fx_fir_input(&p, work, history, ch, m);
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! The CUDA kernels' arithmetic, compiled for the host, against the CPU model of the GPU
+//! arithmetic (`ferrofx::gpu::realize`, itself held to SciPy by the reference suite) bit
+//! for bit, and against float64 filtering within the reference tolerance, over seeded
+//! random designs of every IIR family, block sizes from 1 to 65,536, several channels and
+//! stages packed in one buffer as the backend packs them.
+
+use ferrofx::chain::{Chain, DesignedStage};
+use ferrofx::dsp::sos::SosCoefs;
+use ferrofx::gpu::realize::{chunking, model_section, Realization, DeltaSection, MAX_CHUNKS, SCAN_STEPS};
+use ferrofx_kernel_host::{fir_direct, fir_history, sos_channels, sos_scan, FirParams, Section, SosParams};
+use ferrofx_testkit::{noise_amp, Rng};
+
+const FS: f64 = 48_000.0;
+
+/// A seeded random IIR stage of any family, as chain-file JSON.
+fn random_iir(rng: &mut Rng) -> String {
+    let families = ["butterworth", "chebyshev1", "chebyshev2", "elliptic", "bessel", "linkwitz_riley"];
+    let family = families[rng.below(families.len())];
+    let responses = ["lowpass", "highpass", "bandpass", "bandstop"];
+    let response = if family == "linkwitz_riley" { responses[rng.below(2)] } else { responses[rng.below(4)] };
+    let order = if family == "linkwitz_riley" { 2 * (1 + rng.below(4)) } else { 1 + rng.below(8) };
+    // Cutoffs from 20 Hz to 20 kHz, log-uniform (low ones put poles near z = 1).
+    let f = |rng: &mut Rng| 20.0 * 1000f64.powf(rng.unit());
+    let cutoff = if response.starts_with("band") {
+        let lo = f(rng).min(15_000.0);
+        format!("[{lo:.3}, {:.3}]", (lo * (1.2 + 3.0 * rng.unit())).min(22_000.0))
+    } else {
+        format!("{:.3}", f(rng))
+    };
+    let mut s = format!(r#"{{"type": "{family}", "response": "{response}", "order": {order}, "cutoff_hz": {cutoff}"#);
+    if matches!(family, "chebyshev1" | "elliptic") {
+        s += &format!(r#", "ripple_db": {:.2}"#, 0.1 + 2.0 * rng.unit());
+    }
+    if matches!(family, "chebyshev2" | "elliptic") {
+        s += &format!(r#", "attenuation_db": {:.1}"#, 30.0 + 50.0 * rng.unit());
+    }
+    s + "}"
+}
+
+fn design_sos(stage_json: &str) -> Vec<SosCoefs> {
+    let text = format!(r#"{{"format": "ferrofx-chain", "version": 1, "stages": [{stage_json}]}}"#);
+    let chain = Chain::from_json(&text).unwrap_or_else(|e| panic!("{stage_json}: {e}"));
+    let designed = chain.design(FS).unwrap_or_else(|e| panic!("{stage_json}: {e}"));
+    match &designed.stages[0] {
+        DesignedStage::Sos(rows) => rows.iter().map(SosCoefs::from).collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn words(sec: &DeltaSection) -> Section {
+    Section(sec.words())
+}
+
+/// Several stages of random sections packed as the backend packs them, the model's
+/// output and states, and the host-compiled kernel's, for `channels` x `frames`.
+struct Case {
+    stages: Vec<Vec<SosCoefs>>,
+    channels: usize,
+    frames: usize,
+}
+
+impl Case {
+    fn run(&self, seed: u64, sequential_max: usize) {
+        let (chunks, chunk_len) = chunking(self.frames, sequential_max);
+        let stride = self.frames + 3; // not a multiple of anything
+        let mut sections = Vec::new();
+        let mut tables: Vec<[f32; 4]> = Vec::new();
+        let mut reals = Vec::new();
+        for stage in &self.stages {
+            for s in stage {
+                let r = Realization::new(s);
+                sections.push(words(&r.to_gpu()));
+                tables.extend(r.scan_table(chunk_len));
+                reals.push(r);
+            }
+        }
+        let total: usize = sections.len();
+        // Random start states (a job carries its state), the same for both.
+        let mut rng = Rng::new(seed);
+        let mut states: Vec<[f32; 2]> = (0..self.channels * total).map(|_| [rng.unit() as f32 - 0.5, rng.unit() as f32 - 0.5]).collect();
+        let mut work = vec![0.0f32; self.channels * stride];
+        for ch in 0..self.channels {
+            work[ch * stride..ch * stride + self.frames].copy_from_slice(&noise_amp(self.frames, seed * 31 + ch as u64, 0.8));
+        }
+        // The model: stage by stage, section by section, channel by channel.
+        let mut model = work.clone();
+        let mut model_states = states.clone();
+        let mut first = 0;
+        let mut state_base = 0;
+        for stage in &self.stages {
+            for ch in 0..self.channels {
+                let x = &mut model[ch * stride..ch * stride + self.frames];
+                for (i, r) in reals[first..first + stage.len()].iter().enumerate() {
+                    let st = &mut model_states[state_base + ch * stage.len() + i];
+                    model_section(&r.to_gpu(), &r.scan_table(chunk_len), x, st, chunk_len);
+                }
+            }
+            first += stage.len();
+            state_base += self.channels * stage.len();
+        }
+        // The kernel: one launch per stage, as the backend launches them.
+        let mut first = 0;
+        let mut state_base = 0;
+        for stage in &self.stages {
+            let p = SosParams {
+                frames: self.frames as u32,
+                chunk_len: chunk_len as u32,
+                chunks: chunks as u32,
+                stride: stride as u32,
+                first: first as u32,
+                count: stage.len() as u32,
+                state_base: state_base as u32,
+                channels: self.channels as u32,
+            };
+            if chunks == 1 {
+                sos_channels(p, &mut work, &sections, &mut states);
+            } else {
+                sos_scan(p, &mut work, &sections, &tables, &mut states);
+            }
+            first += stage.len();
+            state_base += self.channels * stage.len();
+        }
+        let what = format!("seed {seed}, {} x {} frames, {chunks} chunk(s) of {chunk_len}", self.channels, self.frames);
+        let differ = work.iter().zip(&model).position(|(a, b)| a.to_bits() != b.to_bits());
+        assert_eq!(differ, None, "{what}: the kernel's output differs from the model's");
+        let differ = states.iter().zip(&model_states).position(|(a, b)| a[0].to_bits() != b[0].to_bits() || a[1].to_bits() != b[1].to_bits());
+        assert_eq!(differ, None, "{what}: the kernel's end states differ from the model's");
+    }
+}
+
+#[test]
+fn sos_kernels_equal_the_cpu_model_bit_for_bit() {
+    let mut rng = Rng::new(2026);
+    let mut cases = 0;
+    for seed in 0..60u64 {
+        let stages: Vec<Vec<SosCoefs>> = (0..1 + rng.below(3)).map(|_| design_sos(&random_iir(&mut rng))).collect();
+        let frames = [1, 7, 64, 255, 256, 257, 1000, 4096, 10_007, 65_536][rng.below(10)];
+        let channels = 1 + rng.below(4);
+        let case = Case { stages, channels, frames };
+        // Sequential (channel-parallel kernel) and scanned (scan kernel) for the same case.
+        case.run(seed, usize::MAX);
+        case.run(seed, 64);
+        cases += 1;
+    }
+    assert_eq!(cases, 60);
+}
+
+/// float64 TDF-II, the CPU engine's arithmetic, through a cascade from zero state.
+fn f64_cascade(sections: &[SosCoefs], x: &[f32]) -> Vec<f64> {
+    let mut y: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+    for s in sections {
+        let mut z = [0.0f64; 2];
+        for v in y.iter_mut() {
+            let out = s.b0 * *v + z[0];
+            z[0] = s.b1 * *v - s.a1 * out + z[1];
+            z[1] = s.b2 * *v - s.a2 * out;
+            *v = out;
+        }
+    }
+    y
+}
+
+#[test]
+fn the_scan_kernel_over_consecutive_blocks_meets_the_reference_tolerance() {
+    // What the backend does with a long file: blocks of 65,536 frames, the state carried
+    // from one launch to the next. Compared with float64 over the whole signal; the
+    // designs here are ones the GPU path accepts (its float32 error estimate within
+    // budget), and the tolerance is the reference one, 1e-4 of the output peak.
+    let mut rng = Rng::new(7);
+    let mut checked = 0;
+    while checked < 12 {
+        let sections = design_sos(&random_iir(&mut rng));
+        if ferrofx::gpu::realize::f32_error_estimate(&sections, 65_536, 64) > ferrofx::gpu::realize::GPU_ERROR_BUDGET {
+            continue; // the GPU path declines this one (tested in the core)
+        }
+        let frames = 65_536;
+        let x = noise_amp(3 * frames, checked, 0.5);
+        let want = f64_cascade(&sections, &x);
+        let (chunks, chunk_len) = chunking(frames, 64);
+        let reals: Vec<Realization> = sections.iter().map(Realization::new).collect();
+        let secs: Vec<Section> = reals.iter().map(|r| words(&r.to_gpu())).collect();
+        let tables: Vec<[f32; 4]> = reals.iter().flat_map(|r| r.scan_table(chunk_len)).collect();
+        let mut states = vec![[0.0f32; 2]; sections.len()];
+        let mut got = Vec::new();
+        for block in x.chunks(frames) {
+            let mut work = block.to_vec();
+            let p = SosParams {
+                frames: frames as u32,
+                chunk_len: chunk_len as u32,
+                chunks: chunks as u32,
+                stride: frames as u32,
+                first: 0,
+                count: sections.len() as u32,
+                state_base: 0,
+                channels: 1,
+            };
+            sos_scan(p, &mut work, &secs, &tables, &mut states);
+            got.extend(work);
+        }
+        let peak = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let err = got.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((f64::from(*a) - b).abs()));
+        assert!(err <= 1e-4 * peak, "case {checked}: error {err:e} of peak {peak:e}");
+        checked += 1;
+    }
+    assert!(MAX_CHUNKS == ferrofx_kernel_host::SOS_THREADS && SCAN_STEPS == ferrofx_kernel_host::SCAN_STEPS);
+}
+
+#[test]
+fn fir_kernel_equals_one_long_convolution_over_blocks() {
+    // Random FIRs (1 to 3,000 taps) over blocks of random length, two channels and two
+    // FIR stages packed in one taps buffer: each block's output equals float32 fma
+    // accumulation over k ascending (what the tiles do, zero taps adding nothing), bit
+    // for bit, and float64 convolution of the whole signal within 1e-5 of its peak (float32
+    // accumulation over up to 3,000 taps; the reference tolerance is 1e-4); the
+    // history kernel carries the last taps-1 inputs across blocks.
+    let mut rng = Rng::new(99);
+    for case in 0..24u64 {
+        let channels = 1 + rng.below(2);
+        let taps_n = [1, 2, 255, 256, 257, 700, 3000][rng.below(7)];
+        let offset = rng.below(40); // this stage's first tap in the shared taps buffer
+        let taps: Vec<f32> = (0..offset + taps_n).map(|_| (rng.unit() as f32 - 0.5) * 0.2).collect();
+        let h = &taps[offset..];
+        let hist_len = taps_n - 1;
+        let hist_base = rng.below(10);
+        let total = 5000 + rng.below(3000);
+        let signal: Vec<Vec<f32>> = (0..channels).map(|c| noise_amp(total, case * 7 + c as u64, 0.7)).collect();
+        let mut history = vec![0.0f32; hist_base + channels * hist_len];
+        let mut out_all = vec![Vec::new(); channels];
+        let mut pos = 0;
+        while pos < total {
+            let frames = (1 + rng.below(1500)).min(total - pos);
+            let stride = frames + 5;
+            let mut work = vec![0.0f32; channels * stride];
+            for c in 0..channels {
+                work[c * stride..c * stride + frames].copy_from_slice(&signal[c][pos..pos + frames]);
+            }
+            let p = FirParams {
+                frames: frames as u32,
+                taps: taps_n as u32,
+                stride: stride as u32,
+                tap_base: offset as u32,
+                hist_base: hist_base as u32,
+                channels: channels as u32,
+                pad0: 0,
+                pad1: 0,
+            };
+            let mut out = vec![0.0f32; channels * stride];
+            fir_direct(p, &work, &taps, &history, &mut out);
+            if hist_len > 0 {
+                let mut next = history.clone();
+                fir_history(p, &work, &history, &mut next);
+                history = next;
+            }
+            for c in 0..channels {
+                out_all[c].extend_from_slice(&out[c * stride..c * stride + frames]);
+            }
+            pos += frames;
+        }
+        for c in 0..channels {
+            let x = &signal[c];
+            let mut peak = 0.0f64;
+            let mut worst = 0.0f64;
+            for n in 0..total {
+                let mut acc32 = 0.0f32;
+                let mut acc64 = 0.0f64;
+                for (k, &hk) in h.iter().enumerate() {
+                    let v = if n >= k { x[n - k] } else { 0.0 };
+                    acc32 = hk.mul_add(v, acc32);
+                    acc64 += f64::from(hk) * f64::from(v);
+                }
+                assert_eq!(out_all[c][n].to_bits(), acc32.to_bits(), "case {case}, channel {c}, sample {n} ({taps_n} taps)");
+                peak = peak.max(acc64.abs());
+                worst = worst.max((f64::from(out_all[c][n]) - acc64).abs());
+            }
+            assert!(worst <= 1e-5 * peak.max(1e-30), "case {case}: {worst:e} of {peak:e}");
+        }
+    }
+}

@@ -1,0 +1,36 @@
+/* FerroFX CUDA kernels: the few CUDA words the kernels use, without CUDA headers.
+ *
+ * The kernels are compiled to PTX by clang's CUDA device-only mode, which needs no CUDA
+ * toolkit (scripts/build-ptx.sh), and their per-thread math is also compiled as plain C
+ * for the host by the tests (crates/kernel-host). This header gives both passes the same
+ * spelling:
+ * - FX_HD: a function for both (`__host__ __device__` in CUDA, `static inline` in C);
+ * - FX_GLOBAL, FX_SHARED, fx_tid(), fx_bid(), fx_bid_y(), fx_sync(): device pass only.
+ * fmaf is __builtin_fmaf in both: one rounding, so host and device agree bit for bit.
+ */
+#ifndef FX_CUDA_H
+#define FX_CUDA_H
+
+#if defined(__CUDA__)
+#define FX_HD static inline __attribute__((host)) __attribute__((device))
+#if defined(__CUDA_ARCH__)
+#define FX_GLOBAL extern "C" __attribute__((global))
+#define FX_SHARED __attribute__((shared))
+#define FX_DEVICE static inline __attribute__((device))
+FX_DEVICE unsigned fx_tid(void) { return __nvvm_read_ptx_sreg_tid_x(); }
+FX_DEVICE unsigned fx_bid(void) { return __nvvm_read_ptx_sreg_ctaid_x(); }
+FX_DEVICE unsigned fx_bid_y(void) { return __nvvm_read_ptx_sreg_ctaid_y(); }
+FX_DEVICE unsigned fx_ntid(void) { return __nvvm_read_ptx_sreg_ntid_x(); }
+FX_DEVICE void fx_sync(void) { __syncthreads(); }
+#endif
+#else
+#define FX_HD static inline
+#endif
+
+#define fx_fma(a, b, c) __builtin_fmaf((a), (b), (c))
+
+typedef struct {
+    float x, y;
+} fx_vec2;
+
+#endif

@@ -1,0 +1,90 @@
+/* Per-thread math of the SOS kernels (sos.cu), shared with the host tests.
+ *
+ * Each section runs in the delta state-space form of src/gpu/realize.rs, which keeps
+ * float32 accurate for poles near z = 1:
+ *     y = c.s + d*x;   s <- s + (A - I) s + b*x
+ * in exactly the operation order of realize.rs's `step`/`advance` (and the WGSL shader),
+ * so the CUDA path, the wgpu path and the CPU model round identically.
+ */
+#ifndef FX_SOS_MATH_H
+#define FX_SOS_MATH_H
+#include "fx_cuda.h"
+
+/* Chunks of the time-parallel scan (one thread each) and its steps, log2 of that:
+ * realize.rs's MAX_CHUNKS and SCAN_STEPS. */
+#define FX_SOS_THREADS 256
+#define FX_SCAN_STEPS 8
+
+/* One section as realize.rs's DeltaSection lays it out (12 floats). */
+typedef struct {
+    float delta[4]; /* A - I, row-major */
+    float b[2];
+    float c[2];
+    float d;
+    float pad[3];
+} fx_section;
+
+/* One launch's view of one chain stage (a cascade of sections). */
+typedef struct {
+    unsigned frames;     /* samples per channel in this job */
+    unsigned chunk_len;  /* samples per chunk (scan) */
+    unsigned chunks;     /* chunks (scan); 1: sequential */
+    unsigned stride;     /* planar channel stride of `work` */
+    unsigned first;      /* this stage's first section in `sections` / `tables` */
+    unsigned count;      /* sections in this stage */
+    unsigned state_base; /* this stage's first state: [channel][section] from here */
+    unsigned channels;
+} fx_sos_params;
+
+/* One sample through one section; returns the output, updates the state. */
+FX_HD float fx_sos_step(const fx_section* sec, fx_vec2* s, float x) {
+    float y = fx_fma(sec->c[0], s->x, fx_fma(sec->c[1], s->y, sec->d * x));
+    float i0 = fx_fma(sec->delta[0], s->x, fx_fma(sec->delta[1], s->y, sec->b[0] * x));
+    float i1 = fx_fma(sec->delta[2], s->x, fx_fma(sec->delta[3], s->y, sec->b[1] * x));
+    s->x = s->x + i0;
+    s->y = s->y + i1;
+    return y;
+}
+
+/* The state only (the scan's first pass). */
+FX_HD void fx_sos_advance_state(const fx_section* sec, fx_vec2* s, float x) {
+    float i0 = fx_fma(sec->delta[0], s->x, fx_fma(sec->delta[1], s->y, sec->b[0] * x));
+    float i1 = fx_fma(sec->delta[2], s->x, fx_fma(sec->delta[3], s->y, sec->b[1] * x));
+    s->x = s->x + i0;
+    s->y = s->y + i1;
+}
+
+/* v + (M - I) v, with m holding M - I row-major (a scan table entry). */
+FX_HD fx_vec2 fx_advance(const float* m, fx_vec2 v) {
+    fx_vec2 r;
+    r.x = v.x + fx_fma(m[0], v.x, m[1] * v.y);
+    r.y = v.y + fx_fma(m[2], v.x, m[3] * v.y);
+    return r;
+}
+
+/* The scan's combine: this chunk's end state plus an earlier one carried over. */
+FX_HD fx_vec2 fx_scan_combine(const float* m, fx_vec2 mine, fx_vec2 earlier) {
+    fx_vec2 carried = fx_advance(m, earlier);
+    fx_vec2 r;
+    r.x = mine.x + carried.x;
+    r.y = mine.y + carried.y;
+    return r;
+}
+
+/* Pass 1: the end state of x[start..end) from state s. */
+FX_HD fx_vec2 fx_chunk_end(const fx_section* sec, fx_vec2 s, const float* x, unsigned start, unsigned end) {
+    for (unsigned n = start; n < end; n++) {
+        fx_sos_advance_state(sec, &s, x[n]);
+    }
+    return s;
+}
+
+/* Pass 3 (and the sequential path): x[start..end) in place from state s; returns the end state. */
+FX_HD fx_vec2 fx_chunk_run(const fx_section* sec, fx_vec2 s, float* x, unsigned start, unsigned end) {
+    for (unsigned n = start; n < end; n++) {
+        x[n] = fx_sos_step(sec, &s, x[n]);
+    }
+    return s;
+}
+
+#endif
