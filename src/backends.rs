@@ -26,6 +26,8 @@ pub struct GpuBackendEntry {
 pub const GPU_BACKENDS: &[GpuBackendEntry] = &[
     #[cfg(feature = "wgpu")]
     GpuBackendEntry { name: "wgpu", open: crate::gpu::wgpu::open_backend },
+    #[cfg(feature = "cuda")]
+    GpuBackendEntry { name: "cuda", open: crate::gpu::cuda::open_backend },
 ];
 
 /// Opens the GPU backend called `name`.

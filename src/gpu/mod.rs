@@ -7,10 +7,15 @@
 //!   a cascade may run on a GPU, and a CPU model of the shader arithmetic.
 //! - [`wgpu`] (feature `wgpu`, on by default): adapter selection and
 //!   [`wgpu::GpuChain`], which runs a designed chain over blocks on the device.
+//! - [`cuda`] (feature `cuda`, on by default): the kernels of `kernels/` through the
+//!   NVIDIA driver, loaded at run time; [`cuda::CudaChain`] replays a captured graph per
+//!   block. Without a driver it opens with a clear error and is not offered.
 
 pub mod realize;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 
 /// Why the GPU path cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -5,7 +5,7 @@
 //! time are reported, and `ns_per_sample = median / (frames x channels)`. Timings are
 //! single-threaded (one engine, one core), like the figures they are compared with.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Fir};
 use ferrofx::backends::open_gpu;
@@ -446,20 +446,18 @@ fn run_inner(args: BenchArgs) -> Result<()> {
     }
     backends.dedup();
     // Open every requested backend first: a missing one is an error before any timing.
-    let mut gpu = None;
+    let mut opened = Vec::new();
     for b in &backends {
         match b {
             BenchBackend::Cpu => {}
-            BenchBackend::Wgpu => {
-                gpu = Some(open_gpu("wgpu")?);
-            }
-            BenchBackend::Cuda => bail!("backend cuda is not available: this build has no CUDA backend (the CUDA kernels are not built yet)"),
+            BenchBackend::Wgpu => opened.push((*b, open_gpu("wgpu")?)),
+            BenchBackend::Cuda => opened.push((*b, open_gpu("cuda")?)),
         }
     }
     let workloads = if args.workloads.is_empty() { Workload::ALL.to_vec() } else { args.workloads.clone() };
     for b in &backends {
-        let runner = match (b, gpu.as_ref()) {
-            (BenchBackend::Wgpu, Some(backend)) => Runner::Gpu(backend.as_ref()),
+        let runner = match opened.iter().find(|(o, _)| o == b) {
+            Some((_, backend)) => Runner::Gpu(backend.as_ref()),
             _ => Runner::Cpu,
         };
         match runner {

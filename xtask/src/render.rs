@@ -211,12 +211,10 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
         Backend::Auto => Choice::Auto,
         Backend::Cpu => Choice::Cpu,
         Backend::Wgpu => Choice::Gpu("wgpu".into()),
-        Backend::Cuda => bail!(
-            "backend cuda is not available: this build has no CUDA backend (the CUDA kernels are not built yet; use --backend wgpu, cpu or auto)"
-        ),
+        Backend::Cuda => Choice::Gpu("cuda".into()),
     };
     let backends = Backends::new(choice, dsp_threads);
-    if matches!(args.backend, Backend::Wgpu) {
+    if matches!(args.backend, Backend::Wgpu | Backend::Cuda) {
         // Asked for by name: a missing device is the run's one error, before any file.
         backends.gpu()?;
     }

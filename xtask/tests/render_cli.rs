@@ -253,7 +253,13 @@ fn unavailable_backends_and_bad_options_exit_2() {
         }
         let o = run(cmd.args(["render", "--backend", backend, "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
         assert_eq!(o.status.code(), Some(2));
+        if backend == "cuda" && ferrofx::gpu::cuda::context::driver_present() {
+            continue; // a machine with an NVIDIA driver: tests/gpu_cuda.rs runs it
+        }
         assert!(stderr(&o).contains(&format!("backend {backend} is not available")), "{}", stderr(&o));
+        if backend == "cuda" {
+            assert!(stderr(&o).contains("CUDA unavailable: the NVIDIA driver library (libcuda.so) was not found"), "{}", stderr(&o));
+        }
         assert_eq!(stderr(&o).trim().lines().count(), 1, "one line: {}", stderr(&o));
         assert!(!out.exists());
     }

@@ -1,4 +1,4 @@
-/* The CUDA kernels of kernels/*.cu, run on the host: each kernel's threads executed one
+/* The CUDA kernels of kernels/ (the .cu files), run on the host: each kernel's threads executed one
  * after another between its barriers, over the same per-thread math (the headers the
  * kernels include). What this cannot show (launch configuration, memory, the driver) is
  * left to the GPU tests (tests/gpu_cuda.rs).

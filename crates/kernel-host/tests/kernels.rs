@@ -202,7 +202,7 @@ fn the_scan_kernel_over_consecutive_blocks_meets_the_reference_tolerance() {
         assert!(err <= 1e-4 * peak, "case {checked}: error {err:e} of peak {peak:e}");
         checked += 1;
     }
-    assert!(MAX_CHUNKS == ferrofx_kernel_host::SOS_THREADS && SCAN_STEPS == ferrofx_kernel_host::SCAN_STEPS);
+    const { assert!(MAX_CHUNKS == ferrofx_kernel_host::SOS_THREADS && SCAN_STEPS == ferrofx_kernel_host::SCAN_STEPS) };
 }
 
 #[test]

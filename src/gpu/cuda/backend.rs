@@ -1,0 +1,107 @@
+//! The CUDA backend as a [`Backend`]: [`CudaChain`] as the offload executor (each job
+//! carries its state) and, for streams, a chain that keeps its state between blocks.
+
+use super::{CudaChain, CudaDevice, CudaError};
+use crate::chain::DesignedChain;
+use crate::engine::ChainState;
+use crate::run::backend::{Backend, Prepared, RunError};
+use crate::run::offload::{ExecError, Executor, Job};
+use std::sync::Arc;
+
+/// The CUDA backend on one device.
+pub struct CudaBackend {
+    dev: Arc<CudaDevice>,
+}
+
+impl CudaBackend {
+    /// Opens the first CUDA device.
+    pub fn open() -> Result<CudaBackend, CudaError> {
+        Ok(CudaBackend { dev: CudaDevice::open(0)? })
+    }
+    pub fn device(&self) -> &Arc<CudaDevice> {
+        &self.dev
+    }
+}
+
+/// Opens the first CUDA device (the cuda entry of the list in `src/backends.rs`).
+pub fn open_backend() -> Result<Arc<dyn Backend>, String> {
+    CudaBackend::open().map(|b| Arc::new(b) as Arc<dyn Backend>).map_err(|e| e.to_string())
+}
+
+fn declined(e: CudaError) -> RunError {
+    RunError::Declined { backend: "cuda", why: e.to_string() }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+    fn describe(&self) -> String {
+        format!("cuda on {}", self.dev.describe())
+    }
+    fn prepare(&self, chain: &DesignedChain, channels: usize, max_block: usize) -> Result<Box<dyn Prepared>, RunError> {
+        let chain = CudaChain::new(&self.dev, chain, channels, max_block).map_err(declined)?;
+        let state = chain.new_state();
+        Ok(Box::new(CudaPrepared { scratch: vec![0.0; chain.channels() * chain.max_frames()], chain, state }))
+    }
+    fn executor(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<Box<dyn Executor>, RunError> {
+        Ok(Box::new(CudaChain::new(&self.dev, chain, channels, block).map_err(declined)?))
+    }
+}
+
+impl Executor for CudaChain {
+    fn execute(&mut self, job: &mut Job) -> Result<(), ExecError> {
+        let n = job.channels * job.frames;
+        job.output[..n].copy_from_slice(&job.input[..n]);
+        self.process(&mut job.output[..n], job.frames, &mut job.state).map_err(|e| match e {
+            CudaError::Driver(d) => ExecError::DeviceLost(d.to_string()),
+            other => ExecError::Failed(other.to_string()),
+        })
+    }
+}
+
+/// A stream's chain: the state stays on the host between blocks (a few floats per section).
+struct CudaPrepared {
+    chain: CudaChain,
+    state: ChainState,
+    scratch: Vec<f32>,
+}
+
+impl Prepared for CudaPrepared {
+    fn depth(&self) -> usize {
+        0
+    }
+    fn submit(&mut self, _: &[&[f32]], _: usize) -> Result<(), RunError> {
+        Err(RunError::NothingInFlight { backend: "cuda" })
+    }
+    fn collect(&mut self, _: &mut [&mut [f32]]) -> Result<usize, RunError> {
+        Err(RunError::NothingInFlight { backend: "cuda" })
+    }
+    fn in_flight(&self) -> usize {
+        0
+    }
+    fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), RunError> {
+        let channels = self.chain.channels();
+        if buffers.len() != channels {
+            return Err(RunError::Channels { expected: channels, found: buffers.len() });
+        }
+        let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
+        let max = self.chain.max_frames();
+        let mut start = 0;
+        while start < frames {
+            let len = (frames - start).min(max);
+            for (c, b) in buffers.iter().enumerate() {
+                self.scratch[c * len..(c + 1) * len].copy_from_slice(&b[start..start + len]);
+            }
+            self.chain.process(&mut self.scratch[..channels * len], len, &mut self.state).map_err(declined)?;
+            for (c, b) in buffers.iter_mut().enumerate() {
+                b[start..start + len].copy_from_slice(&self.scratch[c * len..(c + 1) * len]);
+            }
+            start += len;
+        }
+        Ok(())
+    }
+    fn reset(&mut self) {
+        self.state = self.chain.new_state();
+    }
+}

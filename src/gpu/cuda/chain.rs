@@ -1,0 +1,452 @@
+//! [`CudaChain`]: a designed chain's device buffers and launch plan for one channel count
+//! and largest block, and one job's round trip: the block and its state written to
+//! pinned host memory, uploaded, run through the stages' kernels, downloaded. The
+//! upload, kernels and download of a block length are captured once as a CUDA graph
+//! and replayed per job; scan tables live in device buffers the graph reads, so a new
+//! block length rewrites them without touching the graphs of other lengths.
+
+use super::{CudaDevice, CudaError, MAX_CUDA_FIR_TAPS, SEQUENTIAL_MAX_FRAMES};
+use crate::chain::{DesignedChain, DesignedStage};
+use crate::dsp::sos::SosCoefs;
+use crate::engine::ChainState;
+use crate::gpu::realize::{chunking, f32_error_estimate, Realization, GPU_ERROR_BUDGET, SCAN_STEPS};
+use crate::gpu::GpuError;
+use cudarc::driver::{sys, CudaGraph, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PinnedHostSlice, PushKernelArg};
+use std::sync::Arc;
+
+/// `fx_sos_params` of kernels/sos_math.h.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct SosParams {
+    frames: u32,
+    chunk_len: u32,
+    chunks: u32,
+    stride: u32,
+    first: u32,
+    count: u32,
+    state_base: u32,
+    channels: u32,
+}
+// SAFETY: plain 32-bit fields, `#[repr(C)]`, laid out as the kernels' struct.
+unsafe impl DeviceRepr for SosParams {}
+
+/// `fx_fir_params` of kernels/fir_math.h.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct FirParams {
+    frames: u32,
+    taps: u32,
+    stride: u32,
+    tap_base: u32,
+    hist_base: u32,
+    channels: u32,
+    pad0: u32,
+    pad1: u32,
+}
+// SAFETY: as above.
+unsafe impl DeviceRepr for FirParams {}
+
+/// Threads per block of the scan and FIR kernels (`FX_SOS_THREADS`, `FX_FIR_TILE`).
+const BLOCK_THREADS: u32 = 256;
+/// Threads per block of the channel-parallel kernel.
+const CHANNEL_THREADS: u32 = 64;
+/// Graphs kept, one per block length (a stream's last block is usually shorter).
+const GRAPHS_KEPT: usize = 4;
+
+/// A captured graph, owned by one chain.
+struct Graph(CudaGraph);
+// SAFETY: CUDA graph objects may be used from any thread as long as no two threads use
+// one at the same time (CUDA's graph thread-safety rules); a chain owns its graphs and
+// uses them only through `&mut self`, so moving the chain to another thread (the offload
+// worker) is sound. cudarc binds the context to the calling thread before each launch.
+unsafe impl Send for Graph {}
+
+enum Plan {
+    Sos { first: usize, count: usize },
+    Fir { tap_base: usize, taps: usize, hist_base: usize },
+}
+
+/// A designed chain on a CUDA device for `channels` channels and blocks of up to
+/// `max_frames` frames.
+pub struct CudaChain {
+    dev: Arc<CudaDevice>,
+    stream: Arc<CudaStream>,
+    channels: usize,
+    max_frames: usize,
+    plans: Vec<Plan>,
+    realizations: Vec<Realization>,
+    work: CudaSlice<f32>,
+    tmp: CudaSlice<f32>,
+    sections: CudaSlice<f32>,
+    tables: CudaSlice<f32>,
+    states: CudaSlice<f32>,
+    taps: CudaSlice<f32>,
+    history: CudaSlice<f32>,
+    hist_out: CudaSlice<f32>,
+    /// Pinned host staging: the block (`channels x max_frames`), then the SOS states
+    /// (2 per section and channel), then the FIR histories.
+    pinned: PinnedHostSlice<f32>,
+    fir_len: usize,
+    table_chunk_len: usize,
+    table_scratch: Vec<f32>,
+    sequential_max: usize,
+    /// Captured graphs by block length; `None` once capture failed (plain launches then).
+    graphs: Option<Vec<(usize, Graph)>>,
+    graph_note: String,
+}
+
+fn gpu(e: GpuError) -> CudaError {
+    CudaError::Gpu(e)
+}
+
+impl CudaChain {
+    /// Buffers and plan for `chain`, or why it does not run here (a cascade whose float32
+    /// form misses the tolerance, a FIR longer than [`MAX_CUDA_FIR_TAPS`]).
+    pub fn new(dev: &Arc<CudaDevice>, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<CudaChain, CudaError> {
+        let channels = channels.max(1);
+        let max_frames = max_frames.max(1);
+        if channels > 65_535 {
+            return Err(gpu(GpuError::Unsupported { what: format!("{channels} channels") }));
+        }
+        let mut realizations = Vec::new();
+        let mut taps_all: Vec<f32> = Vec::new();
+        let mut plans = Vec::new();
+        let mut fir_len = 0usize;
+        for (index, stage) in chain.stages.iter().enumerate() {
+            match stage {
+                DesignedStage::Sos(sections) => {
+                    let coefs: Vec<SosCoefs> = sections.iter().map(SosCoefs::from).collect();
+                    let estimate = f32_error_estimate(&coefs, max_frames, SEQUENTIAL_MAX_FRAMES);
+                    #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN estimate declines too
+                    if !(estimate <= GPU_ERROR_BUDGET) {
+                        return Err(gpu(GpuError::Precision { stage: index, estimate }));
+                    }
+                    plans.push(Plan::Sos { first: realizations.len(), count: sections.len() });
+                    realizations.extend(coefs.iter().map(Realization::new));
+                }
+                DesignedStage::Fir(taps) => {
+                    if taps.len() > MAX_CUDA_FIR_TAPS {
+                        return Err(gpu(GpuError::Unsupported {
+                            what: format!(
+                                "stage {index}: a FIR of {} taps (the CUDA backend runs FIRs up to {MAX_CUDA_FIR_TAPS} taps, by direct convolution; the CPU runs longer ones by FFT)",
+                                taps.len()
+                            ),
+                        }));
+                    }
+                    let n = taps.len().max(1);
+                    plans.push(Plan::Fir { tap_base: taps_all.len(), taps: n, hist_base: fir_len });
+                    taps_all.extend(taps.iter().map(|&t| t as f32));
+                    if taps.is_empty() {
+                        taps_all.push(0.0);
+                    }
+                    fir_len += channels * (n - 1);
+                }
+            }
+        }
+        let stream = dev.stream()?;
+        let total = realizations.len();
+        let block = channels * max_frames;
+        let zeros = |n: usize| stream.alloc_zeros::<f32>(n.max(1));
+        let records: Vec<f32> = realizations.iter().flat_map(|r| r.to_gpu().words()).collect();
+        let mut sections = zeros(records.len())?;
+        let mut taps = zeros(taps_all.len())?;
+        if !records.is_empty() {
+            stream.memcpy_htod(&records, &mut sections)?;
+        }
+        if !taps_all.is_empty() {
+            stream.memcpy_htod(&taps_all, &mut taps)?;
+        }
+        // SAFETY: page-locked host memory for the staging buffer; it is only read or
+        // written while no copy that uses it is in flight (every job synchronises).
+        let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(block + 2 * channels * total + fir_len) }?;
+        let chain = CudaChain {
+            work: zeros(block)?,
+            tmp: zeros(block)?,
+            tables: zeros(total * SCAN_STEPS * 4)?,
+            states: zeros(2 * channels * total)?,
+            history: zeros(fir_len)?,
+            hist_out: zeros(fir_len)?,
+            sections,
+            taps,
+            pinned,
+            dev: dev.clone(),
+            stream,
+            channels,
+            max_frames,
+            plans,
+            realizations,
+            fir_len,
+            table_chunk_len: 0,
+            table_scratch: vec![0.0; total * SCAN_STEPS * 4],
+            sequential_max: SEQUENTIAL_MAX_FRAMES,
+            graphs: Some(Vec::new()),
+            graph_note: String::new(),
+        };
+        chain.stream.synchronize()?;
+        Ok(chain)
+    }
+
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    pub fn max_frames(&self) -> usize {
+        self.max_frames
+    }
+
+    /// A zeroed state of this chain's shape (the layout of
+    /// [`crate::engine::Engine::new_state`] for the same chain and channels).
+    pub fn new_state(&self) -> ChainState {
+        ChainState { sos: vec![[0.0; 2]; self.channels * self.realizations.len()], fir: vec![0.0; self.fir_len] }
+    }
+
+    /// Blocks up to `frames` take the channel-parallel kernel (tests force either path).
+    pub fn set_sequential_max(&mut self, frames: usize) {
+        self.sequential_max = frames;
+        self.graphs = self.graphs.take().map(|_| Vec::new());
+    }
+
+    /// Replays captured graphs (the default) or launches each kernel; tests compare both.
+    pub fn set_graphs(&mut self, on: bool) {
+        self.graphs = if on { Some(Vec::new()) } else { None };
+    }
+
+    /// Whether jobs replay captured graphs, and why not when they do not.
+    pub fn graph_status(&self) -> (bool, &str) {
+        (self.graphs.is_some(), &self.graph_note)
+    }
+
+    /// Filters `data` (planar, `channels x frames`, `frames <= max_frames`) in place from
+    /// `state`, leaving the end state there. Blocks this thread until the device is done.
+    pub fn process(&mut self, data: &mut [f32], frames: usize, state: &mut ChainState) -> Result<(), CudaError> {
+        let (channels, total) = (self.channels, self.realizations.len());
+        if frames == 0 {
+            return Ok(());
+        }
+        if frames > self.max_frames || data.len() < channels * frames {
+            return Err(gpu(GpuError::Job {
+                why: format!("{} samples for {channels} channels x {frames} frames (largest block {})", data.len(), self.max_frames),
+            }));
+        }
+        if state.sos.len() != channels * total || state.fir.len() != self.fir_len {
+            return Err(gpu(GpuError::Job {
+                why: format!(
+                    "state of {} SOS and {} FIR samples, the chain needs {} and {}",
+                    state.sos.len(),
+                    state.fir.len(),
+                    channels * total,
+                    self.fir_len
+                ),
+            }));
+        }
+        let (chunks, chunk_len) = chunking(frames, self.sequential_max);
+        if chunks > 1 && chunk_len != self.table_chunk_len && total > 0 {
+            for (r, out) in self.realizations.iter().zip(self.table_scratch.chunks_exact_mut(SCAN_STEPS * 4)) {
+                for (k, m) in r.scan_table(chunk_len).iter().enumerate() {
+                    out[4 * k..4 * k + 4].copy_from_slice(m);
+                }
+            }
+            self.stream.memcpy_htod(&self.table_scratch, &mut self.tables)?;
+            self.table_chunk_len = chunk_len;
+        }
+        // Stage in: the block, the states in each section's delta form, the histories.
+        let block = channels * self.max_frames;
+        {
+            let host = self.pinned.as_mut_slice()?;
+            host[..channels * frames].copy_from_slice(&data[..channels * frames]);
+            let mut at = 0;
+            for plan in &self.plans {
+                if let Plan::Sos { first, count } = *plan {
+                    for _ in 0..channels {
+                        for r in &self.realizations[first..first + count] {
+                            let s = r.state_to_gpu(state.sos[at]);
+                            host[block + 2 * at..block + 2 * at + 2].copy_from_slice(&s);
+                            at += 1;
+                        }
+                    }
+                }
+            }
+            let hist = block + 2 * channels * total;
+            host[hist..hist + self.fir_len].copy_from_slice(&state.fir);
+        }
+        self.run(frames, chunks, chunk_len)?;
+        self.stream.synchronize()?;
+        // Stage out.
+        let host = self.pinned.as_slice()?;
+        data[..channels * frames].copy_from_slice(&host[..channels * frames]);
+        let mut at = 0;
+        for plan in &self.plans {
+            if let Plan::Sos { first, count } = *plan {
+                for _ in 0..channels {
+                    let start = at;
+                    for r in &self.realizations[first..first + count] {
+                        state.sos[at] = r.state_from_gpu([host[block + 2 * at], host[block + 2 * at + 1]]);
+                        at += 1;
+                    }
+                    crate::dsp::sos::sanitize_state(&mut state.sos[start..at]);
+                }
+            }
+        }
+        let hist = block + 2 * channels * total;
+        for (o, &v) in state.fir.iter_mut().zip(&host[hist..hist + self.fir_len]) {
+            *o = if v.is_finite() { v } else { 0.0 };
+        }
+        Ok(())
+    }
+
+    /// The job's device work: a graph replay, or a capture then replay, or plain launches
+    /// where capture failed.
+    fn run(&mut self, frames: usize, chunks: usize, chunk_len: usize) -> Result<(), CudaError> {
+        let Some(graphs) = self.graphs.as_mut() else {
+            return self.enqueue(frames, chunks, chunk_len);
+        };
+        if let Some((_, graph)) = graphs.iter().find(|(f, _)| *f == frames) {
+            graph.0.launch()?;
+            return Ok(());
+        }
+        self.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let enqueued = self.enqueue(frames, chunks, chunk_len);
+        let captured = self.stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        match (enqueued, captured) {
+            (Ok(()), Ok(Some(graph))) => {
+                graph.launch()?;
+                let graphs = self.graphs.get_or_insert_with(Vec::new);
+                if graphs.len() == GRAPHS_KEPT {
+                    graphs.remove(0);
+                }
+                graphs.push((frames, Graph(graph)));
+                Ok(())
+            }
+            (enqueued, captured) => {
+                // Capture is an optimisation: where the driver refuses it, launch plainly.
+                self.graph_note = format!(
+                    "graph capture failed ({}), kernels are launched one by one",
+                    match (&enqueued, &captured) {
+                        (Err(e), _) => e.to_string(),
+                        (_, Err(e)) => e.to_string(),
+                        _ => "no graph".to_string(),
+                    }
+                );
+                self.graphs = None;
+                self.enqueue(frames, chunks, chunk_len)
+            }
+        }
+    }
+
+    /// Upload, every stage's kernels, download, on the chain's stream.
+    fn enqueue(&mut self, frames: usize, chunks: usize, chunk_len: usize) -> Result<(), CudaError> {
+        let CudaChain { dev, stream, channels, max_frames, plans, realizations, work, tmp, sections, tables, states, taps, history, hist_out, pinned, fir_len, .. } = self;
+        let (channels, fir_len) = (*channels, *fir_len);
+        let n = channels * frames;
+        let block = channels * *max_frames;
+        let ns = 2 * channels * realizations.len();
+        let base = pinned.as_mut_ptr()?;
+        // SAFETY: `base` points to the pinned allocation of `block + ns + fir_len` floats;
+        // these views only hand its addresses to the asynchronous copies below, and the
+        // host touches the memory again only after the stream is synchronised.
+        let (host_block, host_states, host_hist) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(base, n),
+                std::slice::from_raw_parts_mut(base.add(block), ns),
+                std::slice::from_raw_parts_mut(base.add(block + ns), fir_len),
+            )
+        };
+        stream.memcpy_htod(&*host_block, &mut work.slice_mut(..n))?;
+        if ns > 0 {
+            stream.memcpy_htod(&*host_states, &mut states.slice_mut(..ns))?;
+        }
+        if fir_len > 0 {
+            stream.memcpy_htod(&*host_hist, &mut history.slice_mut(..fir_len))?;
+        }
+        let mut state_base = 0usize;
+        for plan in plans.iter() {
+            match *plan {
+                Plan::Sos { first, count } => {
+                    if count == 0 {
+                        continue;
+                    }
+                    let p = SosParams {
+                        frames: frames as u32,
+                        chunk_len: chunk_len as u32,
+                        chunks: chunks as u32,
+                        stride: frames as u32,
+                        first: first as u32,
+                        count: count as u32,
+                        state_base: state_base as u32,
+                        channels: channels as u32,
+                    };
+                    state_base += channels * count;
+                    if chunks == 1 {
+                        let cfg = LaunchConfig {
+                            grid_dim: ((channels as u32).div_ceil(CHANNEL_THREADS), 1, 1),
+                            block_dim: (CHANNEL_THREADS, 1, 1),
+                            shared_mem_bytes: 0,
+                        };
+                        let mut launch = stream.launch_builder(&dev.sos_channels);
+                        launch.arg(&p).arg(&mut *work).arg(&*sections).arg(&mut *states);
+                        // SAFETY: the arguments match ferrofx_sos_channels(fx_sos_params,
+                        // float*, const fx_section*, fx_vec2*); `work` holds channels x
+                        // frames, `sections` every section, `states` 2 floats per section
+                        // and channel, the indices the kernel forms from `p`.
+                        unsafe { launch.launch(cfg) }?;
+                    } else {
+                        let cfg = LaunchConfig { grid_dim: (channels as u32, 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+                        let mut launch = stream.launch_builder(&dev.sos_scan);
+                        launch.arg(&p).arg(&mut *work).arg(&*sections).arg(&*tables).arg(&mut *states);
+                        // SAFETY: as above for ferrofx_sos_scan, plus `tables` with
+                        // SCAN_STEPS 2x2 entries per section; chunks <= 256 threads.
+                        unsafe { launch.launch(cfg) }?;
+                    }
+                }
+                Plan::Fir { tap_base, taps: count, hist_base } => {
+                    let p = FirParams {
+                        frames: frames as u32,
+                        taps: count as u32,
+                        stride: frames as u32,
+                        tap_base: tap_base as u32,
+                        hist_base: hist_base as u32,
+                        channels: channels as u32,
+                        pad0: 0,
+                        pad1: 0,
+                    };
+                    let cfg = LaunchConfig {
+                        grid_dim: ((frames as u32).div_ceil(BLOCK_THREADS), channels as u32, 1),
+                        block_dim: (BLOCK_THREADS, 1, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    let mut launch = stream.launch_builder(&dev.fir_direct);
+                    launch.arg(&p).arg(&*work).arg(&*taps).arg(&*history).arg(&mut *tmp);
+                    // SAFETY: the arguments match ferrofx_fir_direct(fx_fir_params, const
+                    // float*, const float*, const float*, float*); every buffer covers
+                    // the indices the kernel forms from `p` (checked when built).
+                    unsafe { launch.launch(cfg) }?;
+                    let hist = count - 1;
+                    if hist > 0 {
+                        let cfg = LaunchConfig {
+                            grid_dim: ((hist as u32).div_ceil(BLOCK_THREADS), channels as u32, 1),
+                            block_dim: (BLOCK_THREADS, 1, 1),
+                            shared_mem_bytes: 0,
+                        };
+                        let mut launch = stream.launch_builder(&dev.fir_history);
+                        launch.arg(&p).arg(&*work).arg(&*history).arg(&mut *hist_out);
+                        // SAFETY: as above for ferrofx_fir_history.
+                        unsafe { launch.launch(cfg) }?;
+                    }
+                    stream.memcpy_dtod(&tmp.slice(..n), &mut work.slice_mut(..n))?;
+                    if hist > 0 {
+                        let range = hist_base..hist_base + channels * hist;
+                        stream.memcpy_dtod(&hist_out.slice(range.clone()), &mut history.slice_mut(range))?;
+                    }
+                }
+            }
+        }
+        stream.memcpy_dtoh(&work.slice(..n), host_block)?;
+        if ns > 0 {
+            stream.memcpy_dtoh(&states.slice(..ns), host_states)?;
+        }
+        if fir_len > 0 {
+            stream.memcpy_dtoh(&history.slice(..fir_len), host_hist)?;
+        }
+        Ok(())
+    }
+}

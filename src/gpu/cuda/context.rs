@@ -1,0 +1,98 @@
+//! Opening the CUDA device: the driver library checked before use, the kernels' PTX
+//! loaded for the device's architecture.
+
+use super::CudaError;
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use std::sync::Arc;
+
+/// The embedded PTX of each kernel file, per target architecture (sm_80 for compute
+/// capability 8.0 and newer, which the driver JIT-compiles for its GPU; sm_70 below).
+const PTX: [(&str, &str, &str); 2] = [
+    ("sos", include_str!("../../../kernels/ptx/sm_70/sos.ptx"), include_str!("../../../kernels/ptx/sm_80/sos.ptx")),
+    ("fir", include_str!("../../../kernels/ptx/sm_70/fir.ptx"), include_str!("../../../kernels/ptx/sm_80/fir.ptx")),
+];
+
+/// An opened CUDA device with the kernels loaded.
+pub struct CudaDevice {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) name: String,
+    pub(crate) compute_capability: (i32, i32),
+    pub(crate) sos_channels: CudaFunction,
+    pub(crate) sos_scan: CudaFunction,
+    pub(crate) fir_direct: CudaFunction,
+    pub(crate) fir_history: CudaFunction,
+}
+
+impl std::fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CudaDevice({})", self.describe())
+    }
+}
+
+/// Whether the NVIDIA driver library can be loaded (no device is touched).
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to load libcuda with the dynamic loader and reports whether it
+    // could; no CUDA function is called.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+impl CudaDevice {
+    /// Opens device `ordinal`. Without a driver, a device or a new enough GPU, the error
+    /// says which (`CUDA unavailable: ...`).
+    pub fn open(ordinal: usize) -> Result<Arc<CudaDevice>, CudaError> {
+        if !driver_present() {
+            return Err(CudaError::Unavailable("the NVIDIA driver library (libcuda.so) was not found".into()));
+        }
+        // cudarc panics where a driver entry point is missing (an old driver); such a
+        // panic is caught and reported like an absent driver.
+        match std::panic::catch_unwind(|| Self::open_present(ordinal)) {
+            Ok(r) => r,
+            Err(_) => Err(CudaError::Unavailable("the NVIDIA driver library could not be used (too old, or incomplete)".into())),
+        }
+    }
+
+    fn open_present(ordinal: usize) -> Result<Arc<CudaDevice>, CudaError> {
+        let count = CudaContext::device_count().map_err(|e| CudaError::Unavailable(format!("the driver lists no device ({e})")))?;
+        if ordinal as i32 >= count {
+            return Err(CudaError::Unavailable(format!("no CUDA device {ordinal} (the driver lists {count})")));
+        }
+        let ctx = CudaContext::new(ordinal)?;
+        // SAFETY: every job runs on one stream of this backend and is synchronised before
+        // its host memory is read or reused, so cudarc's per-buffer events (which a graph
+        // capture must not record) are not needed.
+        unsafe { ctx.disable_event_tracking() };
+        let compute_capability = ctx.compute_capability()?;
+        if compute_capability.0 < 7 {
+            return Err(CudaError::Unavailable(format!(
+                "compute capability {}.{}; FerroFX's kernels need 7.0 (Volta) or newer",
+                compute_capability.0, compute_capability.1
+            )));
+        }
+        let name = ctx.name().unwrap_or_else(|_| "an NVIDIA GPU".into());
+        let load = |file: &str, function: &str| -> Result<CudaFunction, CudaError> {
+            let (_, sm70, sm80) = PTX.iter().find(|p| p.0 == file).expect("a kernel file of the list");
+            let ptx = if compute_capability.0 >= 8 { *sm80 } else { *sm70 };
+            let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx))?;
+            Ok(module.load_function(function)?)
+        };
+        Ok(Arc::new(CudaDevice {
+            sos_channels: load("sos", "ferrofx_sos_channels")?,
+            sos_scan: load("sos", "ferrofx_sos_scan")?,
+            fir_direct: load("fir", "ferrofx_fir_direct")?,
+            fir_history: load("fir", "ferrofx_fir_history")?,
+            ctx,
+            name,
+            compute_capability,
+        }))
+    }
+
+    /// A new stream for one chain's jobs.
+    pub(crate) fn stream(&self) -> Result<Arc<CudaStream>, CudaError> {
+        Ok(self.ctx.new_stream()?)
+    }
+
+    /// One line: the GPU and its architecture.
+    pub fn describe(&self) -> String {
+        format!("{} (compute capability {}.{})", self.name, self.compute_capability.0, self.compute_capability.1)
+    }
+}

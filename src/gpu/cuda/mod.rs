@@ -1,0 +1,51 @@
+//! The CUDA backend: the kernels of `kernels/` (PTX embedded from `kernels/ptx/`, built
+//! by `scripts/build-ptx.sh`) launched through `cudarc`'s driver API, loaded at run time.
+//!
+//! - [`context`]: opening the device. Every build has this module; without an NVIDIA
+//!   driver or device, opening returns [`CudaError::Unavailable`] (`CUDA unavailable:
+//!   ...`) and the router does not offer CUDA. Nothing here panics or aborts for a
+//!   missing driver: the library's presence is checked before `cudarc` touches it.
+//! - [`chain`]: [`CudaChain`], a designed chain's device buffers and launches for one
+//!   channel count and largest block, and one job's round trip through pinned host
+//!   memory: the upload, the stages' kernels and the download captured once per block
+//!   length as a CUDA graph and replayed (one launch per block); coefficient tables are
+//!   written to device buffers, never into the graph.
+//! - [`backend`]: [`CudaBackend`], the [`crate::run::backend::Backend`] the router lists.
+//!
+//! The arithmetic is the wgpu backend's (the delta state-space form of
+//! [`crate::gpu::realize`], declined by the same float32 error estimate) and is tested
+//! on the CPU without a GPU (`crates/kernel-host`). FIRs run by the tiled direct kernel
+//! up to [`MAX_CUDA_FIR_TAPS`] taps; longer ones are declined (the CPU's FFT path runs
+//! them): the FFT-partitioned kernel is not built yet.
+//!
+//! Invariant: nothing outside this folder names a CUDA type.
+
+pub mod backend;
+pub mod chain;
+pub mod context;
+
+pub use backend::{open_backend, CudaBackend};
+pub use chain::CudaChain;
+pub use context::CudaDevice;
+
+use crate::gpu::GpuError;
+
+/// Blocks up to this many frames run on the channel-parallel kernel (one thread per
+/// channel); longer ones on the time-parallel scan (the wgpu backend's threshold).
+pub const SEQUENTIAL_MAX_FRAMES: usize = 64;
+/// The longest FIR the direct kernel runs (its cost grows with taps x frames).
+pub const MAX_CUDA_FIR_TAPS: usize = 16_384;
+
+/// Why the CUDA backend cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum CudaError {
+    /// No driver, no device, or a device too old for the kernels.
+    #[error("CUDA unavailable: {0}")]
+    Unavailable(String),
+    /// The driver refused a call (out of memory, a launch failure, a lost device).
+    #[error("CUDA driver error: {0}")]
+    Driver(#[from] cudarc::driver::DriverError),
+    /// The chain or job does not fit this path (precision, size, shape).
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+}
