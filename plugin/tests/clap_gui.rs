@@ -12,7 +12,7 @@
 
 use std::ffi::CString;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -126,9 +126,10 @@ fn have(tool: &str) -> bool {
     Command::new("sh").arg("-c").arg(format!("command -v {tool}")).stdout(Stdio::null()).status().is_ok_and(|s| s.success())
 }
 
-/// A virtual X display, stopped when dropped.
+/// A virtual X display, for the rest of this test process. It is stopped only after the
+/// process has exited: the plugin's window library keeps an Xlib connection open, and
+/// Xlib ends the whole process when its server goes away under it.
 struct Xvfb {
-    child: Child,
     display: String,
 }
 
@@ -139,27 +140,21 @@ impl Xvfb {
             .find(|n| !std::path::Path::new(&format!("/tmp/.X{n}-lock")).exists() && !std::path::Path::new(&format!("/tmp/.X11-unix/X{n}")).exists())
             .expect("a free X display number");
         let display = format!(":{n}");
-        let child = Command::new("Xvfb")
-            // -noreset: the server would otherwise restart when its last client leaves.
-            .args([&display, "-screen", "0", &format!("{width}x{height}x24"), "-nolisten", "tcp", "-noreset"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("Xvfb starts");
+        // -noreset: the server would otherwise restart when its last client leaves. The
+        // shell waits for this process to end, then stops the server (SIGTERM, so that
+        // it removes its lock file and socket).
+        let script = format!(
+            "Xvfb {display} -screen 0 {width}x{height}x24 -nolisten tcp -noreset >/dev/null 2>&1 & x=$!; \
+             while kill -0 {pid} 2>/dev/null; do sleep 0.5; done; kill $x",
+            pid = std::process::id()
+        );
+        Command::new("sh").arg("-c").arg(script).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("Xvfb starts");
         let t0 = Instant::now();
         while RustConnection::connect(Some(&display)).is_err() {
             assert!(t0.elapsed() < Duration::from_secs(20), "Xvfb {display} did not accept connections within 20 s");
             std::thread::sleep(Duration::from_millis(100));
         }
-        Xvfb { child, display }
-    }
-}
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        // SIGTERM, so that the server removes its lock file and socket.
-        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
-        let _ = self.child.wait();
+        Xvfb { display }
     }
 }
 
