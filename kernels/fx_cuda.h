@@ -5,7 +5,7 @@
  * for the host by the tests (crates/kernel-host). This header gives both passes the same
  * spelling:
  * - FX_HD: a function for both (`__host__ __device__` in CUDA, `static inline` in C);
- * - FX_GLOBAL, FX_SHARED, fx_tid(), fx_bid(), fx_bid_y(), fx_sync(): device pass only.
+ * - FX_GLOBAL, FX_SHARED, fx_tid(), fx_bid(), fx_bid_y(), fx_bid_z(), fx_sync(): device pass only.
  * fmaf is __builtin_fmaf in both: one rounding, so host and device agree bit for bit.
  */
 #ifndef FX_CUDA_H
@@ -20,6 +20,7 @@
 FX_DEVICE unsigned fx_tid(void) { return __nvvm_read_ptx_sreg_tid_x(); }
 FX_DEVICE unsigned fx_bid(void) { return __nvvm_read_ptx_sreg_ctaid_x(); }
 FX_DEVICE unsigned fx_bid_y(void) { return __nvvm_read_ptx_sreg_ctaid_y(); }
+FX_DEVICE unsigned fx_bid_z(void) { return __nvvm_read_ptx_sreg_ctaid_z(); }
 FX_DEVICE unsigned fx_ntid(void) { return __nvvm_read_ptx_sreg_ntid_x(); }
 FX_DEVICE void fx_sync(void) { __syncthreads(); }
 #endif

@@ -136,6 +136,24 @@ fn graphs_equal_plain_launches_and_both_kernels_equal_the_cpu() {
 }
 
 #[test]
+fn long_firs_take_the_fft_path_and_match_the_cpu() {
+    let Some(b) = backend() else { return };
+    let taps: Vec<f64> = (0..20_000).map(|i| ((i * 7919) % 1000) as f64 / 1e5 * (-(i as f64) / 5000.0).exp()).collect();
+    let designed = (Fir::coefficients(taps) | Butterworth::highpass(40.0, 2)).design(48_000.0).unwrap();
+    let input = ferrofx_testkit::noise_channels(2, 100_000, 3, 0.8);
+    let mut cpu = Engine::with_options(&designed, 2, 8192, OFFLOAD_ENGINE_OPTIONS);
+    let mut want = input.clone();
+    let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
+    cpu.process(&mut s);
+    for block in [512usize, 8192] {
+        let got = run_cuda(b, &designed, &input, block);
+        let e = rel_error(&got, &want);
+        println!("20,000-tap FIR, blocks of {block}: {e:.2e}");
+        assert!(e <= TIME_TOLERANCE, "blocks of {block}: {e:.3e}");
+    }
+}
+
+#[test]
 fn the_offload_worker_runs_cuda_jobs_and_matches_the_cpu() {
     let Some(b) = backend() else { return };
     const BLOCK: usize = 512;

@@ -1,8 +1,10 @@
 //! Compiles src/host.c (the CUDA kernels' structure, run thread by thread on the host,
 //! over the kernels' own math headers in kernels/) with the system C compiler.
 fn main() {
-    let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernels");
-    for f in ["fx_cuda.h", "sos_math.h", "fir_math.h"] {
+    // At run time: a build script compiled once may serve several checkouts.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let kernels = std::path::Path::new(&manifest).join("../../kernels");
+    for f in ["fx_cuda.h", "sos_math.h", "fir_math.h", "fft_math.h"] {
         println!("cargo:rerun-if-changed={}", kernels.join(f).display());
     }
     println!("cargo:rerun-if-changed=src/host.c");

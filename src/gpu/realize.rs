@@ -234,6 +234,33 @@ pub fn model_section(sec: &DeltaSection, table: &[[f32; 4]; SCAN_STEPS], x: &mut
     }
 }
 
+/// Partition size of the FFT-partitioned FIR path for `taps` taps: about 64 partitions,
+/// 256..=16384 taps each (FFTs of twice that).
+pub fn fft_partition_for(taps: usize) -> usize {
+    (taps.next_power_of_two() / 64).clamp(256, 16_384)
+}
+
+/// `H_q = FFT_2P(taps[qP, (q+1)P))` for every partition, all `2P` bins, rounded to `f32`.
+pub fn partition_spectra(taps: &[f64], part: usize) -> Vec<[f32; 2]> {
+    let n = 2 * part;
+    let mut planner = realfft::RealFftPlanner::<f64>::new();
+    let fwd = planner.plan_fft_forward(n);
+    let mut time = fwd.make_input_vec();
+    let mut spec = fwd.make_output_vec();
+    let mut out = Vec::with_capacity(taps.len().div_ceil(part) * n);
+    for chunk in taps.chunks(part) {
+        time.fill(0.0);
+        time[..chunk.len()].copy_from_slice(chunk);
+        // Same plan and lengths: cannot fail.
+        let _ = fwd.process(&mut time, &mut spec);
+        for k in 0..n {
+            let c = if k <= part { spec[k] } else { spec[n - k].conj() };
+            out.push([c.re as f32, c.im as f32]);
+        }
+    }
+    out
+}
+
 /// The error a GPU path may have, as a share of the output peak, before it declines a
 /// cascade: a fifth of the reference tolerance (1e-4), since the estimate comes from one
 /// probe signal and the input will be another.

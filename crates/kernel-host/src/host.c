@@ -7,6 +7,7 @@
 #include <string.h>
 #include "sos_math.h"
 #include "fir_math.h"
+#include "fft_math.h"
 
 /* ferrofx_sos_channels: one thread per channel. */
 void fx_host_sos_channels(fx_sos_params p, float* work, const fx_section* sections, fx_vec2* states) {
@@ -104,6 +105,60 @@ void fx_host_fir_history(fx_fir_params p, const float* work, const float* histor
         for (unsigned i = 0; i < hist_len; i++) {
             int m = (int)p.frames - (int)hist_len + (int)i;
             hist_out[p.hist_base + ch * hist_len + i] = fx_fir_input(&p, work, history, ch, m);
+        }
+    }
+}
+
+/* The FFT-partitioned FIR kernels of fft_fir.cu in their launch order: segments into
+ * `a`, the forward passes, mac, the inverse passes, extract into `out`. `a` and `b` hold
+ * channels x max(segs, outs) x n points each. */
+void fx_host_fft_fir(fx_fft_params p, unsigned log2n, const float* work, const float* history, const fx_vec2* kernel,
+                     const fx_vec2* tw, fx_vec2* a, fx_vec2* b, float* out) {
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        for (unsigned s = 0; s < p.segs; s++) {
+            for (unsigned m = 0; m < p.n; m++) {
+                a[(ch * p.segs + s) * p.n + m] = fx_fft_segment(&p, work, history, ch, s, m);
+            }
+        }
+    }
+    fx_vec2* cur = a;
+    fx_vec2* other = b;
+    for (int inverse = 0; inverse < 2; inverse++) {
+        unsigned rows = p.channels * (inverse ? p.outs : p.segs);
+        for (unsigned q = 1; q <= log2n; q++) {
+            fx_fft_params stage = p;
+            stage.half_span = 1u << (q - 1);
+            stage.r = p.n >> q;
+            for (unsigned row = 0; row < rows; row++) {
+                for (unsigned bfly = 0; bfly < p.n / 2; bfly++) {
+                    fx_fft_butterfly(&stage, tw, cur, other, row * p.n, bfly);
+                }
+            }
+            fx_vec2* t = cur;
+            cur = other;
+            other = t;
+        }
+        if (!inverse) {
+            for (unsigned ch = 0; ch < p.channels; ch++) {
+                for (unsigned j = 0; j < p.outs; j++) {
+                    for (unsigned f = 0; f < p.n; f++) {
+                        other[(ch * p.outs + j) * p.n + f] = fx_fft_mac(&p, cur, kernel, ch, j, f);
+                    }
+                }
+            }
+            fx_vec2* t = cur;
+            cur = other;
+            other = t;
+        }
+    }
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        for (unsigned j = 0; j < p.outs; j++) {
+            for (unsigned m = 0; m < p.part; m++) {
+                unsigned n_out = j * p.part + m;
+                if (n_out < p.frames) {
+                    out[ch * p.stride + n_out] = fx_fft_extract(&p, cur, ch, j, m);
+                }
+            }
         }
     }
 }

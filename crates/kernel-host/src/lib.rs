@@ -40,6 +40,28 @@ pub struct FirParams {
     pub pad1: u32,
 }
 
+/// `fx_fft_params` (fft_math.h).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct FftParams {
+    pub n: u32,
+    pub half_span: u32,
+    pub r: u32,
+    pub tw_scale: u32,
+    pub part: u32,
+    pub pcount: u32,
+    pub segs: u32,
+    pub outs: u32,
+    pub taps: u32,
+    pub frames: u32,
+    pub stride: u32,
+    pub hist_base: u32,
+    pub kernel_base: u32,
+    pub channels: u32,
+    pub pad0: u32,
+    pub pad1: u32,
+}
+
 /// Threads per block of the scan kernel (`FX_SOS_THREADS`): the most chunks.
 pub const SOS_THREADS: usize = 256;
 /// Scan steps (`FX_SCAN_STEPS`).
@@ -50,6 +72,18 @@ extern "C" {
     fn fx_host_sos_scan(p: SosParams, work: *mut f32, sections: *const Section, tables: *const f32, states: *mut [f32; 2]);
     fn fx_host_fir_direct(p: FirParams, work: *const f32, taps: *const f32, history: *const f32, out: *mut f32);
     fn fx_host_fir_history(p: FirParams, work: *const f32, history: *const f32, hist_out: *mut f32);
+    #[allow(clippy::too_many_arguments)]
+    fn fx_host_fft_fir(
+        p: FftParams,
+        log2n: u32,
+        work: *const f32,
+        history: *const f32,
+        kernel: *const [f32; 2],
+        tw: *const [f32; 2],
+        a: *mut [f32; 2],
+        b: *mut [f32; 2],
+        out: *mut f32,
+    );
 }
 
 fn check_sos(p: &SosParams, work: usize, sections: usize, states: usize) {
@@ -95,4 +129,27 @@ pub fn fir_history(p: FirParams, work: &[f32], history: &[f32], hist_out: &mut [
     assert!(hist_out.len() >= history.len());
     // SAFETY: as above.
     unsafe { fx_host_fir_history(p, work.as_ptr(), history.as_ptr(), hist_out.as_mut_ptr()) }
+}
+
+/// The FFT-partitioned FIR kernels (fft_fir.cu) in their launch order: `out` gets the
+/// block's output. `kernel` holds the partitions' spectra from `kernel_base`, `tw` the
+/// twiddles of the largest FFT (`n_max / 2` entries, `tw_scale = n_max / n`).
+#[allow(clippy::too_many_arguments)]
+pub fn fft_fir(p: FftParams, work: &[f32], history: &[f32], kernel: &[[f32; 2]], tw: &[[f32; 2]], out: &mut [f32]) {
+    let n = p.n as usize;
+    assert!(n.is_power_of_two() && n == 2 * p.part as usize && p.frames <= p.stride, "{p:?}");
+    assert!(p.channels as usize * p.stride as usize <= work.len().min(out.len()), "work/out too short for {p:?}");
+    assert!(p.hist_base as usize + (p.channels * (p.taps - 1)) as usize <= history.len(), "history too short");
+    assert!(p.kernel_base as usize + (p.pcount as usize) * n <= kernel.len(), "kernel spectra too short");
+    assert!(tw.len() * 2 >= n * p.tw_scale as usize && p.tw_scale >= 1, "twiddles too short");
+    assert!(p.outs == p.frames.div_ceil(p.part) && p.segs == p.outs + p.pcount, "segments {p:?}");
+    let rows = p.channels as usize * p.segs.max(p.outs) as usize;
+    let mut a = vec![[0.0f32; 2]; rows * n];
+    let mut b = vec![[0.0f32; 2]; rows * n];
+    let log2n = n.trailing_zeros();
+    // SAFETY: the lengths were checked against every index the C code forms from `p`;
+    // `a` and `b` hold every segment of every channel.
+    unsafe {
+        fx_host_fft_fir(p, log2n, work.as_ptr(), history.as_ptr(), kernel.as_ptr(), tw.as_ptr(), a.as_mut_ptr(), b.as_mut_ptr(), out.as_mut_ptr())
+    }
 }

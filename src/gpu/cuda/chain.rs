@@ -5,11 +5,11 @@
 //! and replayed per job; scan tables live in device buffers the graph reads, so a new
 //! block length rewrites them without touching the graphs of other lengths.
 
-use super::{CudaDevice, CudaError, MAX_CUDA_FIR_TAPS, SEQUENTIAL_MAX_FRAMES};
+use super::{CudaDevice, CudaError, DIRECT_MAX_TAPS, MAX_CUDA_FIR_TAPS, SEQUENTIAL_MAX_FRAMES};
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::dsp::sos::SosCoefs;
 use crate::engine::ChainState;
-use crate::gpu::realize::{chunking, f32_error_estimate, Realization, GPU_ERROR_BUDGET, SCAN_STEPS};
+use crate::gpu::realize::{chunking, f32_error_estimate, fft_partition_for, partition_spectra, Realization, GPU_ERROR_BUDGET, SCAN_STEPS};
 use crate::gpu::GpuError;
 use cudarc::driver::{sys, CudaGraph, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PinnedHostSlice, PushKernelArg};
 use std::sync::Arc;
@@ -46,6 +46,40 @@ struct FirParams {
 // SAFETY: as above.
 unsafe impl DeviceRepr for FirParams {}
 
+/// `fx_fft_params` of kernels/fft_math.h.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct FftParams {
+    n: u32,
+    half_span: u32,
+    r: u32,
+    tw_scale: u32,
+    part: u32,
+    pcount: u32,
+    segs: u32,
+    outs: u32,
+    taps: u32,
+    frames: u32,
+    stride: u32,
+    hist_base: u32,
+    kernel_base: u32,
+    channels: u32,
+    pad0: u32,
+    pad1: u32,
+}
+// SAFETY: as above.
+unsafe impl DeviceRepr for FftParams {}
+
+/// An FFT-partitioned FIR stage: partitions of `part` taps, FFTs of `2 part` points.
+#[derive(Clone, Copy)]
+struct FftPlan {
+    part: usize,
+    pcount: usize,
+    log2n: usize,
+    /// This stage's first bin in the kernel spectra.
+    kernel_base: usize,
+}
+
 /// Threads per block of the scan and FIR kernels (`FX_SOS_THREADS`, `FX_FIR_TILE`).
 const BLOCK_THREADS: u32 = 256;
 /// Threads per block of the channel-parallel kernel.
@@ -63,7 +97,7 @@ unsafe impl Send for Graph {}
 
 enum Plan {
     Sos { first: usize, count: usize },
-    Fir { tap_base: usize, taps: usize, hist_base: usize },
+    Fir { tap_base: usize, taps: usize, hist_base: usize, fft: Option<FftPlan> },
 }
 
 /// A designed chain on a CUDA device for `channels` channels and blocks of up to
@@ -83,6 +117,14 @@ pub struct CudaChain {
     taps: CudaSlice<f32>,
     history: CudaSlice<f32>,
     hist_out: CudaSlice<f32>,
+    /// The FFT path's buffers (one element where no stage uses it): the partitions'
+    /// spectra, the twiddles of the largest FFT, two spectrum work buffers (complex as
+    /// pairs of floats).
+    kernel: CudaSlice<f32>,
+    twiddles: CudaSlice<f32>,
+    spec_a: CudaSlice<f32>,
+    spec_b: CudaSlice<f32>,
+    n_max: usize,
     /// Pinned host staging: the block (`channels x max_frames`), then the SOS states
     /// (2 per section and channel), then the FIR histories.
     pinned: PinnedHostSlice<f32>,
@@ -112,6 +154,8 @@ impl CudaChain {
         let mut taps_all: Vec<f32> = Vec::new();
         let mut plans = Vec::new();
         let mut fir_len = 0usize;
+        let mut kernel_spectra: Vec<[f32; 2]> = Vec::new();
+        let mut spec_len = 0usize;
         for (index, stage) in chain.stages.iter().enumerate() {
             match stage {
                 DesignedStage::Sos(sections) => {
@@ -134,7 +178,22 @@ impl CudaChain {
                         }));
                     }
                     let n = taps.len().max(1);
-                    plans.push(Plan::Fir { tap_base: taps_all.len(), taps: n, hist_base: fir_len });
+                    let fft = (n > DIRECT_MAX_TAPS).then(|| {
+                        let part = fft_partition_for(n);
+                        let plan = FftPlan { part, pcount: n.div_ceil(part), log2n: (2 * part).trailing_zeros() as usize, kernel_base: kernel_spectra.len() };
+                        kernel_spectra.extend(partition_spectra(taps, part));
+                        spec_len = spec_len.max(channels * (max_frames.div_ceil(part) + plan.pcount) * 2 * part);
+                        plan
+                    });
+                    if let Some(plan) = fft {
+                        let rows = channels * (max_frames.div_ceil(plan.part) + plan.pcount);
+                        if rows > 65_535 {
+                            return Err(gpu(GpuError::Unsupported {
+                                what: format!("stage {index}: {rows} FFT segments in one launch (at most 65,535): fewer channels or a shorter block"),
+                            }));
+                        }
+                    }
+                    plans.push(Plan::Fir { tap_base: taps_all.len(), taps: n, hist_base: fir_len, fft });
                     taps_all.extend(taps.iter().map(|&t| t as f32));
                     if taps.is_empty() {
                         taps_all.push(0.0);
@@ -156,6 +215,20 @@ impl CudaChain {
         if !taps_all.is_empty() {
             stream.memcpy_htod(&taps_all, &mut taps)?;
         }
+        let n_max = plans.iter().filter_map(|p| if let Plan::Fir { fft: Some(f), .. } = p { Some(2 * f.part) } else { None }).max().unwrap_or(2);
+        let tw: Vec<f32> = (0..n_max / 2)
+            .flat_map(|m| {
+                let a = -2.0 * std::f64::consts::PI * m as f64 / n_max as f64;
+                [a.cos() as f32, a.sin() as f32]
+            })
+            .collect();
+        let mut twiddles = zeros(tw.len())?;
+        stream.memcpy_htod(&tw, &mut twiddles)?;
+        let flat: Vec<f32> = kernel_spectra.iter().flatten().copied().collect();
+        let mut kernel = zeros(flat.len())?;
+        if !flat.is_empty() {
+            stream.memcpy_htod(&flat, &mut kernel)?;
+        }
         // SAFETY: page-locked host memory for the staging buffer; it is only read or
         // written while no copy that uses it is in flight (every job synchronises).
         let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(block + 2 * channels * total + fir_len) }?;
@@ -166,6 +239,11 @@ impl CudaChain {
             states: zeros(2 * channels * total)?,
             history: zeros(fir_len)?,
             hist_out: zeros(fir_len)?,
+            spec_a: zeros(2 * spec_len)?,
+            spec_b: zeros(2 * spec_len)?,
+            kernel,
+            twiddles,
+            n_max,
             sections,
             taps,
             pinned,
@@ -335,7 +413,9 @@ impl CudaChain {
 
     /// Upload, every stage's kernels, download, on the chain's stream.
     fn enqueue(&mut self, frames: usize, chunks: usize, chunk_len: usize) -> Result<(), CudaError> {
-        let CudaChain { dev, stream, channels, max_frames, plans, realizations, work, tmp, sections, tables, states, taps, history, hist_out, pinned, fir_len, .. } = self;
+        let CudaChain {
+            dev, stream, channels, max_frames, plans, realizations, work, tmp, sections, tables, states, taps, history, hist_out, pinned, fir_len, kernel, twiddles, spec_a, spec_b, n_max, ..
+        } = self;
         let (channels, fir_len) = (*channels, *fir_len);
         let n = channels * frames;
         let block = channels * *max_frames;
@@ -398,7 +478,7 @@ impl CudaChain {
                         unsafe { launch.launch(cfg) }?;
                     }
                 }
-                Plan::Fir { tap_base, taps: count, hist_base } => {
+                Plan::Fir { tap_base, taps: count, hist_base, fft } => {
                     let p = FirParams {
                         frames: frames as u32,
                         taps: count as u32,
@@ -409,17 +489,36 @@ impl CudaChain {
                         pad0: 0,
                         pad1: 0,
                     };
-                    let cfg = LaunchConfig {
-                        grid_dim: ((frames as u32).div_ceil(BLOCK_THREADS), channels as u32, 1),
-                        block_dim: (BLOCK_THREADS, 1, 1),
-                        shared_mem_bytes: 0,
-                    };
-                    let mut launch = stream.launch_builder(&dev.fir_direct);
-                    launch.arg(&p).arg(&*work).arg(&*taps).arg(&*history).arg(&mut *tmp);
-                    // SAFETY: the arguments match ferrofx_fir_direct(fx_fir_params, const
-                    // float*, const float*, const float*, float*); every buffer covers
-                    // the indices the kernel forms from `p` (checked when built).
-                    unsafe { launch.launch(cfg) }?;
+                    if let Some(plan) = fft {
+                        let fp = FftParams {
+                            n: (2 * plan.part) as u32,
+                            tw_scale: (*n_max / (2 * plan.part)) as u32,
+                            part: plan.part as u32,
+                            pcount: plan.pcount as u32,
+                            segs: (frames.div_ceil(plan.part) + plan.pcount) as u32,
+                            outs: frames.div_ceil(plan.part) as u32,
+                            taps: count as u32,
+                            frames: frames as u32,
+                            stride: frames as u32,
+                            hist_base: hist_base as u32,
+                            kernel_base: plan.kernel_base as u32,
+                            channels: channels as u32,
+                            ..FftParams::default()
+                        };
+                        enqueue_fft(dev, stream, &fp, plan.log2n, work, history, kernel, twiddles, spec_a, spec_b, tmp)?;
+                    } else {
+                        let cfg = LaunchConfig {
+                            grid_dim: ((frames as u32).div_ceil(BLOCK_THREADS), channels as u32, 1),
+                            block_dim: (BLOCK_THREADS, 1, 1),
+                            shared_mem_bytes: 0,
+                        };
+                        let mut launch = stream.launch_builder(&dev.fir_direct);
+                        launch.arg(&p).arg(&*work).arg(&*taps).arg(&*history).arg(&mut *tmp);
+                        // SAFETY: the arguments match ferrofx_fir_direct(fx_fir_params,
+                        // const float*, const float*, const float*, float*); every buffer
+                        // covers the indices the kernel forms from `p` (checked when built).
+                        unsafe { launch.launch(cfg) }?;
+                    }
                     let hist = count - 1;
                     if hist > 0 {
                         let cfg = LaunchConfig {
@@ -449,4 +548,61 @@ impl CudaChain {
         }
         Ok(())
     }
+}
+
+/// One FFT-partitioned FIR stage's launches: segments, the forward FFT passes, the
+/// multiply-accumulate with the partitions' spectra, the inverse passes, extract into
+/// `out` (kernels/fft_fir.cu; the per-thread math is tested on the host).
+#[allow(clippy::too_many_arguments)]
+fn enqueue_fft(
+    dev: &CudaDevice,
+    stream: &Arc<CudaStream>,
+    p: &FftParams,
+    log2n: usize,
+    work: &CudaSlice<f32>,
+    history: &CudaSlice<f32>,
+    kernel: &CudaSlice<f32>,
+    twiddles: &CudaSlice<f32>,
+    spec_a: &mut CudaSlice<f32>,
+    spec_b: &mut CudaSlice<f32>,
+    out: &mut CudaSlice<f32>,
+) -> Result<(), CudaError> {
+    let cfg = |x: u32, y: u32, z: u32| LaunchConfig { grid_dim: (x, y, z), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+    let n = p.n;
+    let mut launch = stream.launch_builder(&dev.fft_segments);
+    launch.arg(p).arg(work).arg(history).arg(&mut *spec_a);
+    // SAFETY: ferrofx_fft_segments(fx_fft_params, const float*, const float*, fx_vec2*):
+    // `spec_a` holds channels x segs x n points (sized for the largest block when built).
+    unsafe { launch.launch(cfg(n / BLOCK_THREADS, p.segs, p.channels)) }?;
+    // `in_a`: the data is in spec_a.
+    let mut in_a = true;
+    for inverse in [false, true] {
+        let rows = p.channels * if inverse { p.outs } else { p.segs };
+        for q in 1..=log2n {
+            let stage = FftParams { half_span: 1 << (q - 1), r: n >> q, ..*p };
+            let (src, dst) = if in_a { (&*spec_a, &mut *spec_b) } else { (&*spec_b, &mut *spec_a) };
+            let mut launch = stream.launch_builder(&dev.fft_pass);
+            launch.arg(&stage).arg(twiddles).arg(src).arg(dst);
+            // SAFETY: ferrofx_fft_pass(fx_fft_params, const fx_vec2*, const fx_vec2*,
+            // fx_vec2*): `rows` transforms of n points in each buffer, n/2 twiddles x scale.
+            unsafe { launch.launch(cfg((n / 2).div_ceil(BLOCK_THREADS), rows, 1)) }?;
+            in_a = !in_a;
+        }
+        if !inverse {
+            let (src, dst) = if in_a { (&*spec_a, &mut *spec_b) } else { (&*spec_b, &mut *spec_a) };
+            let mut launch = stream.launch_builder(&dev.fft_mac);
+            launch.arg(p).arg(src).arg(kernel).arg(dst);
+            // SAFETY: ferrofx_fft_mac(fx_fft_params, const fx_vec2*, const fx_vec2*,
+            // fx_vec2*): the stage's pcount x n kernel bins from kernel_base.
+            unsafe { launch.launch(cfg(n / BLOCK_THREADS, p.outs, p.channels)) }?;
+            in_a = !in_a;
+        }
+    }
+    let src = if in_a { &*spec_a } else { &*spec_b };
+    let mut launch = stream.launch_builder(&dev.fft_extract);
+    launch.arg(p).arg(src).arg(out);
+    // SAFETY: ferrofx_fft_extract(fx_fft_params, const fx_vec2*, float*): `out` holds
+    // channels x frames samples at stride `frames`.
+    unsafe { launch.launch(cfg(p.part.div_ceil(BLOCK_THREADS), p.outs, p.channels)) }?;
+    Ok(())
 }

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 /// The embedded PTX of each kernel file, per target architecture (sm_80 for compute
 /// capability 8.0 and newer, which the driver JIT-compiles for its GPU; sm_70 below).
-const PTX: [(&str, &str, &str); 2] = [
+const PTX: [(&str, &str, &str); 3] = [
     ("sos", include_str!("../../../kernels/ptx/sm_70/sos.ptx"), include_str!("../../../kernels/ptx/sm_80/sos.ptx")),
     ("fir", include_str!("../../../kernels/ptx/sm_70/fir.ptx"), include_str!("../../../kernels/ptx/sm_80/fir.ptx")),
+    ("fft_fir", include_str!("../../../kernels/ptx/sm_70/fft_fir.ptx"), include_str!("../../../kernels/ptx/sm_80/fft_fir.ptx")),
 ];
 
 /// An opened CUDA device with the kernels loaded.
@@ -21,6 +22,10 @@ pub struct CudaDevice {
     pub(crate) sos_scan: CudaFunction,
     pub(crate) fir_direct: CudaFunction,
     pub(crate) fir_history: CudaFunction,
+    pub(crate) fft_segments: CudaFunction,
+    pub(crate) fft_pass: CudaFunction,
+    pub(crate) fft_mac: CudaFunction,
+    pub(crate) fft_extract: CudaFunction,
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -80,6 +85,10 @@ impl CudaDevice {
             sos_scan: load("sos", "ferrofx_sos_scan")?,
             fir_direct: load("fir", "ferrofx_fir_direct")?,
             fir_history: load("fir", "ferrofx_fir_history")?,
+            fft_segments: load("fft_fir", "ferrofx_fft_segments")?,
+            fft_pass: load("fft_fir", "ferrofx_fft_pass")?,
+            fft_mac: load("fft_fir", "ferrofx_fft_mac")?,
+            fft_extract: load("fft_fir", "ferrofx_fft_extract")?,
             ctx,
             name,
             compute_capability,

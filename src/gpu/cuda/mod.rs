@@ -14,9 +14,10 @@
 //!
 //! The arithmetic is the wgpu backend's (the delta state-space form of
 //! [`crate::gpu::realize`], declined by the same float32 error estimate) and is tested
-//! on the CPU without a GPU (`crates/kernel-host`). FIRs run by the tiled direct kernel
-//! up to [`MAX_CUDA_FIR_TAPS`] taps; longer ones are declined (the CPU's FFT path runs
-//! them): the FFT-partitioned kernel is not built yet.
+//! on the CPU without a GPU (`crates/kernel-host`). FIRs up to [`DIRECT_MAX_TAPS`] taps
+//! run by the tiled direct kernel, longer ones (up to the chain format's million taps)
+//! by uniformly partitioned FFT convolution (`kernels/fft_fir.cu`: a Stockham radix-2 FFT
+//! with twiddles computed in float64 on the host; no cuFFT, so only the driver is needed).
 //!
 //! Invariant: nothing outside this folder names a CUDA type.
 
@@ -32,9 +33,11 @@ use crate::gpu::GpuError;
 
 /// Blocks up to this many frames run on the channel-parallel kernel (one thread per
 /// channel); longer ones on the time-parallel scan (the wgpu backend's threshold).
-pub const SEQUENTIAL_MAX_FRAMES: usize = 64;
-/// The longest FIR the direct kernel runs (its cost grows with taps x frames).
-pub const MAX_CUDA_FIR_TAPS: usize = 16_384;
+pub const SEQUENTIAL_MAX_FRAMES: usize = 512;
+/// FIRs up to this many taps run by direct convolution, longer ones by FFT (as on wgpu).
+pub const DIRECT_MAX_TAPS: usize = 512;
+/// The longest FIR the backend runs: the chain format's limit.
+pub const MAX_CUDA_FIR_TAPS: usize = crate::dsp::fir::MAX_TAPS;
 
 /// Why the CUDA backend cannot run.
 #[derive(Debug, thiserror::Error)]

@@ -2,6 +2,7 @@
 //! groups, kernel spectra, and the passes one long FIR stage encodes.
 
 use super::PARAM_SLOT;
+pub(super) use crate::gpu::realize::partition_spectra;
 
 /// An FFT-partitioned FIR stage: partitions of `part` taps, FFTs of `2 part` points.
 #[derive(Clone, Copy)]
@@ -26,9 +27,9 @@ impl FftPlan {
         let outs = frames.div_ceil(self.part);
         (outs, outs + self.pcount)
     }
-    /// Partition size for `taps` taps: about 64 partitions, 256..=16384 taps each.
+    /// Partition size for `taps` taps ([`crate::gpu::realize::fft_partition_for`]).
     pub(super) fn part_for(taps: usize) -> usize {
-        (taps.next_power_of_two() / 64).clamp(256, 16_384)
+        crate::gpu::realize::fft_partition_for(taps)
     }
 }
 
@@ -43,27 +44,6 @@ pub(super) struct FftKit {
     pub(super) a_to_b: wgpu::BindGroup,
     pub(super) b_to_a: wgpu::BindGroup,
     pub(super) n_max: usize,
-}
-
-/// `H_q = FFT_2P(taps[qP, (q+1)P))` for every partition, all `2P` bins, rounded to `f32`.
-pub(super) fn partition_spectra(taps: &[f64], part: usize) -> Vec<[f32; 2]> {
-    let n = 2 * part;
-    let mut planner = realfft::RealFftPlanner::<f64>::new();
-    let fwd = planner.plan_fft_forward(n);
-    let mut time = fwd.make_input_vec();
-    let mut spec = fwd.make_output_vec();
-    let mut out = Vec::with_capacity(taps.len().div_ceil(part) * n);
-    for chunk in taps.chunks(part) {
-        time.fill(0.0);
-        time[..chunk.len()].copy_from_slice(chunk);
-        // Same plan and lengths: cannot fail.
-        let _ = fwd.process(&mut time, &mut spec);
-        for k in 0..n {
-            let c = if k <= part { spec[k] } else { spec[n - k].conj() };
-            out.push([c.re as f32, c.im as f32]);
-        }
-    }
-    out
 }
 
 /// Writes the FFT path's per-dispatch parameters for a block of `frames`.
