@@ -4,7 +4,8 @@
 # unit and integration tests (reference cases, the stress suite, the fuzzers, the CLAP
 # host tests that load the bundle), the README's main job (`cargo xtask render` in
 # release), a benchmark smoke run, the standalone app with its editor under Xvfb, and in
-# Python the SciPy cross-check and the VST3 host test (pedalboard), and a 10-minute soak.
+# Python the package's tests, the SciPy cross-check and the VST3 host test (pedalboard),
+# and a 10-minute soak.
 # Another reference set (the project's shared vectors, say) is run too, as an extra check,
 # when FERROFX_SHARED_REFERENCE names its folder; nothing here needs it.
 # Ends with one line: "tests: N passed, N failed".
@@ -90,5 +91,7 @@ mkdir -p "$CARGO_TARGET_DIR/editor-check"
 run bash scripts/editor-check.sh "$CARGO_TARGET_DIR/editor-check/editor.png"
 echo "editor screenshot: $CARGO_TARGET_DIR/editor-check/editor.png"
 
-step "SciPy cross-check and the VST3 host test (Python)"
-FERROFX_XTASK="$CARGO_TARGET_DIR/debug/xtask" run "$PY" -m pytest -q tests/python
+step "the Python package (pip install ./python, release build), then the Python tests: the package against SciPy, the SciPy cross-check, the VST3 host test"
+# (maturin runs from the virtual environment's bin folder.)
+PATH="$VENV/bin:$PATH" run "$PY" -m pip install -q --disable-pip-version-check --no-build-isolation ./python
+FERROFX_REQUIRE_PYTHON_PACKAGE=1 FERROFX_XTASK="$CARGO_TARGET_DIR/debug/xtask" run "$PY" -m pytest -q tests/python

@@ -347,7 +347,10 @@ impl CudaChain {
             let hist = block + 2 * channels * total;
             host[hist..hist + self.fir_len].copy_from_slice(&state.fir);
         }
-        self.run(frames, chunks, chunk_len)?;
+        // The staging buffer's address, taken before any capture (taking it synchronises
+        // on the buffer's event, which a capturing stream must not see).
+        let base = self.pinned.as_mut_ptr()?;
+        self.run(frames, chunks, chunk_len, base)?;
         self.stream.synchronize()?;
         // Stage out.
         let host = self.pinned.as_slice()?;
@@ -374,16 +377,16 @@ impl CudaChain {
 
     /// The job's device work: a graph replay, or a capture then replay, or plain launches
     /// where capture failed.
-    fn run(&mut self, frames: usize, chunks: usize, chunk_len: usize) -> Result<(), CudaError> {
+    fn run(&mut self, frames: usize, chunks: usize, chunk_len: usize, base: *mut f32) -> Result<(), CudaError> {
         let Some(graphs) = self.graphs.as_mut() else {
-            return self.enqueue(frames, chunks, chunk_len);
+            return self.enqueue(frames, chunks, chunk_len, base);
         };
         if let Some((_, graph)) = graphs.iter().find(|(f, _)| *f == frames) {
             graph.0.launch()?;
             return Ok(());
         }
         self.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-        let enqueued = self.enqueue(frames, chunks, chunk_len);
+        let enqueued = self.enqueue(frames, chunks, chunk_len, base);
         let captured = self.stream.end_capture(sys::CUgraphInstantiate_flags(0));
         match (enqueued, captured) {
             (Ok(()), Ok(Some(graph))) => {
@@ -406,21 +409,21 @@ impl CudaChain {
                     }
                 );
                 self.graphs = None;
-                self.enqueue(frames, chunks, chunk_len)
+                self.enqueue(frames, chunks, chunk_len, base)
             }
         }
     }
 
-    /// Upload, every stage's kernels, download, on the chain's stream.
-    fn enqueue(&mut self, frames: usize, chunks: usize, chunk_len: usize) -> Result<(), CudaError> {
+    /// Upload, every stage's kernels, download, on the chain's stream; `base` is the
+    /// pinned staging buffer's address.
+    fn enqueue(&mut self, frames: usize, chunks: usize, chunk_len: usize, base: *mut f32) -> Result<(), CudaError> {
         let CudaChain {
-            dev, stream, channels, max_frames, plans, realizations, work, tmp, sections, tables, states, taps, history, hist_out, pinned, fir_len, kernel, twiddles, spec_a, spec_b, n_max, ..
+            dev, stream, channels, max_frames, plans, realizations, work, tmp, sections, tables, states, taps, history, hist_out, fir_len, kernel, twiddles, spec_a, spec_b, n_max, ..
         } = self;
         let (channels, fir_len) = (*channels, *fir_len);
         let n = channels * frames;
         let block = channels * *max_frames;
         let ns = 2 * channels * realizations.len();
-        let base = pinned.as_mut_ptr()?;
         // SAFETY: `base` points to the pinned allocation of `block + ns + fir_len` floats;
         // these views only hand its addresses to the asynchronous copies below, and the
         // host touches the memory again only after the stream is synchronised.

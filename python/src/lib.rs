@@ -1,0 +1,268 @@
+//! `ferrofx._ferrofx`: the engine for Python. The public API is the package
+//! `ferrofx` (python/ferrofx/__init__.py), which handles axes, dtypes, torch tensors and
+//! the stage objects; this module takes C-contiguous numpy arrays in the shapes it
+//! names and releases the GIL while it filters.
+//!
+//! - `Chain`: a validated chain file; `design`, `response`, `process` (float32, the
+//!   engine; batches spread over threads), `stream`.
+//! - `Stream`: block-by-block filtering with state.
+//! - `sosfilt64`, `fir64`: float64 arithmetic with SciPy's semantics (`sosfilt`, and
+//!   `lfilter` with `a == [1]`), for float64 data: the engine's I/O is float32.
+
+use ferrofx::chain::{Chain as CoreChain, DesignedChain, DesignedStage};
+use ferrofx::engine::Engine;
+use numpy::ndarray::{Array2, Array3, ArrayView2};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// Largest block the engine is prepared for; longer inputs are filtered in pieces.
+const MAX_BLOCK: usize = 65_536;
+
+fn chain_error(e: ferrofx::ChainError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// A chain file, checked against the chain-format contract.
+#[pyclass(module = "ferrofx._ferrofx", frozen)]
+struct Chain {
+    chain: CoreChain,
+}
+
+impl Chain {
+    fn designed(&self, fs: f64) -> PyResult<DesignedChain> {
+        self.chain.design(fs).map_err(chain_error)
+    }
+}
+
+/// Filters `data` (`rows x frames`, rows = items x channels) with one engine per item,
+/// the items spread over up to `threads` threads.
+fn process_items(designed: &DesignedChain, data: &mut [f32], items: usize, channels: usize, frames: usize, threads: usize) {
+    let per_item = channels * frames;
+    let run = |item: &mut [f32]| {
+        let mut engine = Engine::new(designed, channels, frames.clamp(1, MAX_BLOCK));
+        let mut start = 0;
+        while start < frames {
+            let end = (start + MAX_BLOCK).min(frames);
+            let mut rows: Vec<&mut [f32]> = item.chunks_mut(frames).map(|r| &mut r[start..end]).collect();
+            engine.process(&mut rows);
+            start = end;
+        }
+    };
+    if items <= 1 || threads <= 1 || per_item == 0 {
+        data.chunks_mut(per_item.max(1)).for_each(run);
+        return;
+    }
+    let per_thread = items.div_ceil(threads.min(items));
+    std::thread::scope(|s| {
+        for group in data.chunks_mut(per_thread * per_item) {
+            s.spawn(move || group.chunks_mut(per_item).for_each(run));
+        }
+    });
+}
+
+#[pymethods]
+impl Chain {
+    /// A chain from chain-file text.
+    #[staticmethod]
+    fn from_json(text: &str) -> PyResult<Chain> {
+        Ok(Chain { chain: CoreChain::from_json(text).map_err(chain_error)? })
+    }
+
+    /// The chain as chain-file text.
+    fn to_json(&self) -> String {
+        self.chain.to_json()
+    }
+
+    fn __len__(&self) -> usize {
+        self.chain.stages.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ferrofx.Chain({} stages)", self.chain.stages.len())
+    }
+
+    /// The designed processors at `fs`: dicts `{"type": "sos", "sos": (n, 6) array}` or
+    /// `{"type": "fir", "taps": array}`, in order (consecutive IIR stages fused into one
+    /// cascade, consecutive FIRs into one kernel, gains folded in).
+    fn design<'py>(&self, py: Python<'py>, fs: f64) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let designed = self.designed(fs)?;
+        let mut out = Vec::new();
+        for stage in &designed.stages {
+            let d = PyDict::new(py);
+            match stage {
+                DesignedStage::Sos(sections) => {
+                    let rows: Vec<f64> = sections
+                        .iter()
+                        .flat_map(|s| {
+                            let n = s.normalized();
+                            [n.b[0], n.b[1], n.b[2], n.a[0], n.a[1], n.a[2]]
+                        })
+                        .collect();
+                    let arr = Array2::from_shape_vec((sections.len(), 6), rows).expect("6 per section");
+                    d.set_item("type", "sos")?;
+                    d.set_item("sos", arr.into_pyarray(py))?;
+                }
+                DesignedStage::Fir(taps) => {
+                    d.set_item("type", "fir")?;
+                    d.set_item("taps", PyArray1::from_slice(py, taps))?;
+                }
+            }
+            out.push(d);
+        }
+        Ok(out)
+    }
+
+    /// The chain's complex response at `freqs_hz` for sample rate `fs`.
+    fn response<'py>(&self, py: Python<'py>, freqs_hz: PyReadonlyArray1<'py, f64>, fs: f64) -> PyResult<Bound<'py, PyArray1<numpy::Complex64>>> {
+        let designed = self.designed(fs)?;
+        let h: Vec<numpy::Complex64> = freqs_hz
+            .as_slice()?
+            .iter()
+            .map(|&f| {
+                let c = designed.response(f);
+                numpy::Complex64::new(c.re, c.im)
+            })
+            .collect();
+        Ok(PyArray1::from_vec(py, h))
+    }
+
+    /// Filters a float32 array shaped `(items, channels, frames)` (C order) from zero
+    /// state; each item separately, items over `threads` threads. Returns a new array.
+    fn process<'py>(&self, py: Python<'py>, x: PyReadonlyArray3<'py, f32>, fs: f64, threads: usize) -> PyResult<Bound<'py, PyArray3<f32>>> {
+        let designed = self.designed(fs)?;
+        let (items, channels, frames) = x.as_array().dim();
+        if channels == 0 {
+            return Err(PyValueError::new_err("no channels: the array's channel axis is empty"));
+        }
+        let mut data = x.as_array().as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+        py.allow_threads(|| process_items(&designed, &mut data, items, channels, frames, threads.max(1)));
+        let out = Array3::from_shape_vec((items, channels, frames), data).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok(out.into_pyarray(py))
+    }
+
+    /// A stream of blocks through this chain at `fs` for `channels` channels.
+    fn stream(&self, fs: f64, channels: usize) -> PyResult<Stream> {
+        if channels == 0 {
+            return Err(PyValueError::new_err("a stream needs at least one channel"));
+        }
+        let designed = self.designed(fs)?;
+        Ok(Stream { engine: Engine::new(&designed, channels, 4096), channels })
+    }
+}
+
+/// Block-by-block filtering: the state is kept between calls.
+#[pyclass(module = "ferrofx._ferrofx")]
+struct Stream {
+    engine: Engine,
+    channels: usize,
+}
+
+#[pymethods]
+impl Stream {
+    /// Filters the next block, a float32 array shaped `(channels, frames)`.
+    fn process<'py>(&mut self, py: Python<'py>, x: PyReadonlyArray2<'py, f32>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let (channels, frames) = x.as_array().dim();
+        if channels != self.channels {
+            return Err(PyValueError::new_err(format!("a block of {channels} channels for a stream of {}", self.channels)));
+        }
+        let mut data = x.as_array().as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+        let engine = &mut self.engine;
+        let max = engine.max_block_frames();
+        py.allow_threads(|| {
+            let mut start = 0;
+            while start < frames {
+                let end = (start + max).min(frames);
+                let mut rows: Vec<&mut [f32]> = data.chunks_mut(frames).map(|r| &mut r[start..end]).collect();
+                engine.process(&mut rows);
+                start = end;
+            }
+        });
+        let out = Array2::from_shape_vec((channels, frames), data).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok(out.into_pyarray(py))
+    }
+
+    /// Clears the filter state.
+    fn reset(&mut self) {
+        self.engine.reset();
+    }
+
+    #[getter]
+    fn channels(&self) -> usize {
+        self.channels
+    }
+}
+
+/// SciPy's `sosfilt` in float64 over the rows of `x` (`rows x frames`), from zero state:
+/// each section in transposed direct form II, as SciPy computes it.
+#[pyfunction]
+fn sosfilt64<'py>(py: Python<'py>, sos: PyReadonlyArray2<'py, f64>, x: PyReadonlyArray2<'py, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let sos: ArrayView2<f64> = sos.as_array();
+    if sos.ncols() != 6 || sos.nrows() == 0 {
+        return Err(PyValueError::new_err(format!("sos must have shape (n_sections, 6), got {:?}", sos.shape())));
+    }
+    let mut sections = Vec::with_capacity(sos.nrows());
+    for (i, row) in sos.rows().into_iter().enumerate() {
+        let a0 = row[3];
+        if a0 == 0.0 || !row.iter().all(|v| v.is_finite()) {
+            return Err(PyValueError::new_err(format!("sos row {i}: a0 must be non-zero and every coefficient finite")));
+        }
+        sections.push([row[0] / a0, row[1] / a0, row[2] / a0, row[4] / a0, row[5] / a0]);
+    }
+    let (rows, frames) = x.as_array().dim();
+    let mut data = x.as_array().as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+    py.allow_threads(|| {
+        for row in data.chunks_mut(frames.max(1)) {
+            for &[b0, b1, b2, a1, a2] in &sections {
+                let (mut z0, mut z1) = (0.0f64, 0.0f64);
+                for v in row.iter_mut() {
+                    let x = *v;
+                    let y = b0 * x + z0;
+                    z0 = b1 * x - a1 * y + z1;
+                    z1 = b2 * x - a2 * y;
+                    *v = y;
+                }
+            }
+        }
+    });
+    let out = Array2::from_shape_vec((rows, frames), data).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    Ok(out.into_pyarray(py))
+}
+
+/// SciPy's `lfilter(b, [1.0], x)` in float64 over the rows of `x`, from zero state (a
+/// direct convolution, as SciPy computes it).
+#[pyfunction]
+fn fir64<'py>(py: Python<'py>, taps: PyReadonlyArray1<'py, f64>, x: PyReadonlyArray2<'py, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let taps = taps.as_slice()?.to_vec();
+    if taps.is_empty() || !taps.iter().all(|v| v.is_finite()) {
+        return Err(PyValueError::new_err("b must hold at least one coefficient, all finite"));
+    }
+    let (rows, frames) = x.as_array().dim();
+    let input = x.as_array().as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+    let mut out = vec![0.0f64; input.len()];
+    py.allow_threads(|| {
+        for (xr, yr) in input.chunks(frames.max(1)).zip(out.chunks_mut(frames.max(1))) {
+            for (n, y) in yr.iter_mut().enumerate() {
+                let k_max = n.min(taps.len() - 1);
+                let mut acc = 0.0f64;
+                for k in 0..=k_max {
+                    acc += taps[k] * xr[n - k];
+                }
+                *y = acc;
+            }
+        }
+    });
+    let out = Array2::from_shape_vec((rows, frames), out).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    Ok(out.into_pyarray(py))
+}
+
+#[pymodule]
+fn _ferrofx(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Chain>()?;
+    m.add_class::<Stream>()?;
+    m.add_function(wrap_pyfunction!(sosfilt64, m)?)?;
+    m.add_function(wrap_pyfunction!(fir64, m)?)?;
+    m.add("SIMD", ferrofx::simd_level())?;
+    Ok(())
+}

@@ -1,0 +1,223 @@
+"""The Python package (`pip install ./python`) against SciPy.
+
+* Every reference case (the set named by FERROFX_REFERENCE_DIR: the generated one in CI)
+  through `ferrofx.sosfilt`/`ferrofx.lfilter` on the case's own coefficients (SciPy's
+  float64 semantics: equal to SciPy's result to float64 rounding) and through
+  `Chain.process` on the chain file (within the reference tolerance, 1e-4 of the peak).
+* 150 seeded random designs of every family at random rates, the same two ways.
+* Batched equals per item (bit for bit), float64 and float32 and any axis, `Stream` over
+  random block sizes equals one call (to float32 rounding), bad chains raise ValueError with the contract's message, and
+  10,000 calls do not grow memory.
+
+Skipped when the package is not installed, unless FERROFX_REQUIRE_PYTHON_PACKAGE=1 (set by
+scripts/test.sh, which installs it).
+"""
+
+import gc
+import json
+import os
+import resource
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.signal as ss
+
+if os.environ.get("FERROFX_REQUIRE_PYTHON_PACKAGE") == "1":
+    import ferrofx
+else:
+    ferrofx = pytest.importorskip("ferrofx", reason="pip install ./python first")
+
+from test_scipy_crosscheck import RATES, random_stage  # noqa: E402  (the same random designs)
+
+TOL = 1e-4
+
+
+def rel(y, ref):
+    return float(np.max(np.abs(np.asarray(y, dtype=np.float64) - ref)) / max(np.max(np.abs(ref)), 1e-30))
+
+
+def scipy_apply(kind_coefs, x64):
+    kind, coefs = kind_coefs
+    if kind == "sos":
+        return ss.sosfilt(coefs, x64, axis=-1)
+    return ss.lfilter(coefs, [1.0], x64, axis=-1)
+
+
+def reference_cases():
+    d = os.environ.get("FERROFX_REFERENCE_DIR")
+    if not d or not os.path.exists(os.path.join(d, "index.json")):
+        return d, []
+    index = json.load(open(os.path.join(d, "index.json")))
+    return d, [c["id"] for c in index["cases"]]
+
+
+REF_DIR, REF_IDS = reference_cases()
+
+
+def given_stage(case):
+    if case.get("sos") is not None:
+        return {"type": "sos", "sections": case["sos"]}
+    return {"type": "fir", "coefficients": case["taps"]}
+
+
+@pytest.mark.skipif(not REF_IDS, reason="no reference set (FERROFX_REFERENCE_DIR)")
+def test_every_reference_case():
+    worst_engine = 0.0
+    for cid in REF_IDS:
+        case = json.load(open(os.path.join(REF_DIR, "cases", cid + ".json")))
+        inp, exp = case["input"], case["expected"]
+        x = np.fromfile(os.path.join(REF_DIR, inp["file"]), dtype="<f4").reshape(inp["channels"], inp["samples"])
+        want = np.fromfile(os.path.join(REF_DIR, exp["file"]), dtype="<f4").reshape(exp["channels"], exp["samples"]).astype(np.float64)
+        x64 = x.astype(np.float64)
+        if case.get("sos") is not None:
+            sos = np.asarray(case["sos"], dtype=np.float64)
+            y64 = ferrofx.sosfilt(sos, x64)
+            assert np.allclose(y64, ss.sosfilt(sos, x64), rtol=0, atol=1e-12 * np.max(np.abs(want))), cid
+        else:
+            taps = np.asarray(case["taps"], dtype=np.float64)
+            y64 = ferrofx.lfilter(taps, [1.0], x64)
+            assert np.allclose(y64, ss.lfilter(taps, [1.0], x64), rtol=0, atol=1e-12 * np.max(np.abs(want))), cid
+        # The expected output is SciPy's float64 result rounded to float32.
+        assert rel(y64, want) <= 1e-6, cid
+        y = ferrofx.Chain.from_stages([given_stage(case)]).process(x, case["spec"]["fs"])
+        e = rel(y, want)
+        worst_engine = max(worst_engine, e)
+        assert e <= TOL, f"{cid}: {e:.3e}"
+    print(f"{len(REF_IDS)} reference cases; engine worst {worst_engine:.2e}")
+
+
+def test_random_designs_match_scipy():
+    rng = np.random.default_rng(2026)
+    worst = 0.0
+    for i in range(150):
+        fs = float(RATES[rng.integers(len(RATES))])
+        st, kind_coefs = random_stage(rng, fs)
+        x = rng.standard_normal((2, 4096)).astype(np.float32)
+        want = scipy_apply(kind_coefs, x.astype(np.float64))
+        chain = ferrofx.Chain.from_stages([st])
+        e = rel(chain.process(x, fs), want)
+        worst = max(worst, e)
+        assert e <= TOL, f"{i}: {st}: {e:.3e}"
+        # The designed coefficients through the float64 drop-ins: SciPy's result.
+        d = chain.design(fs)
+        assert len(d) == 1
+        if d[0]["type"] == "sos":
+            y = ferrofx.sosfilt(d[0]["sos"], x.astype(np.float64))
+            ref = ss.sosfilt(d[0]["sos"], x.astype(np.float64))
+        else:
+            y = ferrofx.lfilter(d[0]["taps"], [1.0], x.astype(np.float64))
+            ref = ss.lfilter(d[0]["taps"], [1.0], x.astype(np.float64))
+        assert rel(y, ref) <= 1e-12, f"{i}: {st}"
+    print(f"random designs: engine worst {worst:.2e}")
+
+
+def chain():
+    return (ferrofx.Butterworth.highpass(30, 4) | ferrofx.Biquad.peaking(1000, 1.4, -6)
+            | ferrofx.Fir.lowpass(63, 12_000) | ferrofx.Elliptic.lowpass(15_000, 6, ripple_db=0.5, attenuation_db=60))
+
+
+def test_pipe_stages_equal_the_chain_file():
+    text = json.dumps({"format": "ferrofx-chain", "version": 1, "stages": [
+        {"type": "butterworth", "response": "highpass", "order": 4, "cutoff_hz": 30},
+        {"type": "biquad", "kind": "peaking", "freq_hz": 1000, "q": 1.4, "gain_db": -6},
+        {"type": "fir", "response": "lowpass", "taps": 63, "cutoff_hz": 12000, "window": "hamming"},
+        {"type": "elliptic", "response": "lowpass", "order": 6, "cutoff_hz": 15000, "ripple_db": 0.5, "attenuation_db": 60},
+    ]})
+    a, b = chain(), ferrofx.Chain.from_json(text)
+    assert json.loads(a.to_json()) == json.loads(b.to_json())
+    x = np.random.default_rng(1).standard_normal((2, 3000)).astype(np.float32)
+    assert np.array_equal(a.process(x, 48_000), b.process(x, 48_000))
+    # The response is the product of the designed stages' responses.
+    f = np.array([50.0, 1000.0, 10_000.0])
+    h = np.ones(3, dtype=complex)
+    for d in a.design(48_000):
+        if d["type"] == "sos":
+            h *= ss.sosfreqz(d["sos"], worN=f, fs=48_000)[1]
+        else:
+            h *= ss.freqz(d["taps"], [1.0], worN=f, fs=48_000)[1]
+    assert np.allclose(a.response(f, 48_000), h, rtol=1e-9, atol=1e-12)
+
+
+def test_batches_dtypes_and_axes():
+    c = chain()
+    rng = np.random.default_rng(3)
+    batch = rng.standard_normal((5, 2, 7000)).astype(np.float32)
+    together = c.process(batch, 48_000, threads=3)
+    assert together.shape == batch.shape and together.dtype == np.float32
+    for i in range(5):
+        assert np.array_equal(together[i], c.process(batch[i], 48_000)), f"item {i}"
+    y64 = c.process(batch[0].astype(np.float64), 48_000)
+    assert y64.dtype == np.float64 and np.array_equal(y64.astype(np.float32), together[0])
+    # sosfilt along another axis equals SciPy's.
+    sos = ss.butter(6, 1000, fs=48_000, output="sos")
+    x = rng.standard_normal((3, 500, 2))
+    for axis in (0, 1, 2, -1):
+        assert np.allclose(ferrofx.sosfilt(sos, x, axis=axis), ss.sosfilt(sos, x, axis=axis), rtol=0, atol=1e-12)
+
+
+def test_stream_over_random_blocks_equals_one_call():
+    c = chain()
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 50_000)).astype(np.float32)
+    whole = c.process(x, 48_000)
+    s = c.stream(48_000, 2)
+    for _ in range(2):
+        out, pos = [], 0
+        while pos < x.shape[1]:
+            n = int(rng.integers(1, 9000))
+            out.append(s.process(x[:, pos:pos + n]))
+            pos += n
+        # Equal to float32 rounding: the engine may pick another FIR path (direct or
+        # FFT-partitioned) for another largest block.
+        assert rel(np.concatenate(out, axis=1), whole) <= 1e-6
+        s.reset()
+
+
+def test_bad_input_raises_with_the_contracts_message():
+    with pytest.raises(ValueError, match=r"stage 0 \(butterworth\): cutoff_hz 30000 is above Nyquist"):
+        ferrofx.Butterworth.lowpass(30_000, 4).process(np.zeros((1, 10), np.float32), 48_000)
+    with pytest.raises(ValueError, match="order"):
+        ferrofx.Chain.from_stages([{"type": "butterworth", "response": "lowpass", "cutoff_hz": 100}])
+    with pytest.raises(ValueError, match="FIR filters only"):
+        ferrofx.lfilter([1.0], [1.0, -0.5], np.zeros(10))
+    with pytest.raises(ValueError, match=r"\(n_sections, 6\)"):
+        ferrofx.sosfilt(np.ones((2, 5)), np.zeros(10))
+    with pytest.raises(ValueError, match="shaped"):
+        chain().process(np.zeros(10, np.float32), 48_000)
+    with pytest.raises(ValueError, match="channels"):
+        chain().stream(48_000, 2).process(np.zeros((3, 10), np.float32))
+
+
+def test_no_memory_growth_over_10000_calls():
+    c = chain()
+    x = np.random.default_rng(5).standard_normal((2, 256)).astype(np.float32)
+    sos = ss.butter(4, 100, fs=48_000, output="sos")
+    for _ in range(500):  # warm-up: allocator pools, caches
+        c.process(x, 48_000)
+        ferrofx.sosfilt(sos, x)
+    gc.collect()
+    tracemalloc.start()
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    snap0 = tracemalloc.take_snapshot()
+    for _ in range(10_000):
+        c.process(x, 48_000)
+        ferrofx.sosfilt(sos, x)
+    gc.collect()
+    grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(snap0, "filename"))
+    tracemalloc.stop()
+    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0
+    print(f"10,000 calls: Python heap {grown} bytes, peak RSS +{rss_kb} kB")
+    assert grown < 100_000, grown
+    assert rss_kb < 20_000, rss_kb
+
+
+def test_torch_tensors_come_back_as_tensors():
+    torch = pytest.importorskip("torch", reason="torch is not installed (PyPI's wheel brings ~2 GB of CUDA libraries; CI does without)")
+    c = chain()
+    x = np.random.default_rng(6).standard_normal((2, 2, 3000)).astype(np.float32)
+    y = c.process(torch.from_numpy(x), 48_000)
+    assert isinstance(y, torch.Tensor) and y.dtype == torch.float32
+    assert np.array_equal(y.numpy(), c.process(x, 48_000))
+    sos = ss.butter(4, 200, fs=48_000, output="sos")
+    assert np.array_equal(ferrofx.sosfilt(sos, torch.from_numpy(x[0].astype(np.float64))).numpy(), ferrofx.sosfilt(sos, x[0].astype(np.float64)))
