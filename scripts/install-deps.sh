@@ -36,7 +36,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
 # pedalboard: the VST3 host the plugin's tests load the bundle into. maturin: builds the
-# Python package (python/) that the tests install.
-echo "install-deps: Python tools (numpy, scipy, pytest, pedalboard, matplotlib, maturin) into $VENV"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check --progress-bar on numpy scipy pytest pedalboard matplotlib "maturin>=1.7,<2"
+# Python package (python/) that the tests install. ray[data]: the corpus example's engine.
+echo "install-deps: Python tools (numpy, scipy, pytest, pedalboard, matplotlib, maturin, ray[data]) into $VENV"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --progress-bar on numpy scipy pytest pedalboard matplotlib "maturin>=1.7,<2" "ray[data]"
 echo "dependencies ready (Python tools in $VENV)"
