@@ -221,3 +221,13 @@ def test_torch_tensors_come_back_as_tensors():
     assert np.array_equal(y.numpy(), c.process(x, 48_000))
     sos = ss.butter(4, 200, fs=48_000, output="sos")
     assert np.array_equal(ferrofx.sosfilt(sos, torch.from_numpy(x[0].astype(np.float64))).numpy(), ferrofx.sosfilt(sos, x[0].astype(np.float64)))
+
+
+def test_lfilter_direct_and_fft_paths_equal_scipy():
+    rng = np.random.default_rng(8)
+    for taps_n, frames in [(1, 100), (3, 2), (127, 1000), (128, 5), (129, 3000), (700, 200), (5000, 40_000)]:
+        b = rng.standard_normal(taps_n) * np.exp(-np.arange(taps_n) / max(taps_n / 4, 1))
+        x = rng.standard_normal((3, frames))
+        want = ss.lfilter(b, [1.0], x, axis=-1)
+        got = ferrofx.lfilter(b, [2.0], x) * 2.0  # a0 divides b
+        assert rel(got, want) <= 1e-12, f"{taps_n} taps, {frames} frames: {rel(got, want):.2e}"
