@@ -148,6 +148,8 @@ impl Xvfb {
              while kill -0 {pid} 2>/dev/null; do sleep 0.5; done; kill $x",
             pid = std::process::id()
         );
+        // Not waited for: the shell outlives this process on purpose (it stops the server).
+        #[allow(clippy::zombie_processes)]
         Command::new("sh").arg("-c").arg(script).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("Xvfb starts");
         let t0 = Instant::now();
         while RustConnection::connect(Some(&display)).is_err() {
