@@ -7,10 +7,11 @@
     y64 = ferrofx.sosfilt(sos, x64)           # drop-in for scipy.signal.sosfilt, float64
 
 Arrays are numpy float32/float64 (or torch CPU tensors, converted without a copy where
-the layout allows) and come back in the type they went in. `Chain.process` and `Stream`
-run FerroFX's engine (float32 input and output, float64 state; within 1e-4 of SciPy's
-float64 result, typically far closer); `sosfilt` and `lfilter` compute in float64 with
-SciPy's semantics for float64 data. Chain errors raise ValueError with the chain-format
+the layout allows) and come back in the type they went in. For float32 data
+`Chain.process` and `Stream` run FerroFX's engine (float32 input and output, float64
+state; within 1e-4 of SciPy's float64 result, typically far closer); float64 data given
+to `Chain.process`, `sosfilt` and `lfilter` is filtered in float64 with SciPy's
+arithmetic. Chain errors raise ValueError with the chain-format
 contract's message (stage index and field).
 """
 
@@ -99,16 +100,25 @@ class Chain:
     def process(self, x: Any, fs: float, threads: int | None = None) -> Any:
         """Filters `x` shaped `(channels, samples)` or `(batch, channels, samples)` from
         zero state (each batch item separately, spread over `threads`, default all cores).
-        Returns the same type, dtype and shape."""
+        float32 data runs the engine; float64 data is filtered in float64 with SciPy's
+        arithmetic (`sosfilt`/`lfilter` on the designed processors). Returns the same type,
+        dtype and shape."""
         arr, how = _to_numpy(x)
         if arr.ndim not in (2, 3):
             raise ValueError(f"x must be shaped (channels, samples) or (batch, channels, samples), got {arr.shape}")
         if arr.dtype not in (np.float32, np.float64):
             raise ValueError(f"x must be float32 or float64, got {arr.dtype}")
+        if arr.dtype == np.float64:
+            # float64 data stays float64: the designed processors through the float64
+            # drop-ins (SciPy's arithmetic), rows over the cores.
+            y = arr.reshape(-1, arr.shape[-1])
+            for d in self.design(fs):
+                y = _ferrofx.sosfilt64(d["sos"], np.ascontiguousarray(y)) if d["type"] == "sos" else _ferrofx.fir64(d["taps"], np.ascontiguousarray(y))
+            return _back(np.asarray(y).reshape(arr.shape), how)
         batch = arr if arr.ndim == 3 else arr[None]
         y = self._core.process(np.ascontiguousarray(batch, dtype=np.float32), float(fs), int(threads or os.cpu_count() or 1))
         y = y if arr.ndim == 3 else y[0]
-        return _back(y.astype(arr.dtype, copy=False), how)
+        return _back(y, how)
 
     def stream(self, fs: float, channels: int) -> "Stream":
         """A stateful stream of blocks through this chain."""
