@@ -62,13 +62,16 @@ pub enum Choice {
     Cpu,
     /// A GPU backend by name (one of [`GPU_BACKENDS`]).
     Gpu(String),
-    /// The GPU when a probe shows it faster on this chain, otherwise the CPU.
+    /// The fastest path a probe finds on this chain: the CPU or any GPU backend that opens.
     Auto,
 }
 
 /// Inputs with fewer samples (frames x channels) than this stay on the CPU under `auto`:
 /// they end before a GPU's set-up and probing would pay for themselves.
 pub const AUTO_MIN_SAMPLES: u64 = 4 << 20;
+
+/// A GPU backend of the list by name, opened or why not.
+pub type OpenedGpu = (&'static str, Result<Arc<dyn Backend>, String>);
 
 /// The backends of one run (a render of many files, a benchmark): the choice, the CPU
 /// with its thread count, and the GPU backend the choice names, opened at most once, on
@@ -77,11 +80,13 @@ pub struct Backends {
     choice: Choice,
     cpu: CpuBackend,
     gpu: OnceLock<Result<Arc<dyn Backend>, RunError>>,
+    /// For `auto`: every GPU backend of the list, opened or why not.
+    all_gpus: OnceLock<Vec<OpenedGpu>>,
 }
 
 impl Backends {
     pub fn new(choice: Choice, cpu_threads: usize) -> Backends {
-        Backends { choice, cpu: CpuBackend { threads: cpu_threads.max(1) }, gpu: OnceLock::new() }
+        Backends { choice, cpu: CpuBackend { threads: cpu_threads.max(1) }, gpu: OnceLock::new(), all_gpus: OnceLock::new() }
     }
 
     /// The GPU backend of this run: the one [`Choice::Gpu`] names, or for the other
@@ -95,6 +100,11 @@ impl Backends {
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// Every GPU backend of [`GPU_BACKENDS`], each opened once (`auto` probes them all).
+    pub fn all_gpus(&self) -> &[OpenedGpu] {
+        self.all_gpus.get_or_init(|| GPU_BACKENDS.iter().map(|e| (e.name, (e.open)())).collect())
     }
 }
 
@@ -119,8 +129,10 @@ pub fn open_stream(
     }
 }
 
-/// The `auto` choice: times a probe block of noise on both paths and asks the router
-/// (offline: no deadline, so only speed counts).
+/// The `auto` choice: times a probe block of noise on the CPU and on every GPU backend
+/// that opens and takes the chain, keeps the fastest GPU, and asks the router between it
+/// and the CPU (offline: no deadline, so only speed counts). The line says why, with
+/// each path's figures and why any GPU backend was not tried.
 fn choose_auto(
     backends: &Backends,
     chain: &DesignedChain,
@@ -132,46 +144,79 @@ fn choose_auto(
     if let Some(f) = expected_frames.filter(|f| f * channels as u64 <= AUTO_MIN_SAMPLES) {
         return Ok((cpu()?, format!("cpu (auto: {f} frames are too short to repay GPU set-up)")));
     }
-    let gpu_backend = match backends.gpu() {
-        Ok(g) => g,
-        Err(RunError::Unavailable { why, .. }) => return Ok((cpu()?, format!("cpu (auto: {why})"))),
-        Err(e) => return Ok((cpu()?, format!("cpu (auto: {e})"))),
-    };
-    let mut gpu = match gpu_backend.prepare(chain, channels, max_block) {
-        Ok(g) => BlockStream::new(g, max_block),
-        Err(e) => return Ok((cpu()?, format!("cpu (auto: {e})"))),
-    };
+    let mut skipped = Vec::new();
+    let mut gpus = Vec::new();
+    for (name, opened) in backends.all_gpus() {
+        match opened {
+            Ok(b) => match b.prepare(chain, channels, max_block) {
+                Ok(p) => gpus.push((b.clone(), BlockStream::new(p, max_block))),
+                Err(e) => skipped.push(format!("{name}: {e}")),
+            },
+            Err(why) => skipped.push(format!("{name}: {why}")),
+        }
+    }
+    let not_tried = if skipped.is_empty() { String::new() } else { format!("; not tried: {}", skipped.join("; ")) };
+    if gpus.is_empty() {
+        let why = if skipped.is_empty() { "this build has no GPU backend".to_string() } else { skipped.join("; ") };
+        return Ok((cpu()?, format!("cpu (auto: {why})")));
+    }
     let mut cpu_stream = cpu()?;
-    let config = RouterConfig { hold: 1, min_samples: 3, ..RouterConfig::default() };
-    let mut router = Router::new(config);
     let mut block: Vec<Vec<f32>> = (0..channels)
         .map(|c| (0..max_block).map(|n| (((n * 7919 + c * 104_729) % 2003) as f32 / 1001.5) - 1.0).collect())
         .collect();
+    let mut time = |stream: &mut BlockStream| -> Option<f64> {
+        let mut slices: Vec<&mut [f32]> = block.iter_mut().map(|c| &mut c[..]).collect();
+        let t = Instant::now();
+        stream.process(&mut slices).ok().map(|_| t.elapsed().as_secs_f64())
+    };
+    // Four rounds, the paths interleaved, so that a busy moment hits them alike.
+    let mut cpu_times = Vec::new();
+    let mut gpu_times: Vec<Vec<Option<f64>>> = vec![Vec::new(); gpus.len()];
     for _ in 0..4 {
-        for (stream, gpu_side) in [(&mut cpu_stream, false), (&mut gpu, true)] {
-            let mut slices: Vec<&mut [f32]> = block.iter_mut().map(|c| &mut c[..]).collect();
-            let t = Instant::now();
-            if stream.process(&mut slices).is_err() {
-                router.set_gpu_available(false);
-            }
-            let s = t.elapsed().as_secs_f64();
-            if gpu_side {
-                router.record_gpu(s)
-            } else {
-                router.record_cpu(s)
-            }
+        cpu_times.push(time(&mut cpu_stream).unwrap_or(f64::INFINITY));
+        for (g, times) in gpus.iter_mut().zip(gpu_times.iter_mut()) {
+            times.push(time(&mut g.1));
         }
     }
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    // The fastest GPU that ran every probe block.
+    let best = gpu_times
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.iter().all(Option::is_some))
+        .map(|(i, t)| (i, median(&t.iter().map(|v| v.unwrap_or(f64::INFINITY)).collect::<Vec<_>>())))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let gpu_figures: Vec<String> = gpus
+        .iter()
+        .zip(&gpu_times)
+        .map(|((b, _), t)| match t.iter().all(Option::is_some) {
+            true => format!("{} {:.2} ms", b.describe(), median(&t.iter().map(|v| v.unwrap_or(0.0)).collect::<Vec<_>>()) * 1e3),
+            false => format!("{} failed a probe block", b.describe()),
+        })
+        .collect();
+    let config = RouterConfig { hold: 1, min_samples: 3, ..RouterConfig::default() };
+    let mut router = Router::new(config);
+    match best {
+        Some((i, _)) => {
+            for (c, g) in cpu_times.iter().zip(&gpu_times[i]) {
+                router.record_cpu(*c);
+                router.record_gpu(g.unwrap_or(f64::INFINITY));
+            }
+        }
+        None => router.set_gpu_available(false),
+    }
     let d = router.decide(f64::INFINITY);
-    let figures = format!(
-        "CPU {:.2} ms, GPU {:.2} ms per {max_block}-frame block on {}",
-        d.cpu_median_s * 1e3,
-        d.gpu_median_s * 1e3,
-        gpu_backend.describe()
-    );
-    let (mut chosen, name) = match d.route {
-        Route::Gpu => (gpu, gpu_backend.name()),
-        Route::Cpu => (cpu_stream, "cpu"),
+    let figures = format!("CPU {:.2} ms, GPU {} per {max_block}-frame block{not_tried}", median(&cpu_times) * 1e3, gpu_figures.join(", "));
+    let (mut chosen, name) = match (d.route, best) {
+        (Route::Gpu, Some((i, _))) => {
+            let (backend, stream) = gpus.swap_remove(i);
+            (stream, backend.name())
+        }
+        _ => (cpu_stream, "cpu"),
     };
     // The probe ran noise through the chosen path: start from silence.
     chosen.reset();

@@ -334,9 +334,13 @@ fn auto_probes_long_files_and_renders_like_its_choice() {
     assert!(o.status.success(), "{}", stderr(&o));
     let line = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(line.contains("(auto: "), "{line}");
-    let chosen = if line.contains("backend wgpu") { "wgpu" } else { "cpu" };
+    let chosen = ["wgpu", "cuda"].into_iter().find(|b| line.contains(&format!("backend {b}"))).unwrap_or("cpu");
     if gpu_available() {
         assert!(line.contains("GPU") && line.contains("ms per 4096-frame block"), "the probe's figures: {line}");
+    }
+    // Every GPU backend of the list is tried, or the line says why not.
+    if !ferrofx::gpu::cuda::context::driver_present() {
+        assert!(line.contains("not tried: cuda: CUDA unavailable"), "{line}");
     }
     let own_out = dir.path().join("own.wav");
     let o = run(xtask().args(["render", "--backend", chosen, "--chain"]).arg(&chain_path).arg("--output").arg(&own_out).arg(&in_path));
