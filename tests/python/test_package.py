@@ -1,6 +1,7 @@
 """The Python package (`pip install ./python`) against SciPy.
 
-* Every reference case (the set named by FERROFX_REFERENCE_DIR: the generated one in CI)
+* Every reference case (the set named by FERROFX_REFERENCE_DIR: the generated one in CI;
+  also the shared set when FERROFX_SHARED_REFERENCE names it)
   through `ferrofx.sosfilt`/`ferrofx.lfilter` on the case's own coefficients (SciPy's
   float64 semantics: equal to SciPy's result to float64 rounding) and through
   `Chain.process` on the chain file (within the reference tolerance, 1e-4 of the peak).
@@ -44,15 +45,19 @@ def scipy_apply(kind_coefs, x64):
     return ss.lfilter(coefs, [1.0], x64, axis=-1)
 
 
-def reference_cases():
-    d = os.environ.get("FERROFX_REFERENCE_DIR")
-    if not d or not os.path.exists(os.path.join(d, "index.json")):
-        return d, []
-    index = json.load(open(os.path.join(d, "index.json")))
-    return d, [c["id"] for c in index["cases"]]
+def reference_sets():
+    """The generated set (FERROFX_REFERENCE_DIR) and, when named, the shared one
+    (FERROFX_SHARED_REFERENCE): (folder, case ids) for each that exists."""
+    sets = []
+    for var in ("FERROFX_REFERENCE_DIR", "FERROFX_SHARED_REFERENCE"):
+        d = os.environ.get(var)
+        if d and os.path.exists(os.path.join(d, "index.json")):
+            index = json.load(open(os.path.join(d, "index.json")))
+            sets.append((d, [c["id"] for c in index["cases"]]))
+    return sets
 
 
-REF_DIR, REF_IDS = reference_cases()
+REF_SETS = reference_sets()
 
 
 def given_stage(case):
@@ -61,8 +66,10 @@ def given_stage(case):
     return {"type": "fir", "coefficients": case["taps"]}
 
 
-@pytest.mark.skipif(not REF_IDS, reason="no reference set (FERROFX_REFERENCE_DIR)")
-def test_every_reference_case():
+@pytest.mark.skipif(not REF_SETS, reason="no reference set (FERROFX_REFERENCE_DIR)")
+@pytest.mark.parametrize("ref_set", range(len(REF_SETS)) or [0])
+def test_every_reference_case(ref_set):
+    REF_DIR, REF_IDS = REF_SETS[ref_set]
     worst_engine = 0.0
     for cid in REF_IDS:
         case = json.load(open(os.path.join(REF_DIR, "cases", cid + ".json")))
