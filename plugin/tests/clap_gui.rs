@@ -369,7 +369,37 @@ fn wait_for_ends(events: &Mutex<Vec<Out>>, id: u32, ends: usize) -> bool {
 
 // ---------------------------------------------------------------- the test
 
-#[test]
+/// The test's name, as libtest would print it.
+const TEST_NAME: &str = "editor_gestures_reach_the_host_as_begin_value_end_at_scale_1_and_2";
+
+/// This binary has its own `main` (`harness = false` in plugin/Cargo.toml): it prints
+/// libtest's lines and then leaves with `_exit`, skipping the C library's exit handlers.
+/// The software OpenGL driver (Mesa's llvmpipe) keeps threads that the plugin's editor
+/// started, and tearing the driver down under them crashed the process now and then
+/// (SIGSEGV after the test had passed). Arguments (filters, `--skip`) are ignored.
+fn main() {
+    use std::io::Write;
+    println!("\nrunning 1 test");
+    let t0 = Instant::now();
+    let outcome = std::panic::catch_unwind(editor_gestures_reach_the_host_as_begin_value_end_at_scale_1_and_2);
+    let seconds = t0.elapsed().as_secs_f64();
+    let code = match outcome {
+        Ok(()) => {
+            println!("test {TEST_NAME} ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in {seconds:.2}s\n");
+            0
+        }
+        Err(_) => {
+            println!("test {TEST_NAME} ... FAILED\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in {seconds:.2}s\n");
+            101
+        }
+    };
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: ends the process at once; every output was flushed above and nothing else
+    // of this process needs its exit handlers (the X server stops on its own after it).
+    unsafe { libc::_exit(code) }
+}
+
 fn editor_gestures_reach_the_host_as_begin_value_end_at_scale_1_and_2() {
     let Some(path) = bundle() else { return skip("FerroFX.clap not found; run `cargo xtask bundle ferrofx` first") };
     for tool in ["Xvfb", "xdotool"] {
@@ -387,6 +417,9 @@ fn editor_gestures_reach_the_host_as_begin_value_end_at_scale_1_and_2() {
     // SAFETY: loading a shared library runs its initialisers; this is our own plugin,
     // built from this workspace.
     let entry = unsafe { PluginEntry::load(&path) }.expect("the bundle loads as a CLAP entry");
+    // Never unloaded: the plugin's window and worker threads may still be finishing when
+    // the test ends, and unloading the library under them crashed the process at exit.
+    let entry: &'static PluginEntry = Box::leak(Box::new(entry));
 
     // A point on the response view, in logical pixels (above 0 dB, mid-band), and a drag
     // from there to the right and up.
@@ -394,7 +427,7 @@ fn editor_gestures_reach_the_host_as_begin_value_end_at_scale_1_and_2() {
     let (dx, dy) = (100i32, -30i32);
     let mut results = Vec::new();
     for scale in [1, 2] {
-        let session = session(&entry, &x, scale as u32, |probe, events| {
+        let session = session(entry, &x, scale as u32, |probe, events| {
             let freq = probe.id("Band 1 Frequency");
             let d = &x.display;
             let (x0, y0) = (px * scale, py * scale);

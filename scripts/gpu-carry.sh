@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Prepares what a GPU machine lent by the `device` tool needs to test and measure the GPU
+# backends (it cannot reach any registry, so nothing is built there): release builds of
+# the CUDA and wgpu test binaries and of xtask, stripped, plus the generated SciPy
+# reference set, in .gpu-carry/ (ignored by git through .git/info/exclude). Prints the
+# total size (the tool carries at most 64 MiB) and the command to run there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ferrofx/target}"
+out=.gpu-carry
+grep -qxF "/$out/" .git/info/exclude 2>/dev/null || echo "/$out/" >> .git/info/exclude
+rm -rf "$out" && mkdir -p "$out"
+# One build, the test binaries' paths from cargo's JSON messages.
+cargo test --release --no-run --message-format=json --test gpu_cuda --test gpu_wgpu 2>/dev/null \
+    | python3 -c 'import json,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["kind"]==["test"]:
+        print(m["target"]["name"], m["executable"])' \
+    | while read -r name exe; do cp "$exe" "$out/$name"; done
+cargo build --release -p xtask
+cp "$CARGO_TARGET_DIR/release/xtask" "$out/xtask"
+strip "$out"/* 2>/dev/null || true
+ref="$CARGO_TARGET_DIR/ferrofx-generated/reference"
+[ -f "$ref/index.json" ] || ~/.cache/ferrofx/venv/bin/python scripts/scipy_reference.py vectors "$ref"
+cp -r "$ref" "$out/reference"
+du -sh "$out"
+cat <<'RUN'
+On the device (run tool, carry [".gpu-carry"]), one call:
+  cd .gpu-carry && export FERROFX_REFERENCE_DIR=$PWD/reference FERROFX_REQUIRE_CUDA=1 &&
+  nvidia-smi -L; ./gpu_cuda --nocapture 2>&1 | tee $OUT/gpu_cuda.log;
+  ./gpu_wgpu --nocapture 2>&1 | tee $OUT/gpu_wgpu.log;
+  ./xtask bench --backend cpu --backend wgpu --backend cuda --json | tee $OUT/bench.json
+(wgpu on the NVIDIA GPU needs the Vulkan loader there: see the device tool's README.)
+RUN
