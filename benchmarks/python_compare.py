@@ -20,8 +20,8 @@ figures from one run.
 import argparse
 import json
 import os
-import platform
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -31,16 +31,9 @@ import ferrofx
 
 FS = 44_100
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+sys.path.insert(0, HERE)
+import compare  # noqa: E402  (the CPU name and TorchFX's setup, as benchmarks/compare.py has them)
+from compare import cpu_name  # noqa: E402
 
 
 def api_chain():
@@ -83,11 +76,6 @@ def main():
     args = ap.parse_args()
     scale = 0.05 if args.quick else 1.0
     runs = 3 if args.quick else 5
-    import sys
-
-    sys.path.insert(0, HERE)
-    import compare  # the TorchFX setup of benchmarks/compare.py (its own designs, fused, one thread)
-
     have_torchfx = compare.torchfx_available()
     cases = [("api_chain", api_chain(), 8, 120.0), ("iir_chain", iir_chain(), 2, 60.0), ("iir_chain", iir_chain(), 8, 60.0),
              ("fir_chain", fir_chain(), 2, 60.0), ("long_fir", long_fir(), 2, 60.0 if not args.quick else 10.0)]

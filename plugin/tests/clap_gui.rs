@@ -110,18 +110,6 @@ fn skip(msg: &str) {
     println!("SKIPPED: {msg}");
 }
 
-fn bundle() -> Option<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Ok(d) = std::env::var("FERROFX_BUNDLE_DIR") {
-        dirs.push(PathBuf::from(d));
-    }
-    if let Ok(d) = std::env::var("CARGO_TARGET_DIR") {
-        dirs.push(PathBuf::from(d).join("bundled"));
-    }
-    dirs.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bundled"));
-    dirs.iter().map(|d| d.join("FerroFX.clap")).find(|p| p.exists())
-}
-
 fn have(tool: &str) -> bool {
     Command::new("sh").arg("-c").arg(format!("command -v {tool}")).stdout(Stdio::null()).status().is_ok_and(|s| s.success())
 }
@@ -401,7 +389,10 @@ fn main() {
 }
 
 fn editor_gestures_reach_the_host_as_begin_value_end_at_scale_1_and_2() {
-    let Some(path) = bundle() else { return skip("FerroFX.clap not found; run `cargo xtask bundle ferrofx` first") };
+    let path = match ferrofx_testkit::clap::find_bundle("FerroFX.clap") {
+        Ok(p) => p,
+        Err(msg) => return skip(&msg),
+    };
     for tool in ["Xvfb", "xdotool"] {
         if !have(tool) {
             return skip(&format!("{tool} is not installed (scripts/install-deps.sh installs it)"));

@@ -31,23 +31,16 @@ const PLUGIN_ID: &str = "org.ferrofx.equaliser";
 use ferrofx_testkit::clap::{Host as TestHost, MainThread, Shared};
 
 fn bundle() -> Option<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Ok(d) = std::env::var("FERROFX_BUNDLE_DIR") {
-        dirs.push(PathBuf::from(d));
-    }
-    if let Ok(d) = std::env::var("CARGO_TARGET_DIR") {
-        dirs.push(PathBuf::from(d).join("bundled"));
-    }
-    dirs.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bundled"));
-    let found = dirs.iter().map(|d| d.join("FerroFX.clap")).find(|p| p.exists());
-    if found.is_none() {
-        let msg = format!("FerroFX.clap not found in {dirs:?}; run `cargo xtask bundle ferrofx` first");
-        if std::env::var("FERROFX_REQUIRE_BUNDLES").as_deref() == Ok("1") {
-            panic!("{msg}");
+    match ferrofx_testkit::clap::find_bundle("FerroFX.clap") {
+        Ok(p) => Some(p),
+        Err(msg) => {
+            if std::env::var("FERROFX_REQUIRE_BUNDLES").as_deref() == Ok("1") {
+                panic!("{msg}");
+            }
+            println!("SKIPPED: {msg}");
+            None
         }
-        println!("SKIPPED: {msg}");
     }
-    found
 }
 
 fn entry() -> Option<&'static PluginEntry> {

@@ -1074,6 +1074,28 @@ fn rendered_snapshots_of_four_states() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Another plugin's audio side at 48 kHz stereo, no editor: the reference the solo and
+/// bypass tests compare with.
+fn plain_audio() -> (Arc<FerroParams>, AudioState, Telemetry) {
+    let params = Arc::new(FerroParams::default());
+    let (telemetry, taps) = Telemetry::connected();
+    let mut audio = AudioState::new(params.chain.take_audio_side().unwrap(), taps);
+    audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, 0);
+    (params, audio, telemetry)
+}
+
+/// `x` on both channels through `audio` in blocks of 512; the left channel's output.
+fn run_left(audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry, x: &[f32]) -> Vec<f32> {
+    let mut out = Vec::new();
+    for block in x.chunks(512) {
+        let (mut l, mut rr) = (block.to_vec(), block.to_vec());
+        let mut bufs: [&mut [f32]; 2] = [&mut l, &mut rr];
+        audio.process(params, telemetry, &mut bufs, block.len());
+        out.extend_from_slice(&l);
+    }
+    out
+}
+
 // ---- Band solo ----
 
 #[test]
@@ -1083,10 +1105,7 @@ fn solo_from_the_node_menu_listens_through_the_cookbook_band_pass() {
     use ferrofx_plugin::solo::SOLO_FADE_MS;
     let (mut r, mut audio, telemetry) = audio_rig();
     // The same plugin without solo, for the output after the fade-out.
-    let params2 = Arc::new(FerroParams::default());
-    let (telemetry2, taps2) = Telemetry::connected();
-    let mut audio2 = AudioState::new(params2.chain.take_audio_side().unwrap(), taps2);
-    audio2.activate(&params2, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, 0);
+    let (params2, mut audio2, telemetry2) = plain_audio();
     r.peak(3, 1000.0, 6.0);
     let setter = r.gui.param_setter();
     let (p, q) = (&params2.bands[3], &r.params.bands[3]);
@@ -1105,16 +1124,7 @@ fn solo_from_the_node_menu_listens_through_the_cookbook_band_pass() {
 
     let band = r.params.bands[3].band();
     let input = ferrofx_testkit::noise_amp(48_000, 21, 0.5);
-    let run = |audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry, x: &[f32]| -> Vec<f32> {
-        let mut out = Vec::new();
-        for block in x.chunks(512) {
-            let (mut l, mut rr) = (block.to_vec(), block.to_vec());
-            let mut bufs: [&mut [f32]; 2] = [&mut l, &mut rr];
-            audio.process(params, telemetry, &mut bufs, block.len());
-            out.extend_from_slice(&l);
-        }
-        out
-    };
+    let run = run_left;
     let (first, second) = input.split_at(24_000);
     let soloed = run(&mut audio, &r.params, &telemetry, first);
     let plain_first = run(&mut audio2, &params2, &telemetry2, first);
@@ -1186,22 +1196,10 @@ fn a_bypassed_band_keeps_its_node_and_stops_acting() {
     use ferrofx_plugin::editor::curve::responses;
     let (mut r, mut audio, telemetry) = audio_rig();
     // The same plugin without the band.
-    let params2 = Arc::new(FerroParams::default());
-    let (telemetry2, taps2) = Telemetry::connected();
-    let mut audio2 = AudioState::new(params2.chain.take_audio_side().unwrap(), taps2);
-    audio2.activate(&params2, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, 0);
+    let (params2, mut audio2, telemetry2) = plain_audio();
     r.peak(3, 1000.0, 9.0);
     let freq0 = r.params.bands[3].freq_hz.value();
-    let run = |audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry, x: &[f32]| -> Vec<f32> {
-        let mut out = Vec::new();
-        for block in x.chunks(512) {
-            let (mut l, mut rr) = (block.to_vec(), block.to_vec());
-            let mut bufs: [&mut [f32]; 2] = [&mut l, &mut rr];
-            audio.process(params, telemetry, &mut bufs, block.len());
-            out.extend_from_slice(&l);
-        }
-        out
-    };
+    let run = run_left;
     let input = ferrofx_testkit::noise_amp(48_000, 33, 0.5);
     let (first, second) = input.split_at(24_000);
     let with_band = run(&mut audio, &r.params, &telemetry, first);

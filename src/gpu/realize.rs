@@ -266,6 +266,25 @@ pub fn partition_spectra(taps: &[f64], part: usize) -> Vec<[f32; 2]> {
 /// probe signal and the input will be another.
 pub const GPU_ERROR_BUDGET: f64 = 2e-5;
 
+/// The delta forms of cascade `stage` of a chain for a GPU backend, or
+/// [`crate::gpu::GpuError::Precision`] when its float32 form would miss the tolerance
+/// (estimated by [`f32_error_estimate`] for blocks of `max_frames`; a NaN estimate
+/// declines too). The one decline rule every GPU backend applies.
+pub fn realize_cascade(
+    sections: &[crate::design::Sos],
+    stage: usize,
+    max_frames: usize,
+    sequential_max: usize,
+) -> Result<Vec<Realization>, crate::gpu::GpuError> {
+    let coefs: Vec<SosCoefs> = sections.iter().map(SosCoefs::from).collect();
+    let estimate = f32_error_estimate(&coefs, max_frames, sequential_max);
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN estimate declines too
+    if !(estimate <= GPU_ERROR_BUDGET) {
+        return Err(crate::gpu::GpuError::Precision { stage, estimate });
+    }
+    Ok(coefs.iter().map(Realization::new).collect())
+}
+
 /// Estimates the error of running `sections` (one cascade) the way the GPU does: a
 /// seeded white-noise probe of `frames` samples through the `f32` delta form (the CPU
 /// model of the shader: sequentially, and scanned in the chunks a block of `frames`

@@ -79,6 +79,30 @@ impl HostHandlers for Host {
     }
 }
 
+/// Where the plugin bundles are looked for: `$FERROFX_BUNDLE_DIR`,
+/// `$CARGO_TARGET_DIR/bundled`, then the workspace's `target/bundled`.
+pub fn bundle_dirs() -> Vec<std::path::PathBuf> {
+    let mut dirs = Vec::new();
+    if let Ok(d) = std::env::var("FERROFX_BUNDLE_DIR") {
+        dirs.push(d.into());
+    }
+    if let Ok(d) = std::env::var("CARGO_TARGET_DIR") {
+        dirs.push(std::path::PathBuf::from(d).join("bundled"));
+    }
+    dirs.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bundled"));
+    dirs
+}
+
+/// The bundle `file` (e.g. `FerroFX.clap`) in the first of [`bundle_dirs`] that has it;
+/// the error names the folders searched.
+pub fn find_bundle(file: &str) -> Result<std::path::PathBuf, String> {
+    let dirs = bundle_dirs();
+    dirs.iter()
+        .map(|d| d.join(file))
+        .find(|p| p.exists())
+        .ok_or_else(|| format!("{file} not found in {dirs:?}; run `cargo xtask bundle ferrofx` first"))
+}
+
 /// Loads a `.clap` bundle's entry.
 pub fn load_entry(path: &Path) -> Result<PluginEntry, String> {
     // SAFETY: loading a shared library runs its initialisers; the callers load FerroFX's

@@ -7,9 +7,8 @@
 
 use super::{CudaDevice, CudaError, DIRECT_MAX_TAPS, MAX_CUDA_FIR_TAPS, SEQUENTIAL_MAX_FRAMES};
 use crate::chain::{DesignedChain, DesignedStage};
-use crate::dsp::sos::SosCoefs;
 use crate::engine::ChainState;
-use crate::gpu::realize::{chunking, f32_error_estimate, fft_partition_for, partition_spectra, Realization, GPU_ERROR_BUDGET, SCAN_STEPS};
+use crate::gpu::realize::{chunking, fft_partition_for, partition_spectra, realize_cascade, Realization, SCAN_STEPS};
 use crate::gpu::GpuError;
 use cudarc::driver::{sys, CudaGraph, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PinnedHostSlice, PushKernelArg};
 use std::sync::Arc;
@@ -159,14 +158,10 @@ impl CudaChain {
         for (index, stage) in chain.stages.iter().enumerate() {
             match stage {
                 DesignedStage::Sos(sections) => {
-                    let coefs: Vec<SosCoefs> = sections.iter().map(SosCoefs::from).collect();
-                    let estimate = f32_error_estimate(&coefs, max_frames, SEQUENTIAL_MAX_FRAMES);
-                    #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN estimate declines too
-                    if !(estimate <= GPU_ERROR_BUDGET) {
-                        return Err(gpu(GpuError::Precision { stage: index, estimate }));
-                    }
+                    // Exact or declined: the CPU keeps a cascade float32 would miss.
+                    let delta = realize_cascade(sections, index, max_frames, SEQUENTIAL_MAX_FRAMES)?;
                     plans.push(Plan::Sos { first: realizations.len(), count: sections.len() });
-                    realizations.extend(coefs.iter().map(Realization::new));
+                    realizations.extend(delta);
                 }
                 DesignedStage::Fir(taps) => {
                     if taps.len() > MAX_CUDA_FIR_TAPS {

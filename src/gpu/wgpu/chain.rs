@@ -6,9 +6,8 @@ use super::fir::{encode_fft, partition_spectra, write_fft_params, FftKit, FftPla
 use super::{AdapterReport, WgpuContext};
 use super::{DIRECT_MAX_TAPS, JOB_TIMEOUT, MAX_GPU_FIR_TAPS, PARAM_SLOT, SEQUENTIAL_MAX_FRAMES};
 use crate::chain::{DesignedChain, DesignedStage};
-use crate::dsp::sos::SosCoefs;
 use crate::engine::ChainState;
-use crate::gpu::realize::{chunking, f32_error_estimate, Realization, GPU_ERROR_BUDGET, SCAN_STEPS};
+use crate::gpu::realize::{chunking, realize_cascade, Realization, SCAN_STEPS};
 use crate::gpu::GpuError;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -83,15 +82,10 @@ impl GpuChain {
                 DesignedStage::Sos(sections) => {
                     // Exact or declined: a cascade whose float32 form would miss the
                     // tolerance is not run here (the caller keeps it on the CPU).
-                    let coefs: Vec<SosCoefs> = sections.iter().map(SosCoefs::from).collect();
-                    let estimate = f32_error_estimate(&coefs, max_frames, SEQUENTIAL_MAX_FRAMES);
-                    #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN estimate declines too
-                    if !(estimate <= GPU_ERROR_BUDGET) {
-                        return Err(GpuError::Precision { stage: index, estimate });
-                    }
+                    let delta = realize_cascade(sections, index, max_frames, SEQUENTIAL_MAX_FRAMES)?;
                     fft_plans.push(None);
                     layout.push((true, realizations.len(), sections.len(), 0));
-                    realizations.extend(sections.iter().map(|s| Realization::new(&SosCoefs::from(s))));
+                    realizations.extend(delta);
                 }
                 DesignedStage::Fir(taps) => {
                     if taps.len() > MAX_GPU_FIR_TAPS {
