@@ -20,6 +20,7 @@ fn bands(count: usize) -> Vec<Band> {
             gain_db: 3.0,
             q: 1.0,
             slope: Slope { db_per_oct: 24, linkwitz_riley: false },
+            ..Band::default()
         })
         .collect()
 }

@@ -10,7 +10,9 @@ use std::sync::atomic::Ordering;
 
 use nice_plug::prelude::*;
 
-use crate::bands::{Equaliser, BANDS};
+use crate::bands::BANDS;
+use crate::autogain::{AutoGain, Weighting};
+use crate::routing::RoutedEqualiser;
 use crate::chain_slot::{AudioConfig, AudioSide};
 use crate::params::FerroParams;
 use crate::telemetry::{AudioTaps, Telemetry};
@@ -21,7 +23,7 @@ pub const BYPASS_FADE_MS: f32 = 10.0;
 
 /// The audio-thread state (fields set up in `activate`).
 pub struct AudioState {
-    eq: Option<Equaliser>,
+    eq: Option<RoutedEqualiser>,
     side: AudioSide,
     config: Option<AudioConfig>,
     /// Dry copy for the bypass crossfade: one buffer per channel of `max_block_frames`.
@@ -41,6 +43,11 @@ pub struct AudioState {
     taps: AudioTaps,
     /// Band solo (its input is the dry copy).
     solo: Option<crate::solo::Solo>,
+    /// Loudness-keeping output gain.
+    autogain: Option<AutoGain>,
+    /// Delta listen: 1.0 = the difference only, 0.0 = the normal output (cross-faded
+    /// like bypass).
+    delta_mix: f32,
 }
 
 impl AudioState {
@@ -58,6 +65,8 @@ impl AudioState {
             reported_latency: 0,
             taps,
             solo: None,
+            autogain: None,
+            delta_mix: 0.0,
         }
     }
 
@@ -67,12 +76,18 @@ impl AudioState {
     /// host was told.
     pub fn activate(&mut self, params: &FerroParams, config: AudioConfig, gpu_policy: Option<Policy>, latency: u32) {
         let (fs, channels, max_block) = (config.sample_rate_hz, config.channels, config.max_block_frames);
-        let mut eq = Equaliser::new(f64::from(fs), channels, max_block);
+        let mut eq = RoutedEqualiser::new(f64::from(fs), channels, max_block);
         for (i, band) in params.bands().iter().enumerate() {
             eq.set_band(i, *band);
         }
         eq.snap();
         self.eq = Some(eq);
+        let mut autogain = AutoGain::new(f64::from(fs), channels == 2);
+        let weighting = params.auto_gain.value().weighting();
+        autogain.update_all(&params.bands(), weighting.unwrap_or(Weighting::Pink));
+        autogain.snap(weighting.is_some());
+        self.autogain = Some(autogain);
+        self.delta_mix = if params.delta.value() { 1.0 } else { 0.0 };
         params.chain.unconfigure(&mut self.side);
         self.side.current = Some(params.chain.configure(config));
         self.config = Some(config);
@@ -93,8 +108,14 @@ impl AudioState {
             }
             eq.snap();
         }
+        if let Some(ag) = self.autogain.as_mut() {
+            let weighting = params.auto_gain.value().weighting();
+            ag.update_all(&params.bands(), weighting.unwrap_or(Weighting::Pink));
+            ag.snap(weighting.is_some());
+        }
         self.reset_filters();
         self.wet_mix = if params.bypass.value() { 0.0 } else { 1.0 };
+        self.delta_mix = if params.delta.value() { 1.0 } else { 0.0 };
     }
 
     /// Off the audio thread: logs what the GPU path did while active and hands the chain
@@ -149,10 +170,14 @@ impl AudioState {
         let wanted = self.wanted_latency(params, config.max_block_frames, self.side.has_stages());
         let changed = (wanted != self.reported_latency).then_some(wanted);
         self.reported_latency = wanted;
+        let bands = params.bands();
         if let Some(eq) = self.eq.as_mut() {
-            for i in 0..BANDS {
-                eq.set_band(i, params.bands[i].band());
+            for (i, band) in bands.iter().enumerate() {
+                eq.set_band(i, *band);
             }
+        }
+        if let (Some(ag), Some(w)) = (self.autogain.as_mut(), params.auto_gain.value().weighting()) {
+            ag.update(&bands, w);
         }
         let bypass = params.bypass.value();
         let analyse = telemetry.spectrum.is_wanted();
@@ -172,7 +197,10 @@ impl AudioState {
         }
         telemetry.last_block_frames.store(frames as u32, Ordering::Relaxed);
         if let Some(eq) = self.eq.as_ref() {
-            telemetry.eq_sections.store(eq.sections().len() as u32, Ordering::Relaxed);
+            telemetry.eq_sections.store(eq.section_count() as u32, Ordering::Relaxed);
+        }
+        if let Some(ag) = self.autogain.as_ref() {
+            telemetry.auto_gain_db_bits.store((ag.current_db() as f32).to_bits(), Ordering::Relaxed);
         }
         if let Some(rt) = self.realtime.as_ref() {
             telemetry.gpu.publish(rt, self.side.offload().map(|o| &*o));
@@ -261,9 +289,11 @@ impl AudioState {
         // A soloed band listens to the dry signal (delayed like the output on the GPU path).
         let solo_band = params.solo.get();
         let soloing = self.solo.as_ref().is_some_and(|s| s.active(solo_band));
+        let delta_target = if params.delta.value() { 1.0 } else { 0.0 };
+        let delta = self.delta_mix != 0.0 || delta_target != 0.0;
         // On the GPU path the dry signal runs through a delay of the path's latency,
         // which must see every block.
-        if fading || bypassed || soloing || self.dry_delay.is_some() {
+        if fading || bypassed || soloing || delta || self.dry_delay.is_some() {
             for (d, b) in self.dry.iter_mut().zip(buffers.iter()) {
                 d[..frames].copy_from_slice(&b[start..start + frames]);
             }
@@ -295,13 +325,25 @@ impl AudioState {
         if let Some(engine) = self.side.engine() {
             engine.process(refs);
         }
-        // Output gain (smoothed per sample), then the bypass crossfade.
+        // Output gain and auto-gain (smoothed per sample), the delta listen mix, then the
+        // bypass crossfade.
         let mut non_finite = false;
+        let auto_on = params.auto_gain.value() != crate::params::AutoGainChoice::Off;
+        let delta_step = self.wet_step;
         for i in 0..frames {
-            let gain = util::db_to_gain(params.output_gain_db.smoothed.next());
+            let out_gain = util::db_to_gain(params.output_gain_db.smoothed.next());
+            let auto_db = self.autogain.as_mut().map_or(0.0, |a| a.next_db(auto_on));
+            let gain = if auto_db == 0.0 { out_gain } else { out_gain * util::db_to_gain(auto_db as f32) };
             let wet = self.wet_mix;
+            let dm = self.delta_mix;
             for (c, r) in refs.iter_mut().enumerate() {
-                let y = r[i] * gain;
+                let mut y = r[i] * gain;
+                if delta && c < channels {
+                    // What the bands and chain changed, at the output gain (auto-gain
+                    // is not part of it).
+                    let d = (r[i] - self.dry[c][i]) * out_gain;
+                    y = if dm == 1.0 { d } else { dm * d + (1.0 - dm) * y };
+                }
                 non_finite |= !y.is_finite();
                 let out = if fading && c < channels { wet * y + (1.0 - wet) * self.dry[c][i] } else { y };
                 // No subnormal leaves the plugin (hosts and validators count them as
@@ -314,6 +356,9 @@ impl AudioState {
                 } else {
                     (self.wet_mix - self.wet_step).max(0.0)
                 };
+            }
+            if dm != delta_target {
+                self.delta_mix = if delta_target > dm { (dm + delta_step).min(1.0) } else { (dm - delta_step).max(0.0) };
             }
         }
         if non_finite {

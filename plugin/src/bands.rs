@@ -61,6 +61,36 @@ pub struct Slope {
     pub linkwitz_riley: bool,
 }
 
+/// Which channels a band acts on (stereo layouts; on any other layout every band acts on
+/// every channel). See [`crate::routing`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Route {
+    /// Both channels (every channel on other layouts).
+    #[default]
+    Stereo,
+    Left,
+    Right,
+    /// The mid signal `(L + R) / 2`.
+    Mid,
+    /// The side signal `(L - R) / 2`.
+    Side,
+}
+
+impl Route {
+    pub const ALL: [Route; 5] = [Route::Stereo, Route::Left, Route::Right, Route::Mid, Route::Side];
+
+    /// Short tag for the editor's nodes ("" for stereo).
+    pub fn tag(self) -> &'static str {
+        match self {
+            Route::Stereo => "",
+            Route::Left => "L",
+            Route::Right => "R",
+            Route::Mid => "M",
+            Route::Side => "S",
+        }
+    }
+}
+
 /// One band's settings (plain values).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Band {
@@ -73,6 +103,8 @@ pub struct Band {
     pub gain_db: f64,
     pub q: f64,
     pub slope: Slope,
+    /// The channels it acts on.
+    pub route: Route,
 }
 
 impl Default for Band {
@@ -85,6 +117,7 @@ impl Default for Band {
             gain_db: 0.0,
             q: std::f64::consts::FRAC_1_SQRT_2,
             slope: Slope { db_per_oct: 24, linkwitz_riley: false },
+            route: Route::Stereo,
         }
     }
 }
@@ -415,6 +448,26 @@ impl Equaliser {
         self.svf_mode = false;
         let _ = self.cascade.set_sections(&self.sections);
         self.since_redesign = 0;
+    }
+
+    /// Whether the equaliser has nothing to do: no band acts or is asked to act, and
+    /// nothing fades. Then its smoothed values are set to their targets (so a band that
+    /// starts acting later fades in at its own settings, not from stale ones) and
+    /// [`Equaliser::process`] may be skipped. Allocation-free.
+    pub fn settle_if_idle(&mut self) -> bool {
+        let idle = !self.svf_mode
+            && self.sections.is_empty()
+            && self.targets.iter().all(|t| !t.active())
+            && self.layout.iter().all(|l| !l.active());
+        if idle {
+            for (s, t) in self.smoothing.iter_mut().zip(&self.targets) {
+                s.log2_freq = Smoothed::new(t.freq_hz.log2());
+                s.gain_db = Smoothed::new(t.gain_db);
+                s.log2_q = Smoothed::new(t.q.log2());
+            }
+            self.since_redesign = 0;
+        }
+        idle
     }
 
     /// Clears the filter state (coefficients and smoothing are kept). Allocation-free.

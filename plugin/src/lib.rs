@@ -20,6 +20,7 @@ use nice_plug::plugin::ParamValue;
 use nice_plug::prelude::*;
 
 pub mod audio;
+pub mod autogain;
 pub mod bands;
 pub mod chain_slot;
 pub mod editor;
@@ -27,6 +28,7 @@ pub mod gpu;
 pub mod ir;
 pub mod params;
 pub mod preset;
+pub mod routing;
 pub mod solo;
 pub mod spectrum;
 pub mod svf;

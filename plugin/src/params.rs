@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use nice_plug::prelude::*;
 
-use crate::bands::{self, Band, Shape, Slope, BANDS};
+use crate::bands::{self, Band, Route, Shape, Slope, BANDS};
 use crate::chain_slot::ChainSlot;
 
 /// The 24 bands, output gain, bypass, backend choice, and the persisted chain file.
@@ -18,6 +18,14 @@ pub struct FerroParams {
     /// Output gain in dB (smoothed per sample).
     #[id = "out_gain"]
     pub output_gain_db: FloatParam,
+
+    /// Output gain that keeps loudness constant as the bands change (see `autogain.rs`).
+    #[id = "auto_gain"]
+    pub auto_gain: EnumParam<AutoGainChoice>,
+
+    /// Listen to what the bands and chain change: the processed signal minus the input.
+    #[id = "delta"]
+    pub delta: BoolParam,
 
     /// Hosts look for this flag; crossfaded over [`crate::audio::BYPASS_FADE_MS`].
     #[id = "bypass"]
@@ -66,6 +74,59 @@ pub struct BandParams {
     /// (switched with the same short cross-fade as enabling it).
     #[id = "byp"]
     pub bypassed: BoolParam,
+    /// The channels the band acts on (stereo layouts; see `routing.rs`).
+    #[id = "route"]
+    pub route: EnumParam<RouteChoice>,
+}
+
+/// Band routing as the host sees it (IDs stable).
+#[derive(Enum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteChoice {
+    #[id = "stereo"]
+    Stereo,
+    #[id = "left"]
+    Left,
+    #[id = "right"]
+    Right,
+    #[id = "mid"]
+    Mid,
+    #[id = "side"]
+    Side,
+}
+
+impl RouteChoice {
+    pub const ALL: [RouteChoice; 5] = [RouteChoice::Stereo, RouteChoice::Left, RouteChoice::Right, RouteChoice::Mid, RouteChoice::Side];
+
+    pub fn route(self) -> Route {
+        match self {
+            RouteChoice::Stereo => Route::Stereo,
+            RouteChoice::Left => Route::Left,
+            RouteChoice::Right => Route::Right,
+            RouteChoice::Mid => Route::Mid,
+            RouteChoice::Side => Route::Side,
+        }
+    }
+
+    pub fn from_route(route: Route) -> RouteChoice {
+        match route {
+            Route::Stereo => RouteChoice::Stereo,
+            Route::Left => RouteChoice::Left,
+            Route::Right => RouteChoice::Right,
+            Route::Mid => RouteChoice::Mid,
+            Route::Side => RouteChoice::Side,
+        }
+    }
+
+    /// What the editor calls it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RouteChoice::Stereo => "Stereo",
+            RouteChoice::Left => "Left",
+            RouteChoice::Right => "Right",
+            RouteChoice::Mid => "Mid",
+            RouteChoice::Side => "Side",
+        }
+    }
 }
 
 /// Band shapes as the host sees them (IDs stable).
@@ -124,6 +185,31 @@ impl ShapeChoice {
             Shape::BandPass => ShapeChoice::BandPass,
             Shape::AllPass => ShapeChoice::AllPass,
             Shape::TiltShelf => ShapeChoice::TiltShelf,
+        }
+    }
+}
+
+/// Auto-gain (IDs stable).
+#[derive(Enum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoGainChoice {
+    #[id = "off"]
+    Off,
+    /// Keeps pink noise's power.
+    #[id = "pink"]
+    Pink,
+    /// Keeps pink noise's BS.1770 (K-weighted) loudness.
+    #[id = "k_weighted"]
+    #[name = "K-weighted"]
+    KWeighted,
+}
+
+impl AutoGainChoice {
+    /// The weighting, or `None` when off.
+    pub fn weighting(self) -> Option<crate::autogain::Weighting> {
+        match self {
+            AutoGainChoice::Off => None,
+            AutoGainChoice::Pink => Some(crate::autogain::Weighting::Pink),
+            AutoGainChoice::KWeighted => Some(crate::autogain::Weighting::KWeighted),
         }
     }
 }
@@ -238,6 +324,7 @@ impl BandParams {
                 })),
             linkwitz_riley: BoolParam::new(format!("Band {n} Linkwitz-Riley"), false),
             bypassed: BoolParam::new(format!("Band {n} Bypass"), false),
+            route: EnumParam::new(format!("Band {n} Channels"), RouteChoice::Stereo),
         }
     }
 
@@ -254,6 +341,7 @@ impl BandParams {
                 db_per_oct: (self.slope_poles.value().max(1) as u32) * 6,
                 linkwitz_riley: self.linkwitz_riley.value(),
             },
+            route: self.route.value().route(),
         }
     }
 }
@@ -266,6 +354,8 @@ impl Default for FerroParams {
                 .with_unit(" dB")
                 .with_step_size(0.01)
                 .with_smoother(SmoothingStyle::Linear(20.0)),
+            auto_gain: EnumParam::new("Auto Gain", AutoGainChoice::Off),
+            delta: BoolParam::new("Delta Listen", false),
             bypass: BoolParam::new("Bypass", false)
                 .with_value_to_string(formatters::v2s_bool_bypass())
                 .with_string_to_value(formatters::s2v_bool_bypass())

@@ -58,7 +58,19 @@ pub fn band_stages(index: usize, band: &Band) -> Vec<Stage> {
 
 /// The whole plugin as one chain file: bands, chain stages, output gain. Bands are
 /// written as clamped for `fs` (what actually runs at that rate).
-pub fn export(bands: &[Band; BANDS], stages: &Chain, output_gain_db: f64, fs: f64) -> Chain {
+///
+/// Refused (with a message naming the band) when a band acts on one channel, mid or
+/// side: a chain file applies every stage to every channel, so it cannot say that, and
+/// a file that played differently from the plugin would be worse than none.
+pub fn export(bands: &[Band; BANDS], stages: &Chain, output_gain_db: f64, fs: f64) -> Result<Chain, String> {
+    if let Some((i, b)) = bands.iter().enumerate().find(|(_, b)| b.enabled && b.route != crate::bands::Route::Stereo) {
+        let on = crate::params::RouteChoice::from_route(b.route).name().to_lowercase();
+        return Err(format!(
+            "band {} acts on the {on} signal only, and a chain file applies every stage to every channel: \
+             set the band's channels to Stereo to save it as a chain file (the session itself keeps the routing)",
+            i + 1
+        ));
+    }
     let mut chain = Chain::new();
     for (i, band) in bands.iter().enumerate() {
         // Parameter values as the user reads them (their shortest decimals), not the
@@ -75,7 +87,7 @@ pub fn export(bands: &[Band; BANDS], stages: &Chain, output_gain_db: f64, fs: f6
     if output_gain_db != 0.0 {
         chain.push(Stage::gain(output_gain_db).labelled(OUTPUT_GAIN_LABEL));
     }
-    chain
+    Ok(chain)
 }
 
 /// What a chain file sets when imported.

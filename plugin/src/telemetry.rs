@@ -27,6 +27,8 @@ pub struct Telemetry {
     pub last_block_frames: AtomicU32,
     /// Sections the equaliser runs.
     pub eq_sections: AtomicU32,
+    /// The auto-gain the bands ask for, in dB (`f32` bits; 0 when off).
+    pub auto_gain_db_bits: AtomicU32,
     /// The GPU path's route and figures.
     pub gpu: GpuTelemetry,
     /// Output level per channel (the first [`METERED_CHANNELS`]).

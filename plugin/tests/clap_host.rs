@@ -319,6 +319,21 @@ fn settings() -> (Vec<(String, Plain)>, Chain) {
     (params, chain)
 }
 
+/// The bands of [`settings`] as the plugin's band settings.
+fn settings_bands() -> [ferrofx_plugin::bands::Band; ferrofx_plugin::bands::BANDS] {
+    use ferrofx_plugin::bands::{Band, Shape, Slope};
+    let mut b = [Band::default(); ferrofx_plugin::bands::BANDS];
+    let f = |v: f32| v as f64;
+    let on = |shape, freq_hz: f32, gain_db: f32, q: f32| Band { enabled: true, shape, freq_hz: f(freq_hz), gain_db: f(gain_db), q: f(q), ..Band::default() };
+    b[0] = Band { slope: Slope { db_per_oct: 24, linkwitz_riley: false }, ..on(Shape::LowCut, 80.0, 0.0, std::f32::consts::FRAC_1_SQRT_2) };
+    b[4] = on(Shape::Peak, 1000.0, 6.0, 1.4);
+    b[8] = on(Shape::HighShelf, 8000.0, -4.0, 0.7);
+    b[11] = on(Shape::Notch, 3000.0, 0.0, 4.0);
+    b[14] = on(Shape::TiltShelf, 600.0, 3.0, 0.7);
+    b[23] = Band { slope: Slope { db_per_oct: 48, linkwitz_riley: true }, ..on(Shape::HighCut, 15000.0, 0.0, std::f32::consts::FRAC_1_SQRT_2) };
+    b
+}
+
 fn events(plugin: &Plugin, at: usize, settings: &[(String, Plain)]) -> Vec<(usize, ClapId, f64)> {
     settings.iter().map(|(name, v)| (at, plugin.id(name).0, clap_value(*v))).collect()
 }
@@ -393,6 +408,110 @@ fn matches_the_core_engine_at_every_rate_and_block_size() {
         }
     }
     println!("worst difference from the core engine over 3 rates x 4 block sizes: {worst:e}");
+}
+
+/// Bands routed to the left channel and to the mid signal, set through CLAP parameter
+/// events: the right channel is the stereo bands' output alone, and the whole equals
+/// per-channel core engines around a float64 M/S encode and decode.
+#[test]
+fn routed_bands_act_on_their_channels() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let (mut settings, chain) = settings();
+    // Band 5 (+6 dB bell at 1 kHz) to the left, band 9 (-4 dB high shelf) to the mid.
+    settings.push(("Band 5 Channels".to_string(), Plain::Discrete(1.0)));
+    settings.push(("Band 9 Channels".to_string(), Plain::Discrete(3.0)));
+    let stages = &chain.stages;
+    let pick = |keep: &dyn Fn(usize) -> bool| Chain { stages: stages.iter().enumerate().filter(|(i, _)| keep(*i)).map(|(_, s)| s.clone()).collect() };
+    let both = pick(&|i| i != 1 && i != 2);
+    let (bell, shelf) = (pick(&|i| i == 1), pick(&|i| i == 2));
+    let signal = stereo_noise((0.5 * fs) as usize, 91);
+    let mut plugin = Plugin::new(entry);
+    let evs = events(&plugin, 0, &settings);
+    let (out, _) = plugin.run(fs, 512, &with_lead_in(fs, &signal), &evs, |_, _, _| {});
+    let lead = settle_frames(fs);
+    let common = engine_output(&both, fs, &signal);
+    let left = engine_output(&bell, fs, &common[..1]).remove(0);
+    let right = &common[1];
+    let mid: Vec<f32> = left.iter().zip(right).map(|(a, b)| ((f64::from(*a) + f64::from(*b)) / 2.0) as f32).collect();
+    let side: Vec<f32> = left.iter().zip(right).map(|(a, b)| ((f64::from(*a) - f64::from(*b)) / 2.0) as f32).collect();
+    let mid = engine_output(&shelf, fs, &[mid]).remove(0);
+    let want_l: Vec<f32> = mid.iter().zip(&side).map(|(m, s)| m + s).collect();
+    let want_r: Vec<f32> = mid.iter().zip(&side).map(|(m, s)| m - s).collect();
+    let (el, er) = (max_abs_diff(&out[0][lead..], &want_l), max_abs_diff(&out[1][lead..], &want_r));
+    println!("left and mid bands through CLAP vs per-channel core engines: {el:e}, {er:e}");
+    assert!(el <= 3e-5 && er <= 3e-5, "routed bands: left {el:e}, right {er:e}");
+}
+
+/// Delta listen through CLAP: the output is what the bands and chain changed (processed
+/// minus input, at the output gain), and silence bit for bit when nothing acts.
+#[test]
+fn delta_listen_outputs_the_difference() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let (settings, _) = settings();
+    let signal = stereo_noise((0.5 * fs) as usize, 92);
+    let input = with_lead_in(fs, &signal);
+    let lead = settle_frames(fs);
+    let run = |extra: &[(String, Plain)], with_bands: bool| {
+        let mut plugin = Plugin::new(entry);
+        let mut all: Vec<(String, Plain)> = if with_bands { settings.clone() } else { vec![("Output Gain".to_string(), Plain::OutDb(-3.0))] };
+        all.extend_from_slice(extra);
+        let evs = events(&plugin, 0, &all);
+        plugin.run(fs, 256, &input, &evs, |_, _, _| {}).0
+    };
+    let delta = [("Delta Listen".to_string(), Plain::Discrete(1.0))];
+    let normal = run(&[], true);
+    let diff = run(&delta, true);
+    let g = 10f32.powf(-3.0 / 20.0);
+    for c in 0..2 {
+        let want: Vec<f32> = normal[c][lead..].iter().zip(&signal[c]).map(|(y, x)| y - g * x).collect();
+        let err = max_abs_diff(&diff[c][lead..], &want);
+        assert!(err <= 1e-5, "channel {c}: delta vs processed minus input: {err:e}");
+    }
+    let silent = run(&delta, false);
+    assert!(silent.iter().all(|c| c[lead..].iter().all(|&v| v == 0.0)), "delta with no band acting must be silence");
+}
+
+/// Auto-gain through CLAP: once settled, the output is the plain output scaled by the
+/// compensation the bands ask for (the loudness promise itself is tested on the DSP in
+/// tests/autogain.rs).
+#[test]
+fn auto_gain_scales_the_output_by_the_bands_compensation() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let (settings, _) = settings();
+    let signal = stereo_noise((0.5 * fs) as usize, 93);
+    let input = with_lead_in(fs, &signal);
+    let lead = settle_frames(fs);
+    let run = |choice: f64| {
+        let mut plugin = Plugin::new(entry);
+        let mut all = settings.clone();
+        // And a broad +9 dB bell, so that there is something to compensate.
+        all.push(("Band 7 On".to_string(), Plain::Discrete(1.0)));
+        all.push(("Band 7 Frequency".to_string(), Plain::Freq(3000.0)));
+        all.push(("Band 7 Gain".to_string(), Plain::GainDb(9.0)));
+        all.push(("Band 7 Q".to_string(), Plain::Q(0.5)));
+        all.push(("Auto Gain".to_string(), Plain::Discrete(choice)));
+        let evs = events(&plugin, 0, &all);
+        let out = plugin.run(fs, 256, &input, &evs, |_, _, _| {}).0;
+        let mut bands = settings_bands();
+        bands[6] = ferrofx_plugin::bands::Band { enabled: true, freq_hz: 3000.0, gain_db: 9.0, q: f64::from(0.5f32), ..Default::default() };
+        (out, bands)
+    };
+    let (plain, _) = run(0.0);
+    for (choice, weighting) in [(1.0, ferrofx_plugin::autogain::Weighting::Pink), (2.0, ferrofx_plugin::autogain::Weighting::KWeighted)] {
+        let (out, bands) = run(choice);
+        let mut ag = ferrofx_plugin::autogain::AutoGain::new(fs, true);
+        ag.update_all(&bands, weighting);
+        let g = 10f64.powf(ag.target_db() / 20.0) as f32;
+        assert!(ag.target_db().abs() > 0.5, "the settings should ask for some compensation");
+        for c in 0..2 {
+            let want: Vec<f32> = plain[c][lead..].iter().map(|y| y * g).collect();
+            let err = max_abs_diff(&out[c][lead..], &want);
+            assert!(err <= 2e-5, "{weighting:?} channel {c}: {err:e} off the plain output times {:+.2} dB", ag.target_db());
+        }
+    }
 }
 
 /// The lowest and highest rates (8 and 384 kHz) with irregular block sizes from 1 to the

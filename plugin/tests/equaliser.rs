@@ -4,14 +4,14 @@
 use nice_assert_no_alloc::{assert_no_alloc, violation_count};
 use ferrofx::chain::{Biquad, Butterworth, Chain, LinkwitzRiley};
 use ferrofx::Engine;
-use ferrofx_plugin::bands::{Band, Equaliser, Shape, Slope, BANDS, REDESIGN_INTERVAL, SWITCH_FADE_MS};
+use ferrofx_plugin::bands::{Band, Equaliser, Route, Shape, Slope, BANDS, REDESIGN_INTERVAL, SWITCH_FADE_MS};
 
 fn noise(n: usize, seed: u64) -> Vec<f32> {
     ferrofx_testkit::noise_amp(n, seed, 1.0)
 }
 
 fn band(shape: Shape, freq_hz: f64, gain_db: f64, q: f64, db: u32, lr: bool) -> Band {
-    Band { enabled: true, bypassed: false, shape, freq_hz, gain_db, q, slope: Slope { db_per_oct: db, linkwitz_riley: lr } }
+    Band { enabled: true, bypassed: false, shape, freq_hz, gain_db, q, slope: Slope { db_per_oct: db, linkwitz_riley: lr }, route: Route::Stereo }
 }
 
 #[test]
@@ -124,6 +124,7 @@ fn automation_torture_stays_finite_bounded_and_step_limited() {
                     gain_db: if jump { next(49) as f64 - 24.0 } else { 12.0 * (t * 40.0).sin() },
                     q: if jump { 0.1 + next(180) as f64 / 10.0 } else { 0.7 + 5.0 * t },
                     slope: Slope { db_per_oct: 6 * (1 + next(16) as u32), linkwitz_riley: next(2) == 0 },
+                    route: Route::Stereo,
                 };
                 eq.set_band(i, b);
             }

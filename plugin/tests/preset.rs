@@ -2,7 +2,7 @@
 
 use ferrofx::chain::{Chain, Elliptic, Fir};
 use ferrofx::{Engine, Stage};
-use ferrofx_plugin::bands::{Band, Equaliser, Shape, Slope, BANDS};
+use ferrofx_plugin::bands::{Band, Equaliser, Route, Shape, Slope, BANDS};
 use ferrofx_plugin::preset;
 
 fn bands() -> [Band; BANDS] {
@@ -15,6 +15,7 @@ fn bands() -> [Band; BANDS] {
         gain_db,
         q,
         slope: Slope { db_per_oct: db, linkwitz_riley: lr },
+        route: Route::Stereo,
     };
     b[0] = set(Shape::LowCut, 40.0, 0.0, 0.7, 36, false);
     b[2] = set(Shape::Peak, 250.0, -3.5, 2.0, 24, false);
@@ -41,7 +42,7 @@ fn noise(n: usize) -> Vec<f32> {
 fn export_then_import_gives_back_bands_stages_and_gain() {
     let fs = 48_000.0;
     let stages = Elliptic::lowpass(12_000.0, 4, 0.5, 50.0) | Fir::coefficients(vec![0.25, 0.5, 0.25]) | Stage::gain(-1.0);
-    let exported = preset::export(&bands(), &stages, -2.5, fs);
+    let exported = preset::export(&bands(), &stages, -2.5, fs).unwrap();
     // Through the file format and back.
     let text = exported.to_json();
     let parsed = Chain::from_json(&text).expect("the exported file is a valid chain file");
@@ -71,7 +72,7 @@ fn export_then_import_gives_back_bands_stages_and_gain() {
 #[test]
 fn exported_file_renders_like_the_equaliser() {
     let fs = 48_000.0;
-    let exported = preset::export(&bands(), &Chain::new(), 0.0, fs);
+    let exported = preset::export(&bands(), &Chain::new(), 0.0, fs).unwrap();
     let designed = Chain::from_json(&exported.to_json()).unwrap().design(fs).unwrap();
     let x = noise(48_000);
     let mut engine = Engine::new(&designed, 1, 4096);

@@ -31,6 +31,9 @@ pub struct Responses {
     pub bands: Vec<(usize, Vec<f32>)>,
     /// Which bands are bypassed (not in the total).
     pub bypassed: [bool; BANDS],
+    /// Which bands act on one channel, mid or side of a stereo layout: drawn alone, not
+    /// in the total (which is the response of the bands on both channels).
+    pub routed: [bool; BANDS],
     pub total_db: Vec<f32>,
     /// The total's phase in degrees (wrapped to ±180) and group delay in milliseconds
     /// (empty unless asked for).
@@ -57,8 +60,11 @@ pub fn chain_response(chain: &DesignedChain, freqs_hz: &[f64]) -> Vec<Complex64>
 
 /// Evaluates every band, the chain stages (`chain_h` from [`chain_response`] at the same
 /// [`eval_freqs`]) and the output gain at the view's frequencies; the group delay only
-/// with `group_delay`.
-pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[Complex64]>, output_gain_db: f32, fs: f64, group_delay: bool) -> Responses {
+/// with `group_delay`. With `stereo`, bands routed to one channel, mid or side are left out
+/// of the total (see [`Responses::routed`]); on other layouts every band is in it.
+#[allow(clippy::too_many_arguments)]
+pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[Complex64]>, output_gain_db: f32, fs: f64, group_delay: bool, stereo: bool) -> Responses {
+    let routed: [bool; BANDS] = std::array::from_fn(|i| stereo && bands[i].enabled && bands[i].route != crate::bands::Route::Stereo);
     let freqs = eval_freqs(axes, fs, group_delay);
     let db = |h: f64| (20.0 * h.max(1e-12).log10()) as f32;
     let mut total: Vec<Complex64> = match chain_h {
@@ -77,7 +83,7 @@ pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[Complex64
         let mut mags = Vec::with_capacity(POINTS);
         for (k, (t, &f)) in total.iter_mut().zip(&freqs).enumerate() {
             let h = sos_response(&buf[..n], f, fs);
-            if !b.bypassed {
+            if !b.bypassed && !routed[i] {
                 *t *= h;
             }
             if k < POINTS {
@@ -101,6 +107,7 @@ pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[Complex64
         freqs_hz: freqs[..view.len()].to_vec(),
         bands: per_band,
         bypassed: std::array::from_fn(|i| bands[i].enabled && bands[i].bypassed),
+        routed,
         total_db: view.iter().map(|h| db(h.norm()) + output_gain_db).collect(),
         phase_deg: view.iter().map(|h| h.arg().to_degrees() as f32).collect(),
         group_delay_ms,
@@ -226,4 +233,13 @@ pub fn draw_responses(painter: &egui::Painter, axes: &Axes, r: &Responses, selec
         egui::FontId::proportional(10.0),
         Color32::from_gray(130),
     );
+    if r.routed.iter().any(|&x| x) {
+        painter.text(
+            axes.rect.right_top() + Vec2::new(-6.0, 18.0),
+            egui::Align2::RIGHT_TOP,
+            "bold: bands on both channels; L/R/M/S bands shown alone",
+            egui::FontId::proportional(10.0),
+            Color32::from_gray(150),
+        );
+    }
 }

@@ -99,4 +99,7 @@ pub fn set_band(setter: &ParamSetter, bp: &BandParams, band: &Band) {
     if now.bypassed != band.bypassed {
         set_param(setter, &bp.bypassed, band.bypassed);
     }
+    if now.route != band.route {
+        set_param(setter, &bp.route, crate::params::RouteChoice::from_route(band.route));
+    }
 }

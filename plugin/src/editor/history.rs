@@ -33,6 +33,7 @@ fn each_band_param(bp: &BandParams, mut f: impl FnMut(&dyn Restore)) {
     f(&bp.slope_poles);
     f(&bp.linkwitz_riley);
     f(&bp.bypassed);
+    f(&bp.route);
 }
 
 fn each_param(params: &FerroParams, mut f: impl FnMut(&dyn Restore)) {

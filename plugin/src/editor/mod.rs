@@ -265,7 +265,11 @@ impl EditorApp {
         let group_delay = self.overlay == curve::Overlay::GroupDelay;
         self.refresh_chain_response(fs, &axes, group_delay);
         let chain_h = self.chain_h.as_ref().and_then(|(_, h)| h.as_deref());
-        let r = curve::responses(&axes, &bands, chain_h, self.params.output_gain_db.value(), f64::from(fs), group_delay);
+        // Routing applies on stereo layouts (and before activation, when the layout is not
+        // known yet, the default stereo one is assumed).
+        let channels = self.telemetry.channels.load(Ordering::Relaxed);
+        let stereo = channels == 2 || channels == 0;
+        let r = curve::responses(&axes, &bands, chain_h, self.params.output_gain_db.value(), f64::from(fs), group_delay, stereo);
         let painter = ui.painter_at(rect);
         curve::draw_grid(&painter, &axes);
         self.analyser.draw(&painter, &axes);

@@ -7,7 +7,7 @@ use egui::{Color32, Event, Key, MouseWheelUnit, Pos2, Rect, Response, Stroke};
 use nice_plug::prelude::*;
 
 use crate::bands::{ranges, Band, Shape, Slope, BANDS};
-use crate::params::{FerroParams, ShapeChoice};
+use crate::params::{FerroParams, RouteChoice, ShapeChoice};
 
 use super::axes::Axes;
 use super::curve::band_colour;
@@ -231,6 +231,7 @@ impl Nodes {
             gain_db: if has_gain(shape) { f64::from(clamp_db(axes.db_at_y(pos.y))) } else { 0.0 },
             q: std::f64::consts::FRAC_1_SQRT_2,
             slope: Slope { db_per_oct: 24, linkwitz_riley: false },
+            route: crate::bands::Route::Stereo,
         };
         set_band(setter, &params.bands[i], &band);
         self.select_only(i);
@@ -323,6 +324,15 @@ impl Nodes {
                 set_param(setter, &bp.linkwitz_riley, true);
             }
         }
+        ui.menu_button("Channels", |ui| {
+            let current = bp.route.value();
+            for r in RouteChoice::ALL {
+                if ui.radio(current == r, r.name()).clicked() {
+                    set_param(setter, &bp.route, r);
+                    ui.close();
+                }
+            }
+        });
         ui.separator();
         let bypassed = bp.bypassed.value();
         if ui.radio(bypassed, "Bypass (keep the band, don't apply it)").clicked() {
@@ -362,6 +372,12 @@ impl Nodes {
             }
             let digit = if b.bypassed { band_colour(i) } else { Color32::BLACK };
             painter.text(p, egui::Align2::CENTER_CENTER, format!("{}", i + 1), egui::FontId::proportional(9.0), digit);
+            // A band on one channel, mid or side carries its route's letter beside it.
+            let tag = b.route.tag();
+            if !tag.is_empty() {
+                let at = p + egui::vec2(NODE_RADIUS + 1.0, -NODE_RADIUS - 1.0);
+                painter.text(at, egui::Align2::LEFT_BOTTOM, tag, egui::FontId::proportional(10.0), band_colour(i));
+            }
         }
         if let Some(r) = &self.rubber_from.zip(hover) {
             painter.rect_stroke(Rect::from_two_pos(r.0, r.1), 0.0, Stroke::new(1.0, Color32::from_gray(180)), egui::StrokeKind::Inside);
@@ -376,6 +392,9 @@ impl Nodes {
         if let Some(i) = shown {
             let b = &bands[i];
             let mut text = format!("Band {}: {} {:.1} Hz", i + 1, shape_name(ShapeChoice::from_shape(b.shape)), b.freq_hz);
+            if b.route != crate::bands::Route::Stereo {
+                text += &format!(" on {}", RouteChoice::from_route(b.route).name().to_lowercase());
+            }
             if b.bypassed {
                 text = format!("{text} (bypassed)");
             }

@@ -183,7 +183,10 @@ pub fn apply(chain: &Chain, params: &FerroParams, setter: &ParamSetter, fs: f64)
 /// Writes the plugin's state as a chain file (a temporary file renamed into place, so a
 /// failed save leaves any earlier file whole).
 fn save(path: &Path, params: &FerroParams, fs: f64) -> Outcome {
-    let chain = preset::export(&params.bands(), &params.chain.chain(), crate::params::decimal(params.output_gain_db.value()), fs);
+    let chain = match preset::export(&params.bands(), &params.chain.chain(), crate::params::decimal(params.output_gain_db.value()), fs) {
+        Ok(chain) => chain,
+        Err(e) => return Outcome::Failed(format!("cannot save {}: {e}", path.display())),
+    };
     let write = || -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;

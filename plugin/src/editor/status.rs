@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use nice_plug::prelude::*;
 use nice_plug_egui::widgets::ParamSlider;
 
-use crate::params::{BackendChoice, FerroParams};
+use crate::params::{AutoGainChoice, BackendChoice, FerroParams};
 use crate::telemetry::Telemetry;
 
 use super::edits::set_param;
@@ -37,6 +37,35 @@ pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter
             .labelled_by(label.id);
         ui.label("GPU min block");
         ui.add(ParamSlider::for_param(&params.gpu_min_block, setter).with_width(90.0));
+    });
+    // Loudness and listening: its own row, so the first one keeps its width.
+    ui.horizontal_wrapped(|ui| {
+        let label = ui.label("Auto gain");
+        let auto = params.auto_gain.value();
+        let name = |c: AutoGainChoice| match c {
+            AutoGainChoice::Off => "Off",
+            AutoGainChoice::Pink => "Pink",
+            AutoGainChoice::KWeighted => "K-weighted",
+        };
+        egui::ComboBox::from_id_salt("auto_gain")
+            .selected_text(name(auto))
+            .show_ui(ui, |ui| {
+                for choice in [AutoGainChoice::Off, AutoGainChoice::Pink, AutoGainChoice::KWeighted] {
+                    if ui.selectable_label(auto == choice, name(choice)).clicked() {
+                        set_param(setter, &params.auto_gain, choice);
+                    }
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        if auto != AutoGainChoice::Off {
+            let db = f32::from_bits(t.auto_gain_db_bits.load(Ordering::Relaxed));
+            ui.label(format!("{db:+.1} dB"));
+        }
+        let delta = params.delta.value();
+        if ui.selectable_label(delta, "Delta").on_hover_text("Listen to what the bands and chain change (output minus input)").clicked() {
+            set_param(setter, &params.delta, !delta);
+        }
     });
     ui.horizontal_wrapped(|ui| {
         ui.label(gpu_line(params, t));

@@ -3,7 +3,7 @@
 use nice_plug::prelude::*;
 use nice_plug_egui::widgets::ParamSlider;
 
-use crate::params::FerroParams;
+use crate::params::{FerroParams, RouteChoice};
 
 use super::edits::{name_combo, param_checkbox, set_param, shape_name, SHAPES};
 
@@ -15,9 +15,10 @@ fn param_slider<P: Param>(ui: &mut egui::Ui, setter: &ParamSetter, p: &P, width:
 }
 
 pub fn bands_table(ui: &mut egui::Ui, params: &FerroParams, setter: &ParamSetter) {
-    egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| {
+    // Scrolls both ways: the table never widens the window.
+    egui::ScrollArea::both().auto_shrink([false, false]).show(ui, |ui| {
         egui::Grid::new("bands").striped(true).spacing([8.0, 3.0]).show(ui, |ui| {
-            for h in ["", "On", "Bypass", "Shape", "Frequency", "Gain", "Q", "Slope", "LR"] {
+            for h in ["", "On", "Bypass", "Shape", "Frequency", "Gain", "Q", "Slope", "LR", "Channels"] {
                 ui.strong(h);
             }
             ui.end_row();
@@ -27,7 +28,7 @@ pub fn bands_table(ui: &mut egui::Ui, params: &FerroParams, setter: &ParamSetter
                 param_checkbox(ui, setter, &bp.bypassed);
                 let shape = bp.shape.value();
                 let combo = egui::ComboBox::from_id_salt(("shape", i))
-                    .width(90.0)
+                    .width(84.0)
                     .selected_text(shape_name(shape))
                     .show_ui(ui, |ui| {
                         for s in SHAPES {
@@ -38,11 +39,24 @@ pub fn bands_table(ui: &mut egui::Ui, params: &FerroParams, setter: &ParamSetter
                     })
                     .response;
                 name_combo(&combo, bp.shape.name(), shape_name(shape));
-                param_slider(ui, setter, &bp.freq_hz, 110.0);
-                param_slider(ui, setter, &bp.gain_db, 90.0);
-                param_slider(ui, setter, &bp.q, 70.0);
-                param_slider(ui, setter, &bp.slope_poles, 80.0);
+                param_slider(ui, setter, &bp.freq_hz, 100.0);
+                param_slider(ui, setter, &bp.gain_db, 80.0);
+                param_slider(ui, setter, &bp.q, 64.0);
+                param_slider(ui, setter, &bp.slope_poles, 74.0);
                 param_checkbox(ui, setter, &bp.linkwitz_riley);
+                let route = bp.route.value();
+                let combo = egui::ComboBox::from_id_salt(("route", i))
+                    .width(64.0)
+                    .selected_text(route.name())
+                    .show_ui(ui, |ui| {
+                        for r in RouteChoice::ALL {
+                            if ui.selectable_label(r == route, r.name()).clicked() {
+                                set_param(setter, &bp.route, r);
+                            }
+                        }
+                    })
+                    .response;
+                name_combo(&combo, bp.route.name(), route.name());
                 ui.end_row();
             }
         });
