@@ -131,3 +131,20 @@ fn factory_presets_design_at_the_common_rates() {
         }
     }
 }
+
+/// A band on one channel, mid or side cannot be said in a chain file (every stage acts
+/// on every channel): saving it is refused with the band named, not written wrongly.
+#[test]
+fn export_refuses_routed_bands_naming_them() {
+    for route in [Route::Left, Route::Right, Route::Mid, Route::Side] {
+        let mut b = bands();
+        b[9].route = route;
+        let err = preset::export(&b, &Chain::new(), 0.0, 48_000.0).expect_err("a routed band must not export");
+        assert!(err.contains("band 10"), "{err}");
+        assert!(err.contains("Stereo"), "the message says how to save it: {err}");
+    }
+    // A routed band that is not in use (disabled) does not matter.
+    let mut b = bands();
+    b[20].route = Route::Side;
+    assert!(preset::export(&b, &Chain::new(), 0.0, 48_000.0).is_ok());
+}
