@@ -197,9 +197,37 @@ fn not_this_format_or_a_newer_version() {
         assert!(e.to_string().starts_with("not a ferrofx-chain file: "), "{e}");
         assert!(e.to_string().contains(field), "{e}");
     }
-    let e = Chain::from_json(r#"{"format": "ferrofx-chain", "version": 2, "stages": [{"type": "future"}]}"#).unwrap_err();
-    assert_eq!(e, ChainError::NewerVersion { found: 2 });
-    assert!(e.to_string().contains("version 2 is newer"), "{e}");
+    let e = Chain::from_json(r#"{"format": "ferrofx-chain", "version": 3, "stages": [{"type": "future"}]}"#).unwrap_err();
+    assert_eq!(e, ChainError::NewerVersion { found: 3 });
+    assert!(e.to_string().contains("version 3 is newer"), "{e}");
+}
+
+/// Version 2 added the biquad's `matched`: a version 1 file may not use it (a version 1
+/// reader would refuse the file, so a file claiming version 1 must not need it), a
+/// version 2 file may, and a chain is written as the oldest version that says it all.
+#[test]
+fn matched_biquads_need_version_2_and_files_are_written_as_the_oldest_version() {
+    let bad = r#"{"type": "biquad", "kind": "peaking", "freq_hz": 1000, "q": 1, "gain_db": 3, "matched": true}"#;
+    assert_stage_error(bad, "biquad", "matched", &["version 2"]);
+    let v2 = format!(r#"{{"format": "ferrofx-chain", "version": 2, "stages": [{GOOD}, {bad}]}}"#);
+    let chain = Chain::from_json(&v2).expect("version 2 reads matched");
+    assert_eq!(chain.stages[1], Biquad::peaking(1000.0, 1.0, 3.0).matched());
+    let designed = chain.design(48_000.0).unwrap();
+    let cookbook = Chain { stages: vec![chain.stages[0].clone(), Biquad::peaking(1000.0, 1.0, 3.0)] }.design(48_000.0).unwrap();
+    assert_eq!(designed.sections(), cookbook.sections() + 1, "a matched biquad is two sections");
+    assert!(chain.to_json().contains("\"version\": 2"));
+    let wrong = r#"{"type": "biquad", "kind": "peaking", "freq_hz": 1000, "q": 1, "gain_db": 3, "matched": 1}"#;
+    let e = Chain::from_json(&format!(r#"{{"format": "ferrofx-chain", "version": 2, "stages": [{wrong}]}}"#)).unwrap_err();
+    assert_eq!(e.field(), Some("matched"), "{e}");
+    // Without matched stages: version 1, readable by every earlier build; version 2 files
+    // without them read the same as version 1.
+    let plain = Chain::from(Biquad::peaking(1000.0, 1.0, 3.0)) | Stage::gain(-1.0);
+    assert!(plain.to_json().contains("\"version\": 1"));
+    let v2_plain = plain.to_json().replace("\"version\": 1", "\"version\": 2");
+    assert_eq!(Chain::from_json(&v2_plain).unwrap(), plain);
+    // `matched: false` is allowed in version 2 and means the cookbook biquad.
+    let off = format!(r#"{{"format": "ferrofx-chain", "version": 2, "stages": [{}]}}"#, bad.replace("true", "false"));
+    assert_eq!(Chain::from_json(&off).unwrap().stages[0], Biquad::peaking(1000.0, 1.0, 3.0));
 }
 
 #[test]

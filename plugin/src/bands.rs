@@ -3,6 +3,7 @@
 //! can run on the audio thread, and an [`Equaliser`] that smooths parameter moves and
 //! re-designs at a sub-block rate.
 
+use ferrofx::design::matched::{biquad_matched, MATCHED_SECTIONS};
 use ferrofx::design::{butterworth_into, rbj, BiquadKind, Response, Sos};
 use ferrofx::dsp::simd::Isa;
 use ferrofx::dsp::sos::SosCascade;
@@ -15,6 +16,11 @@ pub const BANDS: usize = 24;
 pub const MAX_SECTIONS_PER_BAND: usize = 8;
 /// Samples between re-designs from the smoothed parameters.
 pub const REDESIGN_INTERVAL: usize = 32;
+/// While bands move, analog-matched bands are re-designed at most this often (samples)
+/// and glide over it; see [`Equaliser`]'s `redesign`.
+pub const MATCHED_INTERVAL: usize = 256;
+/// Analog-matched designs per re-design interval at most (about 0.1 ms each).
+pub const MATCHED_PER_STEP: usize = 1;
 /// Cross-fade time of a discrete change (enable, shape, slope, Butterworth/Linkwitz-
 /// Riley), rounded to whole re-design intervals.
 pub const SWITCH_FADE_MS: f64 = 10.0;
@@ -105,6 +111,9 @@ pub struct Band {
     pub slope: Slope,
     /// The channels it acts on.
     pub route: Route,
+    /// Analog-matched design (see [`Band::uses_matched`]) instead of the cookbook's
+    /// bilinear one; the plugin sets it for every band from its instance switch.
+    pub matched: bool,
 }
 
 impl Default for Band {
@@ -118,6 +127,7 @@ impl Default for Band {
             q: std::f64::consts::FRAC_1_SQRT_2,
             slope: Slope { db_per_oct: 24, linkwitz_riley: false },
             route: Route::Stereo,
+            matched: false,
         }
     }
 }
@@ -156,10 +166,21 @@ impl Band {
         }
     }
 
+    /// Whether the band is designed analog-matched: `matched` set and a shape that has a
+    /// matched design (bells, shelves, tilt, notch, band-pass). Cuts stay Butterworth
+    /// (the chain format's SciPy design) and the all-pass the cookbook's (its magnitude is
+    /// 1 either way).
+    pub fn uses_matched(&self) -> bool {
+        self.matched && matches!(self.shape, Shape::Peak | Shape::LowShelf | Shape::HighShelf | Shape::TiltShelf | Shape::Notch | Shape::BandPass)
+    }
+
     /// Sections this band designs to (0 when not active); fixed by shape and slope.
     pub fn section_count(&self) -> usize {
         if !self.active() {
             return 0;
+        }
+        if self.uses_matched() {
+            return if self.shape == Shape::TiltShelf { 4 } else { MATCHED_SECTIONS };
         }
         match self.shape {
             Shape::LowCut | Shape::HighCut => {
@@ -182,6 +203,25 @@ impl Band {
             return 0;
         }
         let (f, q, g) = (self.freq_hz, self.q, self.gain_db);
+        if self.uses_matched() {
+            let two = |out: &mut [Sos], kind, g| {
+                out[..MATCHED_SECTIONS].copy_from_slice(&biquad_matched(kind, f, q, g, fs));
+                MATCHED_SECTIONS
+            };
+            return match self.shape {
+                Shape::Peak => two(out, BiquadKind::Peaking, g),
+                Shape::LowShelf => two(out, BiquadKind::LowShelf, g),
+                Shape::HighShelf => two(out, BiquadKind::HighShelf, g),
+                Shape::Notch => two(out, BiquadKind::Notch, 0.0),
+                Shape::BandPass => two(out, BiquadKind::Bandpass, 0.0),
+                _ => {
+                    // Tilt: the two matched shelves.
+                    two(&mut out[..], BiquadKind::LowShelf, -g / 2.0);
+                    two(&mut out[MATCHED_SECTIONS..], BiquadKind::HighShelf, g / 2.0);
+                    2 * MATCHED_SECTIONS
+                }
+            };
+        }
         let one = |out: &mut [Sos; MAX_SECTIONS_PER_BAND], kind| {
             out[0] = rbj::biquad(kind, f, q, g, fs);
             1
@@ -284,6 +324,10 @@ pub struct Equaliser {
     svf_mode: bool,
     /// Scratch for hand-overs between the two forms.
     state_scratch: Vec<[f64; 2]>,
+    /// Samples since each band's last analog-matched design.
+    since_matched: [usize; BANDS],
+    /// Where the round robin of matched designs goes on.
+    matched_cursor: usize,
 }
 
 impl Equaliser {
@@ -322,6 +366,8 @@ impl Equaliser {
             svf: SvfCascade::new(BANDS, MAX_SECTIONS_PER_BAND, channels),
             svf_mode: false,
             state_scratch: Vec::with_capacity(capacity * channels),
+            since_matched: [MATCHED_INTERVAL; BANDS],
+            matched_cursor: 0,
         }
     }
 
@@ -341,7 +387,8 @@ impl Equaliser {
     /// the cuts), so that moving from one to the other is a glide, not a switch.
     fn same_layout(a: &Band, b: &Band) -> bool {
         let cut = matches!(a.shape, Shape::LowCut | Shape::HighCut);
-        a.active() == b.active() && (!a.active() || (a.shape == b.shape && (!cut || a.slope == b.slope)))
+        a.active() == b.active()
+            && (!a.active() || (a.shape == b.shape && (!cut || a.slope == b.slope) && a.uses_matched() == b.uses_matched()))
     }
 
     fn counts(&self) -> [usize; BANDS] {
@@ -350,10 +397,30 @@ impl Equaliser {
 
     /// Re-designs the dirty bands from their smoothed values into `designed` and
     /// `sections`.
-    fn redesign(&mut self) {
-        for (i, layout) in self.layout.iter().enumerate() {
+    ///
+    /// Analog-matched designs cost about a hundred times a cookbook one (a least-squares
+    /// fit), so while bands move at most [`MATCHED_PER_STEP`] of them are re-designed per
+    /// interval, each at most every [`MATCHED_INTERVAL`] samples, and glide over that
+    /// interval; the others stay dirty for a later interval. `budget: false` designs every
+    /// dirty band now (snaps and switches). Returns which bands were designed.
+    fn redesign(&mut self, budget: bool, force: &[bool; BANDS]) -> [bool; BANDS] {
+        let mut designed = [false; BANDS];
+        let mut matched_left = if budget { MATCHED_PER_STEP } else { usize::MAX };
+        // Round robin: start after the band designed last.
+        let start = self.matched_cursor;
+        for k in 0..BANDS {
+            let i = (start + k) % BANDS;
+            let layout = &self.layout[i];
             if !self.dirty[i] {
                 continue;
+            }
+            if layout.uses_matched() && layout.active() && !force[i] {
+                if matched_left == 0 || (budget && self.since_matched[i] < MATCHED_INTERVAL) {
+                    continue;
+                }
+                matched_left -= 1;
+                self.since_matched[i] = 0;
+                self.matched_cursor = (i + 1) % BANDS;
             }
             let s = &self.smoothing[i];
             let band = Band {
@@ -366,12 +433,14 @@ impl Equaliser {
             let (buf, n) = &mut self.designed[i];
             *n = band.design_into(self.fs, buf);
             self.dirty[i] = false;
+            designed[i] = true;
         }
         self.sections.clear();
         for (buf, n) in &self.designed {
             // Within capacity: at most MAX_SECTIONS_PER_BAND per band.
             self.sections.extend_from_slice(&buf[..*n]);
         }
+        designed
     }
 
     /// Advances smoothing by one re-design interval. While anything moves the sections
@@ -381,6 +450,9 @@ impl Equaliser {
         // Fades end on interval boundaries (their length is whole intervals).
         if self.svf_mode && self.svf.finish_fades() {
             self.svf.refresh();
+        }
+        for since in self.since_matched.iter_mut() {
+            *since = since.saturating_add(REDESIGN_INTERVAL);
         }
         let mut switched = [false; BANDS];
         for (i, ((l, t), s)) in self.layout.iter_mut().zip(&self.targets).zip(self.smoothing.iter_mut()).enumerate() {
@@ -407,8 +479,7 @@ impl Equaliser {
             }
             // Bands only re-design when they move (settled bands keep their sections,
             // and a band still fading from a switch goes on fading).
-            let moving = self.dirty;
-            self.redesign();
+            let moving = self.redesign(true, &switched);
             self.redesigns += 1;
             for (i, (buf, n)) in self.designed.iter().enumerate() {
                 if !moving[i] {
@@ -418,7 +489,8 @@ impl Equaliser {
                 if switched[i] {
                     self.svf.switch_band(i, sections, self.switch_fade_samples);
                 } else {
-                    self.svf.glide_band(i, sections, REDESIGN_INTERVAL);
+                    let glide = if self.layout[i].uses_matched() { MATCHED_INTERVAL } else { REDESIGN_INTERVAL };
+                    self.svf.glide_band(i, sections, glide);
                 }
             }
             self.svf.refresh();
@@ -444,7 +516,7 @@ impl Equaliser {
             s.log2_q = Smoothed::new(t.q.log2());
         }
         self.dirty = [true; BANDS];
-        self.redesign();
+        self.redesign(false, &[true; BANDS]);
         self.svf_mode = false;
         let _ = self.cascade.set_sections(&self.sections);
         self.since_redesign = 0;

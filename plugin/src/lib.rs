@@ -136,6 +136,12 @@ impl Plugin for FerroFx {
                 })
                 .collect();
             state.fields = defaults.serialize_fields();
+            return;
+        }
+        // Sessions saved before the analog-matched switch existed ran cookbook bands:
+        // they keep doing so (new instances start with it on).
+        if !state.params.contains_key("matched") {
+            state.params.insert("matched".to_string(), ParamValue::Bool(false));
         }
     }
 

@@ -19,6 +19,13 @@ pub struct FerroParams {
     #[id = "out_gain"]
     pub output_gain_db: FloatParam,
 
+    /// Analog-matched bands (bells, shelves, tilt, notch, band-pass follow their analog
+    /// prototype up to Nyquist) instead of the cookbook's bilinear ones. On for new
+    /// instances; sessions saved before it existed load with it off (see `lib.rs`), so
+    /// they sound as they did.
+    #[id = "matched"]
+    pub matched: BoolParam,
+
     /// Output gain that keeps loudness constant as the bands change (see `autogain.rs`).
     #[id = "auto_gain"]
     pub auto_gain: EnumParam<AutoGainChoice>,
@@ -342,6 +349,8 @@ impl BandParams {
                 linkwitz_riley: self.linkwitz_riley.value(),
             },
             route: self.route.value().route(),
+            // The instance's switch; see `FerroParams::bands`.
+            matched: false,
         }
     }
 }
@@ -354,6 +363,7 @@ impl Default for FerroParams {
                 .with_unit(" dB")
                 .with_step_size(0.01)
                 .with_smoother(SmoothingStyle::Linear(20.0)),
+            matched: BoolParam::new("Analog-Matched Bands", true),
             auto_gain: EnumParam::new("Auto Gain", AutoGainChoice::Off),
             delta: BoolParam::new("Delta Listen", false),
             bypass: BoolParam::new("Bypass", false)
@@ -370,8 +380,9 @@ impl Default for FerroParams {
 }
 
 impl FerroParams {
-    /// Every band's settings.
+    /// Every band's settings (with the instance's analog-matched switch).
     pub fn bands(&self) -> [Band; BANDS] {
-        std::array::from_fn(|i| self.bands[i].band())
+        let matched = self.matched.value();
+        std::array::from_fn(|i| Band { matched, ..self.bands[i].band() })
     }
 }

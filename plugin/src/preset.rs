@@ -46,6 +46,7 @@ pub fn band_stages(index: usize, band: &Band) -> Vec<Stage> {
     stages
         .into_iter()
         .map(|s| {
+            let s = if band.uses_matched() { s.matched() } else { s };
             let s = s.labelled(band_label(index));
             if band.bypassed {
                 s.disabled()
@@ -99,6 +100,9 @@ pub struct Imported {
     pub stages: Chain,
     /// The output gain, if the file sets it.
     pub output_gain_db: Option<f64>,
+    /// The analog-matched switch the bands ask for: on when any band stage of the file
+    /// is matched, off when band stages are all cookbook ones, `None` without bands.
+    pub matched: Option<bool>,
 }
 
 fn band_index(label: Option<&str>) -> Option<usize> {
@@ -110,7 +114,7 @@ fn band_index(label: Option<&str>) -> Option<usize> {
 fn stage_band(stage: &Stage) -> Option<Band> {
     let mut band = Band { enabled: true, ..Band::default() };
     match &stage.kind {
-        StageKind::Biquad { kind, freq_hz, q, gain_db } => {
+        StageKind::Biquad { kind, freq_hz, q, gain_db, .. } => {
             band.freq_hz = *freq_hz;
             band.q = *q;
             band.gain_db = gain_db.unwrap_or(0.0);
@@ -157,10 +161,10 @@ pub fn import(chain: &Chain) -> Imported {
         let index = band_index(stage.label.as_deref());
         let taken = index.filter(|n| out.bands.iter().all(|(m, _)| m != n)).and_then(|n| {
             // A tilt shelf is a low shelf and a high shelf of opposite gains, same label.
-            if let (Some(next), StageKind::Biquad { kind: BiquadKind::LowShelf, freq_hz, q, gain_db: Some(g) }) =
+            if let (Some(next), StageKind::Biquad { kind: BiquadKind::LowShelf, freq_hz, q, gain_db: Some(g), .. }) =
                 (stages.get(i + 1), &stage.kind)
             {
-                if let StageKind::Biquad { kind: BiquadKind::HighShelf, freq_hz: f2, q: q2, gain_db: Some(g2) } = &next.kind {
+                if let StageKind::Biquad { kind: BiquadKind::HighShelf, freq_hz: f2, q: q2, gain_db: Some(g2), .. } = &next.kind {
                     if next.label == stage.label && next.enabled == stage.enabled && f2 == freq_hz && q2 == q && *g2 == -*g {
                         let band = Band {
                             enabled: true,
@@ -179,6 +183,8 @@ pub fn import(chain: &Chain) -> Imported {
         });
         match taken {
             Some((n, band, used)) => {
+                let matched = matches!(stage.kind, StageKind::Biquad { matched: true, .. });
+                out.matched = Some(out.matched.unwrap_or(false) || matched);
                 out.bands.push((n, band));
                 i += used;
             }

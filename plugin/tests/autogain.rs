@@ -84,6 +84,7 @@ fn random_band(rng: &mut Rng, routes: &[Route]) -> Band {
         q: 0.3 * 60f64.powf(rng.uniform(0.0, 1.0)),
         slope: Slope { db_per_oct: 6 * (1 + rng.below(8) as u32), linkwitz_riley: rng.below(2) == 0 },
         route: routes[rng.below(routes.len() as u64) as usize],
+        matched: rng.below(2) == 0,
     }
 }
 

@@ -334,8 +334,13 @@ fn settings_bands() -> [ferrofx_plugin::bands::Band; ferrofx_plugin::bands::BAND
     b
 }
 
+/// Parameter events for `settings`. The expected outputs of these tests are cookbook
+/// chains, so the analog-matched switch (on by default) goes off first unless a test sets
+/// it itself.
 fn events(plugin: &Plugin, at: usize, settings: &[(String, Plain)]) -> Vec<(usize, ClapId, f64)> {
-    settings.iter().map(|(name, v)| (at, plugin.id(name).0, clap_value(*v))).collect()
+    let switch = "Analog-Matched Bands";
+    let off = (!settings.iter().any(|(n, _)| n == switch)).then(|| (at, plugin.id(switch).0, 0.0));
+    off.into_iter().chain(settings.iter().map(|(name, v)| (at, plugin.id(name).0, clap_value(*v)))).collect()
 }
 
 fn engine_output(chain: &Chain, fs: f64, input: &[Vec<f32>]) -> Vec<Vec<f32>> {
@@ -441,6 +446,36 @@ fn routed_bands_act_on_their_channels() {
     let (el, er) = (max_abs_diff(&out[0][lead..], &want_l), max_abs_diff(&out[1][lead..], &want_r));
     println!("left and mid bands through CLAP vs per-channel core engines: {el:e}, {er:e}");
     assert!(el <= 3e-5 && er <= 3e-5, "routed bands: left {el:e}, right {er:e}");
+}
+
+/// Analog-matched bands (the default) through CLAP: the bells, shelves, tilt and notch
+/// equal the core chain's matched biquads (format version 2), the cuts stay Butterworth.
+#[test]
+fn analog_matched_bands_equal_the_core_matched_chain() {
+    let Some(entry) = entry() else { return };
+    let (mut settings, chain) = settings();
+    settings.push(("Analog-Matched Bands".to_string(), Plain::Discrete(1.0)));
+    let matched = Chain { stages: chain.stages.iter().map(|s| s.clone().matched()).collect() };
+    // The file says so: version 2, and it reads back as written.
+    let text = matched.to_json();
+    assert!(text.contains("\"version\": 2") && text.contains("\"matched\": true"));
+    assert_eq!(Chain::from_json(&text).unwrap(), matched);
+    for fs in [44_100.0, 96_000.0] {
+        let signal = stereo_noise((0.25 * fs) as usize, 94);
+        let mut plugin = Plugin::new(entry);
+        let evs = events(&plugin, 0, &settings);
+        let (out, _) = plugin.run(fs, 512, &with_lead_in(fs, &signal), &evs, |_, _, _| {});
+        let lead = settle_frames(fs);
+        let want = engine_output(&matched, fs, &signal);
+        let cookbook = engine_output(&chain, fs, &signal);
+        for c in 0..2 {
+            let err = max_abs_diff(&out[c][lead..], &want[c]);
+            let differs = max_abs_diff(&want[c], &cookbook[c]);
+            println!("fs {fs} channel {c}: matched plugin vs core matched chain {err:e} (matched vs cookbook {differs:e})");
+            assert!(err <= 2e-5, "fs {fs} channel {c}: {err:e}");
+            assert!(differs > 1e-3, "the matched chain should differ from the cookbook one");
+        }
+    }
 }
 
 /// Delta listen through CLAP: the output is what the bands and chain changed (processed
@@ -630,6 +665,34 @@ fn state_round_trip_with_chain_stages() {
         let err = max_abs_diff(o, e);
         assert!(err <= 2e-5, "bands + chain stages: max error {err:e}");
     }
+}
+
+/// A session saved before the analog-matched switch existed (no `matched` in its
+/// parameters) loads with the switch off: its bands sound as they did (cookbook), while a
+/// new instance starts with it on.
+#[test]
+fn sessions_from_before_the_matched_switch_keep_cookbook_bands() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let (mut settings, chain) = settings();
+    settings.push(("Analog-Matched Bands".to_string(), Plain::Discrete(1.0)));
+    let mut a = Plugin::new(entry);
+    let evs = events(&a, 0, &settings);
+    a.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
+    let mut state = state_json(&a.save());
+    assert_eq!(state["params"]["matched"], serde_json::json!({"bool": true}), "saved with the switch on");
+    state["params"].as_object_mut().unwrap().remove("matched");
+    let mut b = Plugin::new(entry);
+    assert!(b.load(&state_bytes(&state)));
+    let signal = stereo_noise(24_000, 6);
+    let (out, _) = b.run(fs, 512, &with_lead_in(fs, &signal), &[], |_, _, _| {});
+    let expected = engine_output(&chain, fs, &signal);
+    let lead = settle_frames(fs);
+    for (o, e) in out.iter().zip(&expected) {
+        let err = max_abs_diff(&o[lead..], e);
+        assert!(err <= 2e-5, "an old session must keep its cookbook bands: {err:e}");
+    }
+    assert_eq!(state_json(&b.save())["params"]["matched"], serde_json::json!({"bool": false}));
 }
 
 #[test]

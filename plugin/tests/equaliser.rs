@@ -11,7 +11,7 @@ fn noise(n: usize, seed: u64) -> Vec<f32> {
 }
 
 fn band(shape: Shape, freq_hz: f64, gain_db: f64, q: f64, db: u32, lr: bool) -> Band {
-    Band { enabled: true, bypassed: false, shape, freq_hz, gain_db, q, slope: Slope { db_per_oct: db, linkwitz_riley: lr }, route: Route::Stereo }
+    Band { enabled: true, bypassed: false, shape, freq_hz, gain_db, q, slope: Slope { db_per_oct: db, linkwitz_riley: lr }, route: Route::Stereo, matched: false }
 }
 
 #[test]
@@ -125,6 +125,7 @@ fn automation_torture_stays_finite_bounded_and_step_limited() {
                     q: if jump { 0.1 + next(180) as f64 / 10.0 } else { 0.7 + 5.0 * t },
                     slope: Slope { db_per_oct: 6 * (1 + next(16) as u32), linkwitz_riley: next(2) == 0 },
                     route: Route::Stereo,
+                    matched: next(2) == 0,
                 };
                 eq.set_band(i, b);
             }
@@ -263,4 +264,81 @@ fn discrete_switches_cross_fade_the_band_in_place() {
             err / peak
         );
     }
+}
+
+/// Analog-matched bands (the plugin's default), once settled, run exactly the core chain's
+/// matched biquads (format version 2); cuts and the all-pass stay as they were.
+#[test]
+fn settled_matched_bands_equal_the_core_matched_chain() {
+    let fs = 44_100.0;
+    let m = |b: Band| Band { matched: true, ..b };
+    let bands = [
+        m(band(Shape::LowCut, 40.0, 0.0, 0.7, 24, false)),
+        m(band(Shape::Peak, 12_000.0, -6.0, 1.4, 12, false)),
+        m(band(Shape::HighShelf, 9000.0, 3.0, 0.7, 12, false)),
+        m(band(Shape::TiltShelf, 700.0, 4.0, 0.6, 12, false)),
+        m(band(Shape::Notch, 16_000.0, 0.0, 8.0, 12, false)),
+        m(band(Shape::BandPass, 300.0, 0.0, 0.3, 12, false)),
+        m(band(Shape::AllPass, 2000.0, 0.0, 0.7, 12, false)),
+    ];
+    let chain: Chain = Butterworth::highpass(40.0, 4)
+        | Biquad::peaking(12_000.0, 1.4, -6.0).matched()
+        | Biquad::high_shelf(9000.0, 0.7, 3.0).matched()
+        | Biquad::low_shelf(700.0, 0.6, -2.0).matched()
+        | Biquad::high_shelf(700.0, 0.6, 2.0).matched()
+        | Biquad::notch(16_000.0, 8.0).matched()
+        | Biquad::bandpass(300.0, 0.3).matched()
+        | Biquad::allpass(2000.0, 0.7);
+    let mut eq = Equaliser::new(fs, 2, 512);
+    for (i, b) in bands.iter().enumerate() {
+        eq.set_band(i, *b);
+    }
+    eq.snap();
+    assert_eq!(eq.sections().len(), chain.design(fs).unwrap().sections(), "section counts");
+    let frames = 512 * 100;
+    let x: Vec<Vec<f32>> = (0..2).map(|c| noise(frames, c + 11)).collect();
+    let mut y = x.clone();
+    for start in (0..frames).step_by(512) {
+        let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[start..start + 512]).collect();
+        eq.process(&mut s);
+    }
+    let mut want = x.clone();
+    let mut engine = Engine::new(&chain.design(fs).unwrap(), 2, frames);
+    let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
+    engine.process(&mut s);
+    for c in 0..2 {
+        let err = y[c].iter().zip(&want[c]).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(err <= 1e-5, "channel {c}: {err:e} from the core matched chain");
+    }
+}
+
+/// While matched bands move their designs are spread out (one per re-design interval at
+/// most); all 24 moving at once still reach their targets exactly once the moves end.
+#[test]
+fn moving_matched_bands_settle_exactly_to_their_targets() {
+    let fs = 48_000.0;
+    let mut eq = Equaliser::new(fs, 1, 64);
+    let start: Vec<Band> = (0..BANDS).map(|i| Band { matched: true, ..band(Shape::Peak, 100.0 * (1.0 + i as f64), 3.0, 1.0, 12, false) }).collect();
+    for (i, b) in start.iter().enumerate() {
+        eq.set_band(i, *b);
+    }
+    eq.snap();
+    // All 24 bands move at once.
+    let end: Vec<Band> = start.iter().map(|b| Band { freq_hz: b.freq_hz * 1.5, gain_db: -3.0, ..*b }).collect();
+    for (i, b) in end.iter().enumerate() {
+        eq.set_band(i, *b);
+    }
+    let mut x = noise(48_000, 3);
+    let before = std::time::Instant::now();
+    for chunk in x.chunks_mut(64) {
+        eq.process(&mut [chunk]);
+    }
+    println!("one second of 24 moving matched bands: {:?} (debug build)", before.elapsed());
+    assert!(!eq.moving(), "the bands did not settle within a second");
+    let mut fresh = Equaliser::new(fs, 1, 64);
+    for (i, b) in end.iter().enumerate() {
+        fresh.set_band(i, *b);
+    }
+    fresh.snap();
+    assert_eq!(eq.sections(), fresh.sections(), "settled sections differ from a fresh design of the targets");
 }

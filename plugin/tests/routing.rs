@@ -25,6 +25,7 @@ fn band(shape: Shape, freq_hz: f64, gain_db: f64, q: f64, route: Route) -> Band 
         q,
         slope: Slope { db_per_oct: 24, linkwitz_riley: false },
         route,
+        matched: false,
     }
 }
 
@@ -284,6 +285,7 @@ fn random_routes_and_settings_stay_finite_and_bounded() {
                 q: 0.3 + (rng.next_u64() % 50) as f64 / 10.0,
                 slope: Slope { db_per_oct: 6 * (1 + (rng.next_u64() % 8) as u32), linkwitz_riley: rng.next_u64() % 2 == 0 },
                 route: Route::ALL[(rng.next_u64() % 5) as usize],
+                matched: rng.next_u64() % 2 == 0,
             };
             eq.set_band(i, b);
         }

@@ -73,7 +73,7 @@ class Chain:
     def from_stages(stages: Iterable[dict | "Stage"]) -> "Chain":
         """A chain from stage dicts in the chain format (or Stage objects)."""
         plain = [s.spec if isinstance(s, Stage) else dict(s) for s in stages]
-        return Chain.from_json(json.dumps({"format": "ferrofx-chain", "version": 1, "stages": plain}))
+        return Chain.from_json(json.dumps({"format": "ferrofx-chain", "version": _version(plain), "stages": plain}))
 
     def to_json(self) -> str:
         return self._core.to_json()
@@ -193,7 +193,7 @@ class Stage:
         return Chain.from_stages([self]) | other
 
     def to_json(self) -> str:
-        return json.dumps({"format": "ferrofx-chain", "version": 1, "stages": [self.spec]})
+        return json.dumps({"format": "ferrofx-chain", "version": _version([self.spec]), "stages": [self.spec]})
 
     def chain(self) -> Chain:
         return Chain.from_stages([self])
@@ -268,47 +268,56 @@ class LinkwitzRiley:
         return _iir("linkwitz_riley", "highpass", order, cutoff_hz)
 
 
+def _version(specs: list) -> int:
+    """The oldest chain-format version that says these stages (2 for matched biquads)."""
+    return 2 if any(s.get("matched") for s in specs) else 1
+
+
 class Biquad:
-    """Audio EQ Cookbook biquads."""
+    """Audio EQ Cookbook biquads. `matched=True`: the analog-matched design of the same
+    shape (two sections following the analog prototype's magnitude up to Nyquist; chain
+    format version 2)."""
 
     @staticmethod
-    def _make(kind: str, freq_hz: float, q: float, gain_db: float | None = None) -> Stage:
+    def _make(kind: str, freq_hz: float, q: float, gain_db: float | None = None, matched: bool = False) -> Stage:
         spec = {"type": "biquad", "kind": kind, "freq_hz": freq_hz, "q": q}
         if gain_db is not None:
             spec["gain_db"] = gain_db
+        if matched:
+            spec["matched"] = True
         return Stage(spec)
 
     @staticmethod
-    def lowpass(freq_hz: float, q: float) -> Stage:
-        return Biquad._make("lowpass", freq_hz, q)
+    def lowpass(freq_hz: float, q: float, matched: bool = False) -> Stage:
+        return Biquad._make("lowpass", freq_hz, q, matched=matched)
 
     @staticmethod
-    def highpass(freq_hz: float, q: float) -> Stage:
-        return Biquad._make("highpass", freq_hz, q)
+    def highpass(freq_hz: float, q: float, matched: bool = False) -> Stage:
+        return Biquad._make("highpass", freq_hz, q, matched=matched)
 
     @staticmethod
-    def bandpass(freq_hz: float, q: float) -> Stage:
-        return Biquad._make("bandpass", freq_hz, q)
+    def bandpass(freq_hz: float, q: float, matched: bool = False) -> Stage:
+        return Biquad._make("bandpass", freq_hz, q, matched=matched)
 
     @staticmethod
-    def notch(freq_hz: float, q: float) -> Stage:
-        return Biquad._make("notch", freq_hz, q)
+    def notch(freq_hz: float, q: float, matched: bool = False) -> Stage:
+        return Biquad._make("notch", freq_hz, q, matched=matched)
 
     @staticmethod
-    def allpass(freq_hz: float, q: float) -> Stage:
-        return Biquad._make("allpass", freq_hz, q)
+    def allpass(freq_hz: float, q: float, matched: bool = False) -> Stage:
+        return Biquad._make("allpass", freq_hz, q, matched=matched)
 
     @staticmethod
-    def peaking(freq_hz: float, q: float, gain_db: float) -> Stage:
-        return Biquad._make("peaking", freq_hz, q, gain_db)
+    def peaking(freq_hz: float, q: float, gain_db: float, matched: bool = False) -> Stage:
+        return Biquad._make("peaking", freq_hz, q, gain_db, matched=matched)
 
     @staticmethod
-    def low_shelf(freq_hz: float, q: float, gain_db: float) -> Stage:
-        return Biquad._make("low_shelf", freq_hz, q, gain_db)
+    def low_shelf(freq_hz: float, q: float, gain_db: float, matched: bool = False) -> Stage:
+        return Biquad._make("low_shelf", freq_hz, q, gain_db, matched=matched)
 
     @staticmethod
-    def high_shelf(freq_hz: float, q: float, gain_db: float) -> Stage:
-        return Biquad._make("high_shelf", freq_hz, q, gain_db)
+    def high_shelf(freq_hz: float, q: float, gain_db: float, matched: bool = False) -> Stage:
+        return Biquad._make("high_shelf", freq_hz, q, gain_db, matched=matched)
 
 
 class Fir:

@@ -72,7 +72,7 @@ impl Biquad {
     /// Any shape; `gain_db` only for peaking and shelves.
     #[allow(clippy::new_ret_no_self)] // a constructor of `Stage`s, like the others here
     pub fn new(kind: BiquadKind, freq_hz: f64, q: f64, gain_db: Option<f64>) -> Stage {
-        Stage::new(StageKind::Biquad { kind, freq_hz, q, gain_db })
+        Stage::new(StageKind::Biquad { kind, freq_hz, q, gain_db, matched: false })
     }
     pub fn lowpass(freq_hz: f64, q: f64) -> Stage {
         Biquad::new(BiquadKind::Lowpass, freq_hz, q, None)

@@ -192,6 +192,9 @@ struct BiquadWire {
     q: f64,
     #[serde(default)]
     gain_db: Option<f64>,
+    /// Version 2.
+    #[serde(default)]
+    matched: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -257,7 +260,7 @@ fn iir(family: IirFamily, w: PlainIirWire) -> StageKind {
     StageKind::Iir { family, response: w.response.into(), order: w.order.0 as usize, cutoff: w.cutoff_hz.0 }
 }
 
-fn parse_stage(index: usize, value: Value) -> Result<Stage, ChainError> {
+fn parse_stage(index: usize, value: Value, version: u64) -> Result<Stage, ChainError> {
     let Value::Object(mut map) = value else {
         return Err(stage_error(index, "?", "", "is not a JSON object".into()));
     };
@@ -301,7 +304,15 @@ fn parse_stage(index: usize, value: Value) -> Result<Stage, ChainError> {
         }
         "biquad" => {
             let w: BiquadWire = fields(index, t, map)?;
-            StageKind::Biquad { kind: w.kind.into(), freq_hz: w.freq_hz, q: w.q, gain_db: w.gain_db }
+            if w.matched.is_some() && version < 2 {
+                return Err(stage_error(
+                    index,
+                    t,
+                    "matched",
+                    format!("`matched` needs version 2 of the chain format (this file says version {version})"),
+                ));
+            }
+            StageKind::Biquad { kind: w.kind.into(), freq_hz: w.freq_hz, q: w.q, gain_db: w.gain_db, matched: w.matched.unwrap_or(false) }
         }
         "fir" if map.contains_key("coefficients") => {
             let w: FirGivenWire = fields(index, t, map)?;
@@ -481,15 +492,15 @@ pub(super) fn parse(text: &str) -> Result<Chain, ChainError> {
         Some(other) => return Err(not_a_chain("format", format!("is {other}, expected \"{FORMAT_NAME}\""))),
         None => return Err(not_a_chain("format", "is missing")),
     }
-    match top.remove("version") {
+    let version = match top.remove("version") {
         Some(Value::Number(n)) => match n.as_u64().or_else(|| n.as_f64().filter(|v| v.fract() == 0.0 && *v >= 0.0).map(|v| v as u64)) {
-            Some(v) if v == FORMAT_VERSION => {}
+            Some(v) if (1..=FORMAT_VERSION).contains(&v) => v,
             Some(v) if v > FORMAT_VERSION => return Err(ChainError::NewerVersion { found: v }),
             _ => return Err(not_a_chain("version", format!("{n} is not a version of this format"))),
         },
         Some(other) => return Err(not_a_chain("version", format!("must be an integer, found {other}"))),
         None => return Err(not_a_chain("version", "is missing")),
-    }
+    };
     let stages = match top.remove("stages") {
         Some(Value::Array(stages)) => stages,
         Some(other) => return Err(not_a_chain("stages", format!("must be a list, found {other}"))),
@@ -501,7 +512,7 @@ pub(super) fn parse(text: &str) -> Result<Chain, ChainError> {
     if stages.len() > MAX_STAGES {
         return Err(ChainError::Limit { what: format!("the chain has {} stages, more than {MAX_STAGES}", stages.len()) });
     }
-    let stages = stages.into_iter().enumerate().map(|(i, v)| parse_stage(i, v)).collect::<Result<_, _>>()?;
+    let stages = stages.into_iter().enumerate().map(|(i, v)| parse_stage(i, v, version)).collect::<Result<_, _>>()?;
     Ok(Chain { stages })
 }
 
@@ -539,12 +550,15 @@ fn stage_value(stage: &Stage) -> Value {
             m.insert("order".into(), json!(order));
             m.insert("cutoff_hz".into(), json!(cutoff_hz));
         }
-        StageKind::Biquad { kind, freq_hz, q, gain_db } => {
+        StageKind::Biquad { kind, freq_hz, q, gain_db, matched } => {
             m.insert("kind".into(), json!(kind.name()));
             m.insert("freq_hz".into(), json!(freq_hz));
             m.insert("q".into(), json!(q));
             if let Some(g) = gain_db {
                 m.insert("gain_db".into(), json!(g));
+            }
+            if *matched {
+                m.insert("matched".into(), json!(true));
             }
         }
         StageKind::FirDesign { response, taps, cutoff, window } => {
@@ -577,9 +591,11 @@ fn stage_value(stage: &Stage) -> Value {
 
 /// Writes a chain file (pretty-printed).
 pub(super) fn to_string(chain: &Chain) -> String {
+    // The oldest version that says everything in the chain: version 1 readers read it.
+    let matched = chain.stages.iter().any(|s| matches!(s.kind, StageKind::Biquad { matched: true, .. }));
     let value = json!({
         "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
+        "version": if matched { 2 } else { 1 },
         "stages": chain.stages.iter().map(stage_value).collect::<Vec<_>>(),
     });
     // Serialising a `Value` cannot fail.

@@ -31,8 +31,10 @@ use num_complex::Complex64;
 
 /// The `format` value of a chain file.
 pub const FORMAT_NAME: &str = "ferrofx-chain";
-/// The newest chain format version this build reads and writes.
-pub const FORMAT_VERSION: u64 = 1;
+/// The newest chain format version this build reads and writes. Version 2 added the
+/// biquad's `matched` field; a file is written as version 1 unless it uses it, so older
+/// readers still read every file that does not.
+pub const FORMAT_VERSION: u64 = 2;
 /// Highest IIR order the chain format accepts.
 pub const MAX_IIR_ORDER: usize = 24;
 /// Largest designed FIR the chain format accepts.
@@ -89,7 +91,9 @@ pub enum StageKind {
     /// `linkwitz_riley`: the Butterworth of `order / 2` twice.
     LinkwitzRiley { response: Response, order: usize, cutoff_hz: f64 },
     /// `biquad`: an Audio-EQ-Cookbook shape. `gain_db` is for peaking and shelves only.
-    Biquad { kind: BiquadKind, freq_hz: f64, q: f64, gain_db: Option<f64> },
+    /// `matched` (format version 2): the analog-matched design of the same shape
+    /// ([`crate::design::matched`]), two sections.
+    Biquad { kind: BiquadKind, freq_hz: f64, q: f64, gain_db: Option<f64>, matched: bool },
     /// `fir` designed by `firwin`.
     FirDesign { response: Response, taps: usize, cutoff: Cutoff, window: Window },
     /// `fir` with given coefficients.
@@ -127,6 +131,15 @@ impl Stage {
     /// The same stage with `enabled: false`.
     pub fn disabled(mut self) -> Stage {
         self.enabled = false;
+        self
+    }
+
+    /// The same stage, analog-matched if it is a biquad (see
+    /// [`crate::design::matched`]); other stages are returned unchanged.
+    pub fn matched(mut self) -> Stage {
+        if let StageKind::Biquad { matched, .. } = &mut self.kind {
+            *matched = true;
+        }
         self
     }
 

@@ -170,7 +170,7 @@ fn design_stage(check: &Check, kind: &StageKind) -> Result<Designed, ChainError>
             let f = check.frequency("cutoff_hz", *cutoff_hz)?;
             Designed::Sos(check.designed("order", design::linkwitz_riley_sos(*response, order, f, fs))?)
         }
-        StageKind::Biquad { kind, freq_hz, q, gain_db } => {
+        StageKind::Biquad { kind, freq_hz, q, gain_db, matched } => {
             let f = check.frequency("freq_hz", *freq_hz)?;
             let q = check.positive("q", *q)?;
             let gain = match (kind.uses_gain(), gain_db) {
@@ -186,7 +186,12 @@ fn design_stage(check: &Check, kind: &StageKind) -> Result<Designed, ChainError>
                 }
                 (false, None) => 0.0,
             };
-            Designed::Sos(check.designed("q", vec![design::rbj::biquad(*kind, f, q, gain, fs)])?)
+            let sections = if *matched {
+                design::matched::biquad_matched(*kind, f, q, gain, fs).to_vec()
+            } else {
+                vec![design::rbj::biquad(*kind, f, q, gain, fs)]
+            };
+            Designed::Sos(check.designed("q", sections)?)
         }
         StageKind::FirDesign { response, taps, cutoff, window } => {
             if !(1..=MAX_DESIGNED_TAPS).contains(taps) {

@@ -14,6 +14,7 @@
 pub mod analog;
 pub mod elliptic_fn;
 pub mod fir;
+pub mod matched;
 pub mod rbj;
 pub mod transform;
 

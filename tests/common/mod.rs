@@ -77,7 +77,7 @@ impl Case {
                     other => BiquadKind::from_name(other).unwrap_or_else(|| panic!("{}: shape {other}", self.id)),
                 };
                 let gain_db = kind.uses_gain().then(|| f("gain_db"));
-                Stage::new(StageKind::Biquad { kind, freq_hz: f("f0_hz"), q: f("q"), gain_db })
+                Stage::new(StageKind::Biquad { kind, freq_hz: f("f0_hz"), q: f("q"), gain_db, matched: false })
             }
             "fir" => {
                 let window = match s["window"].as_str().unwrap() {

@@ -93,12 +93,12 @@ def noise(channels, frames, seed):
 
 def test_lists_every_parameter(plugin):
     names = list(plugin.parameters.keys())
-    assert len(names) == 24 * 9 + 6
+    assert len(names) == 24 * 9 + 7
     for n in range(1, 25):
         for what in ("on", "bypass", "shape", "frequency_hz", "gain_db", "q", "slope", "linkwitz_riley", "channels"):
             assert f"band_{n}_{what}" in names
     assert plugin.parameters["auto_gain"].valid_values == ["Off", "Pink", "K-weighted"]
-    for name in ("output_gain_db", "bypass", "backend", "gpu_min_block_frames", "auto_gain", "delta_listen"):
+    for name in ("output_gain_db", "bypass", "backend", "gpu_min_block_frames", "auto_gain", "delta_listen", "analog_matched_bands"):
         assert name in names
     assert plugin.parameters["band_3_shape"].valid_values == [
         "Peak", "Low shelf", "High shelf", "Low cut", "High cut", "Notch", "Band pass", "All pass", "Tilt shelf"]
@@ -107,7 +107,9 @@ def test_lists_every_parameter(plugin):
 
 
 def configure(p):
-    """Sets a few bands and the output gain; returns the equivalent chain file."""
+    """Sets a few bands and the output gain; returns the equivalent chain file (cookbook
+    bands: the analog-matched switch, on by default, goes off)."""
+    p.analog_matched_bands = False
     p.band_1_on = True
     p.band_1_shape = "Low cut"
     p.band_1_frequency_hz = 80.0
@@ -189,6 +191,23 @@ def test_a_bypassed_band_stops_acting(plugin):
     y = plugin(np.concatenate([lead, x], axis=1), FS)
     err = np.max(np.abs(y[:, FS:] - render_core(chain, x)))
     print(f"band 6 bypassed: max difference from the core engine without it {err:.3e}")
+    assert err <= 2e-5
+
+
+def test_analog_matched_bands_equal_a_version_2_chain_file(plugin):
+    # The default switch on: bells, shelves and tilt are the core's matched biquads, which
+    # the renderer reads from a version 2 chain file with "matched": true.
+    chain = configure(plugin)
+    plugin.analog_matched_bands = True
+    chain["version"] = 2
+    for s in chain["stages"]:
+        if s["type"] == "biquad":
+            s["matched"] = True
+    x = noise(2, FS, 8)
+    lead = np.zeros((2, FS), dtype=np.float32)
+    y = plugin(np.concatenate([lead, x], axis=1), FS)[:, FS:]
+    err = np.max(np.abs(y - render_core(chain, x)))
+    print(f"analog-matched bands vs the core render of a version 2 file: {err:.3e}")
     assert err <= 2e-5
 
 

@@ -232,6 +232,8 @@ impl Nodes {
             q: std::f64::consts::FRAC_1_SQRT_2,
             slope: Slope { db_per_oct: 24, linkwitz_riley: false },
             route: crate::bands::Route::Stereo,
+            // The instance's switch, not a band setting (set_band leaves it alone).
+            matched: params.matched.value(),
         };
         set_band(setter, &params.bands[i], &band);
         self.select_only(i);

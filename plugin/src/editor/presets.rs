@@ -176,6 +176,11 @@ pub fn apply(chain: &Chain, params: &FerroParams, setter: &ParamSetter, fs: f64)
         set_band(setter, bp, &band);
     }
     set_param(setter, &params.output_gain_db, imported.output_gain_db.unwrap_or(0.0) as f32);
+    if let Some(matched) = imported.matched {
+        if params.matched.value() != matched {
+            set_param(setter, &params.matched, matched);
+        }
+    }
     params.chain.install(imported.stages);
     Ok(())
 }

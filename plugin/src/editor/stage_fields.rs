@@ -40,6 +40,7 @@ pub const ADDABLE: [(&str, Maker); 10] = [
         freq_hz: 1000.0,
         q: 0.707,
         gain_db: Some(0.0),
+        matched: false,
     }),
     ("FIR (designed)", || StageKind::FirDesign {
         response: Response::Lowpass,
@@ -133,6 +134,7 @@ pub fn fields(
             freq_hz,
             q,
             gain_db,
+            matched,
         } => {
             f.biquad_kind(kind, gain_db);
             f.frequency("Frequency (Hz)", "freq_hz", freq_hz);
@@ -140,6 +142,7 @@ pub fn fields(
             if let Some(g) = gain_db {
                 f.number("Gain (dB)", "gain_db", g, 0.1);
             }
+            f.flag("Analog-matched", "matched", matched);
         }
         StageKind::FirDesign {
             response,
@@ -184,6 +187,13 @@ impl Fields<'_, '_> {
     fn number<T: egui::emath::Numeric>(&mut self, label: &str, field: &str, v: &mut T, speed: f64) {
         let l = self.ui.label(label);
         let r = self.ui.add(DragValue::new(v).speed(speed).max_decimals(6)).labelled_by(l.id).on_hover_text(field);
+        self.changed |= r.changed();
+        self.error_for(field);
+    }
+
+    /// A yes/no field as a checkbox with its label (also its accessible name).
+    fn flag(&mut self, label: &str, field: &str, v: &mut bool) {
+        let r = self.ui.checkbox(v, label).on_hover_text(field);
         self.changed |= r.changed();
         self.error_for(field);
     }

@@ -62,6 +62,14 @@ pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter
             let db = f32::from_bits(t.auto_gain_db_bits.load(Ordering::Relaxed));
             ui.label(format!("{db:+.1} dB"));
         }
+        let matched = params.matched.value();
+        if ui
+            .selectable_label(matched, "Analog-matched")
+            .on_hover_text("Bells, shelves, tilt, notch and band-pass follow their analog prototype up to Nyquist (off: the cookbook's bilinear designs)")
+            .clicked()
+        {
+            set_param(setter, &params.matched, !matched);
+        }
         let delta = params.delta.value();
         if ui.selectable_label(delta, "Delta").on_hover_text("Listen to what the bands and chain change (output minus input)").clicked() {
             set_param(setter, &params.delta, !delta);
