@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use nice_plug::prelude::*;
 
-use crate::bands::BANDS;
+use crate::bands::{Band, BANDS};
 use crate::autogain::{AutoGain, Weighting};
 use crate::routing::RoutedEqualiser;
 use crate::chain_slot::{AudioConfig, AudioSide};
@@ -45,6 +45,8 @@ pub struct AudioState {
     solo: Option<crate::solo::Solo>,
     /// Loudness-keeping output gain.
     autogain: Option<AutoGain>,
+    /// Linear phase: the bands' FIR (see `linear.rs`).
+    linear: Option<crate::linear::LinearAudio>,
     /// Delta listen: 1.0 = the difference only, 0.0 = the normal output (cross-faded
     /// like bypass).
     delta_mix: f32,
@@ -66,6 +68,7 @@ impl AudioState {
             taps,
             solo: None,
             autogain: None,
+            linear: None,
             delta_mix: 0.0,
         }
     }
@@ -74,11 +77,18 @@ impl AudioState {
     /// only): the equaliser at the current bands, the chain stages, the GPU path's stream
     /// and dry delay when `gpu_policy` is given, the bypass state. `latency` is what the
     /// host was told.
-    pub fn activate(&mut self, params: &FerroParams, config: AudioConfig, gpu_policy: Option<Policy>, latency: u32) {
+    pub fn activate(
+        &mut self,
+        params: &FerroParams,
+        config: AudioConfig,
+        gpu_policy: Option<Policy>,
+        linear: Option<crate::linear::LinearAudio>,
+        latency: u32,
+    ) {
         let (fs, channels, max_block) = (config.sample_rate_hz, config.channels, config.max_block_frames);
         let mut eq = RoutedEqualiser::new(f64::from(fs), channels, max_block);
         for (i, band) in params.bands().iter().enumerate() {
-            eq.set_band(i, *band);
+            eq.set_band(i, iir_band(band, linear.is_some(), channels == 2));
         }
         eq.snap();
         self.eq = Some(eq);
@@ -94,7 +104,9 @@ impl AudioState {
         self.dry = vec![vec![0.0; max_block]; channels];
         self.solo = Some(crate::solo::Solo::new(channels, fs));
         self.realtime = gpu_policy.map(|p| RealtimeOffload::new(channels, max_block, f64::from(fs), p));
-        self.dry_delay = gpu_policy.map(|_| DelayLine::new(channels, max_block));
+        // The dry signal (bypass, delta, solo) is delayed like the processed one.
+        self.dry_delay = (latency > 0).then(|| DelayLine::new(channels, latency as usize));
+        self.linear = linear;
         self.wet_step = 1.0 / (BYPASS_FADE_MS * 1e-3 * fs).max(1.0);
         self.wet_mix = if params.bypass.value() { 0.0 } else { 1.0 };
         self.reported_latency = latency;
@@ -102,11 +114,15 @@ impl AudioState {
 
     /// The host's reset: the equaliser snaps to the current bands, filters are cleared.
     pub fn reset(&mut self, params: &FerroParams) {
+        let (linear, stereo) = (self.linear.is_some(), self.config.is_some_and(|c| c.channels == 2));
         if let Some(eq) = self.eq.as_mut() {
             for (i, band) in params.bands().iter().enumerate() {
-                eq.set_band(i, *band);
+                eq.set_band(i, iir_band(band, linear, stereo));
             }
             eq.snap();
+        }
+        if let Some(l) = self.linear.as_mut() {
+            l.reset();
         }
         if let Some(ag) = self.autogain.as_mut() {
             let weighting = params.auto_gain.value().weighting();
@@ -171,9 +187,10 @@ impl AudioState {
         let changed = (wanted != self.reported_latency).then_some(wanted);
         self.reported_latency = wanted;
         let bands = params.bands();
+        let (linear, stereo) = (self.linear.is_some(), config.channels == 2);
         if let Some(eq) = self.eq.as_mut() {
             for (i, band) in bands.iter().enumerate() {
-                eq.set_band(i, *band);
+                eq.set_band(i, iir_band(band, linear, stereo));
             }
         }
         if let (Some(ag), Some(w)) = (self.autogain.as_mut(), params.auto_gain.value().weighting()) {
@@ -205,6 +222,16 @@ impl AudioState {
         if let Some(rt) = self.realtime.as_ref() {
             telemetry.gpu.publish(rt, self.side.offload().map(|o| &*o));
         }
+    }
+}
+
+/// What the IIR equaliser runs of `band`: in linear phase the FIR carries the bands on
+/// every channel, so they are off here.
+fn iir_band(band: &Band, linear: bool, stereo: bool) -> Band {
+    if linear && crate::linear::in_fir(band, stereo) {
+        Band { enabled: false, ..*band }
+    } else {
+        *band
     }
 }
 
@@ -263,6 +290,12 @@ impl AudioState {
     /// path should run (a GPU or Auto backend, host blocks of at least the GPU minimum,
     /// chain stages to offload, and no failed search for an adapter), else 0.
     pub fn wanted_latency(&self, params: &FerroParams, max_block: usize, has_stages: bool) -> u32 {
+        let linear = params.phase.value().taps().map_or(0, |t| (t / 2) as u32);
+        self.wanted_gpu_latency(params, max_block, has_stages) + linear
+    }
+
+    /// The GPU path's share of [`AudioState::wanted_latency`].
+    pub fn wanted_gpu_latency(&self, params: &FerroParams, max_block: usize, has_stages: bool) -> u32 {
         let wants = params.backend.value().policy().is_some()
             && max_block >= params.gpu_min_block.value().max(1) as usize
             && has_stages
@@ -314,6 +347,9 @@ impl AudioState {
         }
         if let Some(eq) = self.eq.as_mut() {
             eq.process(refs);
+        }
+        if let Some(linear) = self.linear.as_mut() {
+            linear.process(refs);
         }
         // On the GPU path the stream delays (and, with an offload, filters) the signal; a
         // chain the offload does not take runs on the CPU engine after the delay, so the

@@ -26,6 +26,7 @@ pub mod chain_slot;
 pub mod editor;
 pub mod gpu;
 pub mod ir;
+pub mod linear;
 pub mod params;
 pub mod preset;
 pub mod routing;
@@ -49,6 +50,8 @@ pub struct FerroFx {
     params: Arc<FerroParams>,
     telemetry: Arc<Telemetry>,
     audio: AudioState,
+    /// The linear-phase designer thread while linear phase is on (see `linear.rs`).
+    designer: Option<linear::Designer>,
 }
 
 impl Default for FerroFx {
@@ -56,7 +59,7 @@ impl Default for FerroFx {
         let params = Arc::new(FerroParams::default());
         let side = params.chain.take_audio_side().expect("a new parameter set has its audio side");
         let (telemetry, taps) = Telemetry::connected();
-        FerroFx { params, telemetry: Arc::new(telemetry), audio: AudioState::new(side, taps) }
+        FerroFx { params, telemetry: Arc::new(telemetry), audio: AudioState::new(side, taps), designer: None }
     }
 }
 
@@ -178,8 +181,17 @@ impl Plugin for FerroFx {
             }
             self.audio.gpu_found = Some(found.is_ok());
         }
-        let latency = self.audio.wanted_latency(&self.params, max_block, has_stages);
-        let offload = latency > 0;
+        let gpu_latency = self.audio.wanted_gpu_latency(&self.params, max_block, has_stages);
+        let offload = gpu_latency > 0;
+        // Linear phase: the first FIR designed here, the designer thread follows the bands.
+        self.designer = None;
+        let linear = self.params.phase.value().taps().map(|taps| {
+            let setup = linear::Setup { fs: f64::from(fs), taps, channels, max_block };
+            let (designer, audio) = linear::Designer::start(self.params.clone(), setup);
+            self.designer = Some(designer);
+            audio
+        });
+        let latency = gpu_latency + linear.as_ref().map_or(0, |l| l.latency() as u32);
         if !offload {
             let text = match policy {
                 None => String::from("CPU backend"),
@@ -192,7 +204,7 @@ impl Plugin for FerroFx {
             self.params.chain.set_gpu_status(text);
         }
         let config = AudioConfig { sample_rate_hz: fs, channels, max_block_frames: max_block, offload };
-        self.audio.activate(&self.params, config, policy.filter(|_| offload), latency);
+        self.audio.activate(&self.params, config, policy.filter(|_| offload), linear, latency);
         context.set_latency_samples(latency);
         let t = &self.telemetry;
         t.sample_rate_bits.store(fs.to_bits(), Ordering::Relaxed);
@@ -209,6 +221,7 @@ impl Plugin for FerroFx {
 
     fn deactivate(&mut self) {
         self.audio.deactivate(&self.params);
+        self.designer = None;
     }
 
     fn process(

@@ -26,6 +26,12 @@ pub struct FerroParams {
     #[id = "matched"]
     pub matched: BoolParam,
 
+    /// Natural phase (the bands as IIR filters, no latency) or linear phase (the bands'
+    /// magnitude as one FIR of 4,096, 16,384 or 65,536 taps, half of it as latency; see
+    /// `linear.rs`). A change of latency asks the host to restart the plugin.
+    #[id = "phase"]
+    pub phase: EnumParam<PhaseChoice>,
+
     /// Output gain that keeps loudness constant as the bands change (see `autogain.rs`).
     #[id = "auto_gain"]
     pub auto_gain: EnumParam<AutoGainChoice>,
@@ -192,6 +198,45 @@ impl ShapeChoice {
             Shape::BandPass => ShapeChoice::BandPass,
             Shape::AllPass => ShapeChoice::AllPass,
             Shape::TiltShelf => ShapeChoice::TiltShelf,
+        }
+    }
+}
+
+/// Phase mode (IDs stable).
+#[derive(Enum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhaseChoice {
+    #[id = "natural"]
+    Natural,
+    #[id = "linear_4096"]
+    #[name = "Linear 4096"]
+    Linear4096,
+    #[id = "linear_16384"]
+    #[name = "Linear 16384"]
+    Linear16384,
+    #[id = "linear_65536"]
+    #[name = "Linear 65536"]
+    Linear65536,
+}
+
+impl PhaseChoice {
+    pub const ALL: [PhaseChoice; 4] = [PhaseChoice::Natural, PhaseChoice::Linear4096, PhaseChoice::Linear16384, PhaseChoice::Linear65536];
+
+    /// The FIR length, or `None` for natural phase.
+    pub fn taps(self) -> Option<usize> {
+        match self {
+            PhaseChoice::Natural => None,
+            PhaseChoice::Linear4096 => Some(4096),
+            PhaseChoice::Linear16384 => Some(16_384),
+            PhaseChoice::Linear65536 => Some(65_536),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PhaseChoice::Natural => "Natural",
+            PhaseChoice::Linear4096 => "Linear 4096",
+            PhaseChoice::Linear16384 => "Linear 16384",
+            PhaseChoice::Linear65536 => "Linear 65536",
         }
     }
 }
@@ -364,6 +409,7 @@ impl Default for FerroParams {
                 .with_step_size(0.01)
                 .with_smoother(SmoothingStyle::Linear(20.0)),
             matched: BoolParam::new("Analog-Matched Bands", true),
+            phase: EnumParam::new("Phase", PhaseChoice::Natural),
             auto_gain: EnumParam::new("Auto Gain", AutoGainChoice::Off),
             delta: BoolParam::new("Delta Listen", false),
             bypass: BoolParam::new("Bypass", false)

@@ -478,6 +478,44 @@ fn analog_matched_bands_equal_the_core_matched_chain() {
     }
 }
 
+/// Linear phase (4,096 taps) through CLAP, chosen before activation: the reported
+/// latency is 2,048 samples, the impulse response is the bands' linear-phase FIR at the
+/// output gain, symmetric about the reported latency.
+#[test]
+fn linear_phase_reports_its_latency_and_its_impulse_is_symmetric_about_it() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let (mut settings, _) = settings();
+    settings.push(("Phase".to_string(), Plain::Discrete(1.0)));
+    let mut a = Plugin::new(entry);
+    let evs = events(&a, 0, &settings);
+    a.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
+    let state = a.save();
+    let mut b = Plugin::new(entry);
+    assert!(b.load(&state));
+    let t0 = 1000;
+    let frames = t0 + 4096 + 512;
+    let mut input = vec![vec![0.0f32; frames]; 2];
+    input[0][t0] = 1.0;
+    input[1][t0] = 1.0;
+    let (out, _) = b.run(fs, 256, &input, &[], |_, _, _| {});
+    let latency = b.latency() as usize;
+    assert_eq!(latency, 2048, "half the FIR length");
+    let taps = ferrofx_plugin::linear::design(&settings_bands(), fs, 4096, true);
+    let g = 10f64.powf(-3.0 / 20.0);
+    for c in 0..2 {
+        let y = &out[c];
+        assert!(y[..t0].iter().all(|&v| v == 0.0), "nothing before the impulse");
+        let err = (0..4096).map(|k| (f64::from(y[t0 + k]) - g * taps[k]).abs()).fold(0.0, f64::max);
+        assert!(err <= 1e-6, "channel {c}: impulse response vs the designed FIR: {err:e}");
+        let centre = t0 + latency;
+        let asym = (1..2048).map(|j| (y[centre + j] - y[centre - j]).abs()).fold(0.0f32, f32::max);
+        assert!(asym <= 1e-6, "channel {c}: not symmetric about the reported latency: {asym:e}");
+        let peak = (t0..frames).max_by(|&i, &j| y[i].abs().total_cmp(&y[j].abs())).unwrap();
+        assert_eq!(peak, centre, "channel {c}: the peak sits at the reported latency");
+    }
+}
+
 /// Delta listen through CLAP: the output is what the bands and chain changed (processed
 /// minus input, at the output gain), and silence bit for bit when nothing acts.
 #[test]

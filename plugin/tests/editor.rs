@@ -637,7 +637,7 @@ fn audio_rig() -> (Rig, AudioState, Arc<Telemetry>) {
     let side = params.chain.take_audio_side().unwrap();
     let mut audio = AudioState::new(side, taps);
     let config = AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false };
-    audio.activate(&params, config, None, 0);
+    audio.activate(&params, config, None, None, 0);
     (rig_with(params, telemetry.clone()), audio, telemetry)
 }
 
@@ -1035,7 +1035,7 @@ fn rendered_snapshots_of_four_states() {
         let telemetry = Arc::new(telemetry);
         let side = params.chain.take_audio_side().unwrap();
         let mut audio = AudioState::new(side, taps);
-        audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, 0);
+        audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, None, 0);
         (rig_rendered(params, telemetry.clone(), true), audio, telemetry)
     };
     apply(&Chain::from_json(FACTORY[0].1).unwrap(), &r.params, &r.gui.param_setter(), 48_000.0).unwrap();
@@ -1080,7 +1080,7 @@ fn plain_audio() -> (Arc<FerroParams>, AudioState, Telemetry) {
     let params = Arc::new(FerroParams::default());
     let (telemetry, taps) = Telemetry::connected();
     let mut audio = AudioState::new(params.chain.take_audio_side().unwrap(), taps);
-    audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, 0);
+    audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, None, 0);
     (params, audio, telemetry)
 }
 

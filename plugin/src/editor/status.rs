@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use nice_plug::prelude::*;
 use nice_plug_egui::widgets::ParamSlider;
 
-use crate::params::{AutoGainChoice, BackendChoice, FerroParams};
+use crate::params::{AutoGainChoice, BackendChoice, FerroParams, PhaseChoice};
 use crate::telemetry::Telemetry;
 
 use super::edits::set_param;
@@ -62,6 +62,20 @@ pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter
             let db = f32::from_bits(t.auto_gain_db_bits.load(Ordering::Relaxed));
             ui.label(format!("{db:+.1} dB"));
         }
+        let label = ui.label("Phase");
+        let phase = params.phase.value();
+        egui::ComboBox::from_id_salt("phase")
+            .selected_text(phase.name())
+            .show_ui(ui, |ui| {
+                for choice in PhaseChoice::ALL {
+                    if ui.selectable_label(phase == choice, choice.name()).clicked() {
+                        set_param(setter, &params.phase, choice);
+                    }
+                }
+            })
+            .response
+            .on_hover_text("Linear: the bands on every channel as one linear-phase FIR (half its length in latency; the host restarts the plugin to apply it)")
+            .labelled_by(label.id);
         let matched = params.matched.value();
         if ui
             .selectable_label(matched, "Analog-matched")
