@@ -1008,6 +1008,19 @@ fn rendered_snapshots_of_four_states() {
     r.harness.run();
     shots.push(("mastering-6-band", r));
 
+    // 2b. The same curve with a band on the side and one on the left, auto gain and
+    // linear phase chosen (the status row shows them; routed bands carry their letter).
+    let mut r = rig_rendered(Arc::new(FerroParams::default()), Arc::new(Telemetry::default()), true);
+    let setter = r.gui.param_setter();
+    apply(&Chain::from_json(FACTORY[0].1).unwrap(), &r.params, &setter, 48_000.0).unwrap();
+    let enabled: Vec<usize> = (0..24).filter(|&i| r.params.bands[i].enabled.value()).collect();
+    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[1]].route, ferrofx_plugin::params::RouteChoice::Side);
+    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[2]].route, ferrofx_plugin::params::RouteChoice::Left);
+    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.auto_gain, ferrofx_plugin::params::AutoGainChoice::Pink);
+    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.phase, ferrofx_plugin::params::PhaseChoice::Linear16384);
+    r.harness.run();
+    shots.push(("mastering-routed", r));
+
     // 3. Chain stages: an elliptic band limit and an impulse response, group delay shown.
     let dir = std::env::temp_dir().join(format!("ferrofx-snap-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
