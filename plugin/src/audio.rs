@@ -45,6 +45,8 @@ pub struct AudioState {
     solo: Option<crate::solo::Solo>,
     /// Loudness-keeping output gain.
     autogain: Option<AutoGain>,
+    /// Dynamic EQ detectors (see `dynamics.rs`).
+    dynamics: Option<crate::dynamics::Dynamics>,
     /// Linear phase: the bands' FIR (see `linear.rs`).
     linear: Option<crate::linear::LinearAudio>,
     /// Delta listen: 1.0 = the difference only, 0.0 = the normal output (cross-faded
@@ -68,6 +70,7 @@ impl AudioState {
             taps,
             solo: None,
             autogain: None,
+            dynamics: None,
             linear: None,
             delta_mix: 0.0,
         }
@@ -97,6 +100,7 @@ impl AudioState {
         autogain.update_all(&params.bands(), weighting.unwrap_or(Weighting::Pink));
         autogain.snap(weighting.is_some());
         self.autogain = Some(autogain);
+        self.dynamics = Some(crate::dynamics::Dynamics::new(f64::from(fs), channels));
         self.delta_mix = if params.delta.value() { 1.0 } else { 0.0 };
         params.chain.unconfigure(&mut self.side);
         self.side.current = Some(params.chain.configure(config));
@@ -269,6 +273,9 @@ impl DelayLine {
 
 impl AudioState {
     fn reset_filters(&mut self) {
+        if let Some(d) = self.dynamics.as_mut() {
+            d.reset();
+        }
         if let Some(solo) = self.solo.as_mut() {
             solo.reset();
         }
@@ -346,7 +353,33 @@ impl AudioState {
             self.taps.spectrum.pre(refs, frames);
         }
         if let Some(eq) = self.eq.as_mut() {
-            eq.process(refs);
+            let dynamic = params.bands.iter().any(|b| b.dyn_on.value() && b.enabled.value())
+                || self.dynamics.as_ref().is_some_and(|d| d.any_change());
+            match self.dynamics.as_mut() {
+                Some(dynamics) if dynamic => {
+                    // Dynamic bands: the detectors see each piece of input before the
+                    // equaliser does, and the gain changes reach it every re-design
+                    // interval.
+                    let bands = params.bands();
+                    let settings = params.dynamics();
+                    let mut done = 0;
+                    while done < frames {
+                        let n = (frames - done).min(crate::bands::REDESIGN_INTERVAL);
+                        let mut piece: [&mut [f32]; MAX] = std::array::from_fn(|_| &mut [][..]);
+                        for (p, r) in piece.iter_mut().zip(refs.iter_mut()) {
+                            *p = &mut r[done..done + n];
+                        }
+                        let piece = &mut piece[..used];
+                        dynamics.process(piece, &bands, &settings);
+                        for i in 0..BANDS {
+                            eq.set_dynamic_gain(i, dynamics.delta_db(i));
+                        }
+                        eq.process(piece);
+                        done += n;
+                    }
+                }
+                _ => eq.process(refs),
+            }
         }
         if let Some(linear) = self.linear.as_mut() {
             linear.process(refs);

@@ -114,6 +114,9 @@ pub struct Band {
     /// Analog-matched design (see [`Band::uses_matched`]) instead of the cookbook's
     /// bilinear one; the plugin sets it for every band from its instance switch.
     pub matched: bool,
+    /// The gain follows the band's dynamics (`dynamics.rs`): such a band is designed
+    /// cookbook and stays out of the linear-phase FIR.
+    pub dynamic: bool,
 }
 
 impl Default for Band {
@@ -128,6 +131,7 @@ impl Default for Band {
             slope: Slope { db_per_oct: 24, linkwitz_riley: false },
             route: Route::Stereo,
             matched: false,
+            dynamic: false,
         }
     }
 }
@@ -171,7 +175,7 @@ impl Band {
     /// (the chain format's SciPy design) and the all-pass the cookbook's (its magnitude is
     /// 1 either way).
     pub fn uses_matched(&self) -> bool {
-        self.matched && matches!(self.shape, Shape::Peak | Shape::LowShelf | Shape::HighShelf | Shape::TiltShelf | Shape::Notch | Shape::BandPass)
+        self.matched && !self.dynamic && matches!(self.shape, Shape::Peak | Shape::LowShelf | Shape::HighShelf | Shape::TiltShelf | Shape::Notch | Shape::BandPass)
     }
 
     /// Sections this band designs to (0 when not active); fixed by shape and slope.
@@ -328,6 +332,9 @@ pub struct Equaliser {
     since_matched: [usize; BANDS],
     /// Where the round robin of matched designs goes on.
     matched_cursor: usize,
+    /// Dynamic EQ: each band's gain change now (dB) and the one its design has.
+    dyn_delta_db: [f64; BANDS],
+    dyn_designed_db: [f64; BANDS],
 }
 
 impl Equaliser {
@@ -368,6 +375,8 @@ impl Equaliser {
             state_scratch: Vec::with_capacity(capacity * channels),
             since_matched: [MATCHED_INTERVAL; BANDS],
             matched_cursor: 0,
+            dyn_delta_db: [0.0; BANDS],
+            dyn_designed_db: [0.0; BANDS],
         }
     }
 
@@ -375,6 +384,15 @@ impl Equaliser {
     pub fn set_band(&mut self, index: usize, band: Band) {
         if let Some(t) = self.targets.get_mut(index) {
             *t = band.clamped(self.fs);
+        }
+    }
+
+    /// Dynamic EQ: band `index`'s gain moves by `delta_db` on top of its set gain, from the
+    /// next re-design interval on, through the same glide as automation (no smoothing of
+    /// its own: the dynamics have their ballistics).
+    pub fn set_dynamic_gain(&mut self, index: usize, delta_db: f64) {
+        if let Some(d) = self.dyn_delta_db.get_mut(index) {
+            *d = if delta_db.is_finite() { delta_db } else { 0.0 };
         }
     }
 
@@ -423,9 +441,10 @@ impl Equaliser {
                 self.matched_cursor = (i + 1) % BANDS;
             }
             let s = &self.smoothing[i];
+            self.dyn_designed_db[i] = self.dyn_delta_db[i];
             let band = Band {
                 freq_hz: s.log2_freq.value.exp2(),
-                gain_db: s.gain_db.value,
+                gain_db: s.gain_db.value + self.dyn_delta_db[i],
                 q: s.log2_q.value.exp2(),
                 ..*layout
             }
@@ -469,7 +488,8 @@ impl Equaliser {
             let moved = s.log2_freq.advance(self.smoothing_step)
                 | s.gain_db.advance(self.smoothing_step)
                 | s.log2_q.advance(self.smoothing_step);
-            self.dirty[i] |= moved;
+            let dynamic = (self.dyn_delta_db[i] - self.dyn_designed_db[i]).abs() > 1e-4;
+            self.dirty[i] |= moved || dynamic;
         }
         if self.dirty.iter().any(|&d| d) {
             if !self.svf_mode {

@@ -23,6 +23,7 @@ pub mod audio;
 pub mod autogain;
 pub mod bands;
 pub mod chain_slot;
+pub mod dynamics;
 pub mod editor;
 pub mod gpu;
 pub mod ir;

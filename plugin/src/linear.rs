@@ -38,9 +38,10 @@ pub const CROSSFADE_MS: f64 = 20.0;
 pub const POLL_MS: u64 = 10;
 
 /// Whether band `b` is part of the linear-phase FIR on a layout (`stereo`: two channels,
-/// where routed bands stay minimum-phase).
+/// where routed bands stay minimum-phase). Dynamic bands stay minimum-phase too (their
+/// gain moves every 32 samples).
 pub fn in_fir(b: &Band, stereo: bool) -> bool {
-    b.active() && (!stereo || b.route == Route::Stereo)
+    b.active() && !b.dynamic && (!stereo || b.route == Route::Stereo)
 }
 
 /// The linear-phase FIR of `bands`' magnitude at `fs`, `n` taps (`n` even, at least 16):

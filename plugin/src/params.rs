@@ -90,6 +90,20 @@ pub struct BandParams {
     /// The channels the band acts on (stereo layouts; see `routing.rs`).
     #[id = "route"]
     pub route: EnumParam<RouteChoice>,
+    /// Dynamic EQ (see `dynamics.rs`): the band's gain follows its detector.
+    #[id = "dyn"]
+    pub dyn_on: BoolParam,
+    #[id = "thr"]
+    pub dyn_threshold_db: FloatParam,
+    /// Above 1: down above the threshold (compression); below 1: up (upward expansion).
+    #[id = "ratio"]
+    pub dyn_ratio: FloatParam,
+    #[id = "att"]
+    pub dyn_attack_ms: FloatParam,
+    #[id = "rel"]
+    pub dyn_release_ms: FloatParam,
+    #[id = "range"]
+    pub dyn_range_db: FloatParam,
 }
 
 /// Band routing as the host sees it (IDs stable).
@@ -321,6 +335,22 @@ pub mod ranges {
     pub fn output_gain_db() -> FloatRange {
         FloatRange::Linear { min: -36.0, max: 24.0 }
     }
+    /// Dynamic EQ threshold (detector level, dB; a full-scale sine is 0 dB).
+    pub fn threshold_db() -> FloatRange {
+        FloatRange::Linear { min: -60.0, max: 0.0 }
+    }
+    pub fn ratio() -> FloatRange {
+        FloatRange::Skewed { min: 0.25, max: 10.0, factor: FloatRange::skew_factor(-1.5) }
+    }
+    pub fn attack_ms() -> FloatRange {
+        FloatRange::Skewed { min: 0.5, max: 200.0, factor: FloatRange::skew_factor(-2.0) }
+    }
+    pub fn release_ms() -> FloatRange {
+        FloatRange::Skewed { min: 5.0, max: 2000.0, factor: FloatRange::skew_factor(-2.0) }
+    }
+    pub fn range_db() -> FloatRange {
+        FloatRange::Linear { min: 0.0, max: 24.0 }
+    }
     pub fn gpu_min_block() -> IntRange {
         IntRange::Linear { min: 64, max: 16384 }
     }
@@ -377,6 +407,12 @@ impl BandParams {
             linkwitz_riley: BoolParam::new(format!("Band {n} Linkwitz-Riley"), false),
             bypassed: BoolParam::new(format!("Band {n} Bypass"), false),
             route: EnumParam::new(format!("Band {n} Channels"), RouteChoice::Stereo),
+            dyn_on: BoolParam::new(format!("Band {n} Dynamic"), false),
+            dyn_threshold_db: FloatParam::new(format!("Band {n} Threshold"), -20.0, ranges::threshold_db()).with_unit(" dB").with_step_size(0.1),
+            dyn_ratio: FloatParam::new(format!("Band {n} Ratio"), 2.0, ranges::ratio()).with_value_to_string(formatters::v2s_f32_rounded(2)),
+            dyn_attack_ms: FloatParam::new(format!("Band {n} Attack"), 10.0, ranges::attack_ms()).with_unit(" ms").with_value_to_string(formatters::v2s_f32_rounded(1)),
+            dyn_release_ms: FloatParam::new(format!("Band {n} Release"), 150.0, ranges::release_ms()).with_unit(" ms").with_value_to_string(formatters::v2s_f32_rounded(0)),
+            dyn_range_db: FloatParam::new(format!("Band {n} Range"), 6.0, ranges::range_db()).with_unit(" dB").with_step_size(0.1),
         }
     }
 
@@ -396,6 +432,19 @@ impl BandParams {
             route: self.route.value().route(),
             // The instance's switch; see `FerroParams::bands`.
             matched: false,
+            dynamic: self.dyn_on.value(),
+        }
+    }
+
+    /// The band's dynamic settings.
+    pub fn dynamics(&self) -> crate::dynamics::DynamicSettings {
+        crate::dynamics::DynamicSettings {
+            on: self.dyn_on.value(),
+            threshold_db: f64::from(self.dyn_threshold_db.value()),
+            ratio: f64::from(self.dyn_ratio.value()),
+            attack_ms: f64::from(self.dyn_attack_ms.value()),
+            release_ms: f64::from(self.dyn_release_ms.value()),
+            range_db: f64::from(self.dyn_range_db.value()),
         }
     }
 }
@@ -426,6 +475,11 @@ impl Default for FerroParams {
 }
 
 impl FerroParams {
+    /// Every band's dynamic settings.
+    pub fn dynamics(&self) -> [crate::dynamics::DynamicSettings; BANDS] {
+        std::array::from_fn(|i| self.bands[i].dynamics())
+    }
+
     /// Every band's settings (with the instance's analog-matched switch).
     pub fn bands(&self) -> [Band; BANDS] {
         let matched = self.matched.value();

@@ -83,6 +83,15 @@ impl RoutedEqualiser {
         }
     }
 
+    /// Dynamic EQ: band `index`'s gain change now, applied in the equaliser of its route.
+    pub fn set_dynamic_gain(&mut self, index: usize, delta_db: f64) {
+        let Some(band) = self.targets.get(index).copied() else { return };
+        let to = slot(band.route, self.channels == 2);
+        for (route, eq) in self.each() {
+            eq.set_dynamic_gain(index, if route == to { delta_db } else { 0.0 });
+        }
+    }
+
     /// Current targets (as set).
     pub fn bands(&self) -> &[Band; BANDS] {
         &self.targets

@@ -85,6 +85,7 @@ fn random_band(rng: &mut Rng, routes: &[Route]) -> Band {
         slope: Slope { db_per_oct: 6 * (1 + rng.below(8) as u32), linkwitz_riley: rng.below(2) == 0 },
         route: routes[rng.below(routes.len() as u64) as usize],
         matched: rng.below(2) == 0,
+        dynamic: false,
     }
 }
 

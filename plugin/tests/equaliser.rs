@@ -11,7 +11,7 @@ fn noise(n: usize, seed: u64) -> Vec<f32> {
 }
 
 fn band(shape: Shape, freq_hz: f64, gain_db: f64, q: f64, db: u32, lr: bool) -> Band {
-    Band { enabled: true, bypassed: false, shape, freq_hz, gain_db, q, slope: Slope { db_per_oct: db, linkwitz_riley: lr }, route: Route::Stereo, matched: false }
+    Band { enabled: true, bypassed: false, shape, freq_hz, gain_db, q, slope: Slope { db_per_oct: db, linkwitz_riley: lr }, route: Route::Stereo, matched: false, dynamic: false }
 }
 
 #[test]
@@ -126,6 +126,7 @@ fn automation_torture_stays_finite_bounded_and_step_limited() {
                     slope: Slope { db_per_oct: 6 * (1 + next(16) as u32), linkwitz_riley: next(2) == 0 },
                     route: Route::Stereo,
                     matched: next(2) == 0,
+                    dynamic: false,
                 };
                 eq.set_band(i, b);
             }

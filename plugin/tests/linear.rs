@@ -33,6 +33,7 @@ fn random_bands(seed: u64) -> [Band; BANDS] {
             slope: Slope { db_per_oct: 6 * (1 + next(8) as u32), linkwitz_riley: next(2) == 0 },
             route: Route::Stereo,
             matched: next(2) == 0,
+            dynamic: false,
         };
     }
     bands

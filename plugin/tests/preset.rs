@@ -17,6 +17,7 @@ fn bands() -> [Band; BANDS] {
         slope: Slope { db_per_oct: db, linkwitz_riley: lr },
         route: Route::Stereo,
         matched: false,
+        dynamic: false,
     };
     b[0] = set(Shape::LowCut, 40.0, 0.0, 0.7, 36, false);
     b[2] = set(Shape::Peak, 250.0, -3.5, 2.0, 24, false);

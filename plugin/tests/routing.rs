@@ -26,6 +26,7 @@ fn band(shape: Shape, freq_hz: f64, gain_db: f64, q: f64, route: Route) -> Band 
         slope: Slope { db_per_oct: 24, linkwitz_riley: false },
         route,
         matched: false,
+        dynamic: false,
     }
 }
 
@@ -286,6 +287,7 @@ fn random_routes_and_settings_stay_finite_and_bounded() {
                 slope: Slope { db_per_oct: 6 * (1 + (rng.next_u64() % 8) as u32), linkwitz_riley: rng.next_u64() % 2 == 0 },
                 route: Route::ALL[(rng.next_u64() % 5) as usize],
                 matched: rng.next_u64() % 2 == 0,
+                dynamic: false,
             };
             eq.set_band(i, b);
         }

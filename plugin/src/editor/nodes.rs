@@ -234,6 +234,7 @@ impl Nodes {
             route: crate::bands::Route::Stereo,
             // The instance's switch, not a band setting (set_band leaves it alone).
             matched: params.matched.value(),
+            dynamic: false,
         };
         set_band(setter, &params.bands[i], &band);
         self.select_only(i);
