@@ -1008,8 +1008,8 @@ fn rendered_snapshots_of_four_states() {
     r.harness.run();
     shots.push(("mastering-6-band", r));
 
-    // 2b. The same curve with a band on the side and one on the left, auto gain and
-    // linear phase chosen (the status row shows them; routed bands carry their letter).
+    // 2b. The same curve with a band on the side and one on the left, a dynamic band,
+    // auto gain and linear phase chosen (the status row shows them; routed bands carry their letter).
     let mut r = rig_rendered(Arc::new(FerroParams::default()), Arc::new(Telemetry::default()), true);
     let setter = r.gui.param_setter();
     apply(&Chain::from_json(FACTORY[0].1).unwrap(), &r.params, &setter, 48_000.0).unwrap();
@@ -1017,6 +1017,8 @@ fn rendered_snapshots_of_four_states() {
     ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[1]].route, ferrofx_plugin::params::RouteChoice::Side);
     ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[2]].route, ferrofx_plugin::params::RouteChoice::Left);
     ferrofx_plugin::editor::edits::set_param(&setter, &r.params.auto_gain, ferrofx_plugin::params::AutoGainChoice::Pink);
+    // And one dynamic band (its dashed curve shows how far its 6 dB range takes it).
+    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[3]].dyn_on, true);
     ferrofx_plugin::editor::edits::set_param(&setter, &r.params.phase, ferrofx_plugin::params::PhaseChoice::Linear16384);
     r.harness.run();
     shots.push(("mastering-routed", r));
@@ -1239,7 +1241,7 @@ fn a_bypassed_band_keeps_its_node_and_stops_acting() {
 
     // The curve: the total leaves it out, its own curve is still there.
     let a = r.axes();
-    let resp = responses(&a, &r.params.bands(), None, 0.0, 48_000.0, false, true);
+    let resp = responses(&a, &r.params.bands(), &r.params.dynamics(), None, 0.0, 48_000.0, false, true);
     let at_1k = resp.freqs_hz.iter().enumerate().min_by(|x, y| (x.1.ln() - 1000f64.ln()).abs().total_cmp(&(y.1.ln() - 1000f64.ln()).abs())).unwrap().0;
     assert!(resp.total_db[at_1k].abs() < 0.2, "total at 1 kHz: {}", resp.total_db[at_1k]);
     let own = &resp.bands.iter().find(|(i, _)| *i == 3).expect("its own curve is kept").1;

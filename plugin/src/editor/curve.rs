@@ -34,6 +34,9 @@ pub struct Responses {
     /// Which bands act on one channel, mid or side of a stereo layout: drawn alone, not
     /// in the total (which is the response of the bands on both channels).
     pub routed: [bool; BANDS],
+    /// Dynamic bands: (index, dB per point) of the band at the far end of its dynamic
+    /// range (its set gain moved by the whole range, the way its ratio goes).
+    pub dynamic_extremes: Vec<(usize, Vec<f32>)>,
     pub total_db: Vec<f32>,
     /// The total's phase in degrees (wrapped to ±180) and group delay in milliseconds
     /// (empty unless asked for).
@@ -63,7 +66,17 @@ pub fn chain_response(chain: &DesignedChain, freqs_hz: &[f64]) -> Vec<Complex64>
 /// with `group_delay`. With `stereo`, bands routed to one channel, mid or side are left out
 /// of the total (see [`Responses::routed`]); on other layouts every band is in it.
 #[allow(clippy::too_many_arguments)]
-pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[Complex64]>, output_gain_db: f32, fs: f64, group_delay: bool, stereo: bool) -> Responses {
+pub fn responses(
+    axes: &Axes,
+    bands: &[Band; BANDS],
+    dynamics: &[crate::dynamics::DynamicSettings; BANDS],
+    chain_h: Option<&[Complex64]>,
+    output_gain_db: f32,
+    fs: f64,
+    group_delay: bool,
+    stereo: bool,
+) -> Responses {
+    let mut extremes = Vec::new();
     let routed: [bool; BANDS] = std::array::from_fn(|i| stereo && bands[i].enabled && bands[i].route != crate::bands::Route::Stereo);
     let freqs = eval_freqs(axes, fs, group_delay);
     let db = |h: f64| (20.0 * h.max(1e-12).log10()) as f32;
@@ -91,6 +104,13 @@ pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[Complex64
             }
         }
         per_band.push((i, mags));
+        if b.dynamic {
+            let s = &dynamics[i];
+            let moved = if s.ratio >= 1.0 { -s.range_db.abs() } else { s.range_db.abs() };
+            let far = Band { bypassed: false, gain_db: b.gain_db + moved, ..b.clamped(fs) };
+            let n = far.design_into(fs, &mut buf);
+            extremes.push((i, freqs[..POINTS.min(freqs.len())].iter().map(|&f| db(sos_response(&buf[..n], f, fs).norm())).collect()));
+        }
     }
     let (view, above) = total.split_at(POINTS.min(total.len()));
     let group_delay_ms = view
@@ -108,6 +128,7 @@ pub fn responses(axes: &Axes, bands: &[Band; BANDS], chain_h: Option<&[Complex64
         bands: per_band,
         bypassed: std::array::from_fn(|i| bands[i].enabled && bands[i].bypassed),
         routed,
+        dynamic_extremes: extremes,
         total_db: view.iter().map(|h| db(h.norm()) + output_gain_db).collect(),
         phase_deg: view.iter().map(|h| h.arg().to_degrees() as f32).collect(),
         group_delay_ms,
@@ -218,6 +239,11 @@ pub fn draw_responses(painter: &egui::Painter, axes: &Axes, r: &Responses, selec
             painter.add(Shape::convex_polygon(quad, fill, Stroke::NONE));
         }
         painter.add(Shape::line(line, Stroke::new(1.0, colour.gamma_multiply(0.7))));
+    }
+    // Dynamic bands: how far their dynamics can take them, dashed.
+    for (i, db) in &r.dynamic_extremes {
+        let line: Vec<Pos2> = xs.iter().zip(db).map(|(&x, &v)| Pos2::new(x, axes.y_of_db(v.clamp(-lim, lim)))).collect();
+        painter.extend(Shape::dashed_line(&line, Stroke::new(1.2, band_colour(*i)), 6.0, 3.0));
     }
     let total: Vec<Pos2> = xs
         .iter()

@@ -336,6 +336,25 @@ impl Nodes {
                 }
             }
         });
+        ui.menu_button("Dynamic", |ui| {
+            let on = bp.dyn_on.value();
+            if ui.radio(on, "Dynamic (the gain follows the band's level)").clicked() {
+                set_param(setter, &bp.dyn_on, !on);
+            }
+            egui::Grid::new(("dynamic", i)).show(ui, |ui| {
+                for (label, p) in [
+                    ("Threshold", &bp.dyn_threshold_db),
+                    ("Ratio", &bp.dyn_ratio),
+                    ("Range", &bp.dyn_range_db),
+                    ("Attack", &bp.dyn_attack_ms),
+                    ("Release", &bp.dyn_release_ms),
+                ] {
+                    ui.label(label);
+                    super::table::param_slider(ui, setter, p, 120.0);
+                    ui.end_row();
+                }
+            });
+        });
         ui.separator();
         let bypassed = bp.bypassed.value();
         if ui.radio(bypassed, "Bypass (keep the band, don't apply it)").clicked() {

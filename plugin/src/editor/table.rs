@@ -9,7 +9,7 @@ use super::edits::{name_combo, param_checkbox, set_param, shape_name, SHAPES};
 
 /// nice-plug-egui's slider for `p`, named after the parameter for screen readers and
 /// tests (the slider itself carries no accessible name).
-fn param_slider<P: Param>(ui: &mut egui::Ui, setter: &ParamSetter, p: &P, width: f32) {
+pub(super) fn param_slider<P: Param>(ui: &mut egui::Ui, setter: &ParamSetter, p: &P, width: f32) {
     let response = ui.add(ParamSlider::for_param(p, setter).with_width(width));
     response.widget_info(|| egui::WidgetInfo::slider(true, f64::from(p.modulated_normalized_value()), p.name()));
 }
