@@ -54,7 +54,7 @@ impl Default for DynamicSettings {
 /// The gain change (dB) the settings ask for at a steady detector level (dB).
 pub fn static_delta_db(s: &DynamicSettings, level_db: f64) -> f64 {
     let over = level_db - s.threshold_db;
-    if !(over > 0.0) || !(s.ratio > 0.0) {
+    if over.is_nan() || over <= 0.0 || s.ratio.is_nan() || s.ratio <= 0.0 {
         return 0.0;
     }
     let delta = if s.ratio >= 1.0 { -over * (1.0 - 1.0 / s.ratio) } else { over * (1.0 / s.ratio - 1.0) };

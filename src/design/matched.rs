@@ -184,8 +184,8 @@ fn fit(kind: BiquadKind, f0: f64, q: f64, gain_db: f64, fs: f64) -> Option<[Sos;
             }
             let w = 1.0 / (t[i] * d_prev[i].abs().max(1e-300));
             let mut p = fix(x[i]);
-            for k in 0..=kn {
-                m[rows][k] = w * p;
+            for cell in m[rows][..=kn].iter_mut() {
+                *cell = w * p;
                 p *= x[i];
             }
             let mut p = x[i];
