@@ -1241,7 +1241,12 @@ fn a_bypassed_band_keeps_its_node_and_stops_acting() {
 
     // The curve: the total leaves it out, its own curve is still there.
     let a = r.axes();
-    let resp = responses(&a, &r.params.bands(), &r.params.dynamics(), None, 0.0, 48_000.0, false, true);
+    let resp = responses(&a, &r.params.bands(), &r.params.dynamics(), None, 0.0, 48_000.0, false, true, None);
+    // In linear phase (4,096 taps) the same bands show a flat group delay of 2,048 samples.
+    let lin = responses(&a, &r.params.bands(), &r.params.dynamics(), None, 0.0, 48_000.0, true, true, Some(4096));
+    for (f, gd) in lin.freqs_hz.iter().zip(&lin.group_delay_ms) {
+        assert!((f64::from(*gd) - 2048.0 / 48.0).abs() < 0.05, "group delay at {f:.0} Hz: {gd} ms");
+    }
     let at_1k = resp.freqs_hz.iter().enumerate().min_by(|x, y| (x.1.ln() - 1000f64.ln()).abs().total_cmp(&(y.1.ln() - 1000f64.ln()).abs())).unwrap().0;
     assert!(resp.total_db[at_1k].abs() < 0.2, "total at 1 kHz: {}", resp.total_db[at_1k]);
     let own = &resp.bands.iter().find(|(i, _)| *i == 3).expect("its own curve is kept").1;

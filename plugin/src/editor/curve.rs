@@ -75,6 +75,7 @@ pub fn responses(
     fs: f64,
     group_delay: bool,
     stereo: bool,
+    linear_taps: Option<usize>,
 ) -> Responses {
     let mut extremes = Vec::new();
     let routed: [bool; BANDS] = std::array::from_fn(|i| stereo && bands[i].enabled && bands[i].route != crate::bands::Route::Stereo);
@@ -89,6 +90,7 @@ pub fn responses(
         if !b.enabled {
             continue;
         }
+        let in_fir = linear_taps.is_some() && crate::linear::in_fir(b, stereo);
         let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
         // A bypassed band is designed as if it acted (its own curve is drawn), but left
         // out of the total.
@@ -97,7 +99,8 @@ pub fn responses(
         for (k, (t, &f)) in total.iter_mut().zip(&freqs).enumerate() {
             let h = sos_response(&buf[..n], f, fs);
             if !b.bypassed && !routed[i] {
-                *t *= h;
+                // In linear phase the FIR carries this band's magnitude, not its phase.
+                *t *= if in_fir { Complex64::new(h.norm(), 0.0) } else { h };
             }
             if k < POINTS {
                 mags.push(db(h.norm()));
@@ -110,6 +113,13 @@ pub fn responses(
             let far = Band { bypassed: false, gain_db: b.gain_db + moved, ..b.clamped(fs) };
             let n = far.design_into(fs, &mut buf);
             extremes.push((i, freqs[..POINTS.min(freqs.len())].iter().map(|&f| db(sos_response(&buf[..n], f, fs).norm())).collect()));
+        }
+    }
+    // Linear phase delays everything by half the FIR.
+    if let Some(taps) = linear_taps {
+        let delay_s = (taps / 2) as f64 / fs;
+        for (t, &f) in total.iter_mut().zip(&freqs) {
+            *t *= Complex64::from_polar(1.0, -2.0 * std::f64::consts::PI * f * delay_s);
         }
     }
     let (view, above) = total.split_at(POINTS.min(total.len()));

@@ -269,7 +269,8 @@ impl EditorApp {
         // known yet, the default stereo one is assumed).
         let channels = self.telemetry.channels.load(Ordering::Relaxed);
         let stereo = channels == 2 || channels == 0;
-        let r = curve::responses(&axes, &bands, &self.params.dynamics(), chain_h, self.params.output_gain_db.value(), f64::from(fs), group_delay, stereo);
+        let linear = self.params.phase.value().taps();
+        let r = curve::responses(&axes, &bands, &self.params.dynamics(), chain_h, self.params.output_gain_db.value(), f64::from(fs), group_delay, stereo, linear);
         let painter = ui.painter_at(rect);
         curve::draw_grid(&painter, &axes);
         self.analyser.draw(&painter, &axes);
