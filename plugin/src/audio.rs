@@ -167,17 +167,32 @@ impl AudioState {
     /// Also feeds the editor: output meters and clip flag, the analyser's rings while
     /// `telemetry.spectrum` is wanted, and how long this call took (`Instant::now`, a
     /// vDSO clock read on Linux, not a system call).
-    pub fn process(&mut self, params: &FerroParams, telemetry: &Telemetry, buffers: &mut [&mut [f32]], frames: usize) -> Option<u32> {
+    pub fn process(
+        &mut self,
+        params: &FerroParams,
+        telemetry: &Telemetry,
+        buffers: &mut [&mut [f32]],
+        sidechain: Option<&mut [&mut [f32]]>,
+        frames: usize,
+    ) -> Option<u32> {
         let config = self.config?;
         let started = std::time::Instant::now();
-        let changed = self.process_inner(params, telemetry, config, buffers, frames);
+        let changed = self.process_inner(params, telemetry, config, buffers, sidechain, frames);
         let ns = started.elapsed().as_nanos().min(u128::from(u32::MAX)) as u64;
         // A full ring (editor closed or slow) drops the figure.
         let _ = self.taps.process_times.push((ns << 32) | frames.min(u32::MAX as usize) as u64);
         changed
     }
 
-    fn process_inner(&mut self, params: &FerroParams, telemetry: &Telemetry, config: AudioConfig, buffers: &mut [&mut [f32]], frames: usize) -> Option<u32> {
+    fn process_inner(
+        &mut self,
+        params: &FerroParams,
+        telemetry: &Telemetry,
+        config: AudioConfig,
+        buffers: &mut [&mut [f32]],
+        mut sidechain: Option<&mut [&mut [f32]]>,
+        frames: usize,
+    ) -> Option<u32> {
         if self.side.poll(config) {
             if let Some(rt) = self.realtime.as_mut() {
                 rt.clear_measurements();
@@ -205,7 +220,8 @@ impl AudioState {
         let mut start = 0;
         while start < frames {
             let n = (frames - start).min(config.max_block_frames);
-            self.process_block(params, telemetry, buffers, start, n, bypass, analyse);
+            let side = sidechain.as_deref_mut();
+            self.process_block(params, telemetry, buffers, side, start, n, bypass, analyse);
             start += n;
         }
         changed
@@ -316,7 +332,17 @@ impl AudioState {
 
     /// Filters one sub-block (≤ `max_block_frames`) in place.
     #[allow(clippy::too_many_arguments)]
-    fn process_block(&mut self, params: &FerroParams, telemetry: &Telemetry, buffers: &mut [&mut [f32]], start: usize, frames: usize, bypass: bool, analyse: bool) {
+    fn process_block(
+        &mut self,
+        params: &FerroParams,
+        telemetry: &Telemetry,
+        buffers: &mut [&mut [f32]],
+        sidechain: Option<&mut [&mut [f32]]>,
+        start: usize,
+        frames: usize,
+        bypass: bool,
+        analyse: bool,
+    ) {
         let channels = buffers.len().min(self.dry.len());
         for b in buffers.iter_mut() {
             ferrofx::engine::sanitize_input(&mut b[start..start + frames]);
@@ -370,7 +396,15 @@ impl AudioState {
                             *p = &mut r[done..done + n];
                         }
                         let piece = &mut piece[..used];
-                        dynamics.process(piece, &bands, &settings);
+                        // The sidechain's matching piece, where there is one.
+                        let mut side: [&[f32]; MAX] = [&[][..]; MAX];
+                        let sides = sidechain.as_deref().map_or(0, |sc| {
+                            for (s, c) in side.iter_mut().zip(sc.iter()) {
+                                *s = &c[start + done..start + done + n];
+                            }
+                            sc.len().min(MAX)
+                        });
+                        dynamics.process(piece, (sides > 0).then(|| &side[..sides]), &bands, &settings);
                         for i in 0..BANDS {
                             eq.set_dynamic_gain(i, dynamics.delta_db(i));
                         }

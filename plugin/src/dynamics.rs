@@ -1,7 +1,8 @@
 //! Dynamic EQ: a band whose gain follows the level of its own frequency region.
 //!
 //! Per dynamic band:
-//! - **Detector**: the input (all channels, before the equaliser) through the band's own
+//! - **Detector**: the input (all channels, before the equaliser; or the sidechain input,
+//!   for a band set to it, where the host connects one) through the band's own
 //!   band-pass (the cookbook's 0 dB-peak band-pass at the band's frequency and Q), its
 //!   power averaged by a one-pole of [`DETECTOR_MS`] (or two periods of the band's
 //!   frequency, if longer); the level in dB is that power plus
@@ -43,11 +44,14 @@ pub struct DynamicSettings {
     pub release_ms: f64,
     /// Largest change of the band's gain, in dB.
     pub range_db: f64,
+    /// The detector listens to the sidechain input instead of the band's input (where
+    /// the host connects one; otherwise to the input).
+    pub sidechain: bool,
 }
 
 impl Default for DynamicSettings {
     fn default() -> DynamicSettings {
-        DynamicSettings { on: false, threshold_db: -20.0, ratio: 2.0, attack_ms: 10.0, release_ms: 150.0, range_db: 6.0 }
+        DynamicSettings { on: false, threshold_db: -20.0, ratio: 2.0, attack_ms: 10.0, release_ms: 150.0, range_db: 6.0, sidechain: false }
     }
 }
 
@@ -105,9 +109,9 @@ impl Dynamics {
     /// Runs the detectors of the dynamic bands over planar `input` (the signal before the
     /// equaliser). Bands that are not dynamic, or not active, glide back to no change.
     /// No allocation.
-    pub fn process(&mut self, input: &[&mut [f32]], bands: &[Band; BANDS], settings: &[DynamicSettings; BANDS]) {
+    pub fn process(&mut self, input: &[&mut [f32]], sidechain: Option<&[&[f32]]>, bands: &[Band; BANDS], settings: &[DynamicSettings; BANDS]) {
         let frames = input.iter().map(|c| c.len()).min().unwrap_or(0);
-        let channels = input.len().min(self.channels);
+        let frames = sidechain.map_or(frames, |sc| sc.iter().map(|c| c.len()).min().unwrap_or(0).min(frames));
         let fs = self.fs;
         for (i, (d, (band, s))) in self.detectors.iter_mut().zip(bands.iter().zip(settings)).enumerate() {
             if !(s.on && band.active()) {
@@ -139,12 +143,18 @@ impl Dynamics {
             let attack_s = (s.attack_ms.max(0.01) * 1e-3 - 0.5 * tau_s).max(0.8 * s.attack_ms.max(0.01) * 1e-3);
             let attack = 1.0 - (-1.0 / (attack_s * fs)).exp();
             let release = 1.0 - (-1.0 / (s.release_ms.max(0.01) * 1e-3 * fs)).exp();
+            // The detector's input: the sidechain where asked for and connected.
+            let side = sidechain.filter(|_| s.sidechain);
+            let channels = side.map_or(input.len(), |sc| sc.len()).min(self.channels);
             let states = &mut self.state[i * self.channels..i * self.channels + channels];
             for k in 0..frames {
                 // The loudest channel's band-passed power.
                 let mut p = 0.0f64;
-                for (st, ch) in states.iter_mut().zip(input.iter()) {
-                    let x = f64::from(ch[k]);
+                for (c, st) in states.iter_mut().enumerate() {
+                    let x = f64::from(match side {
+                        Some(sc) => sc[c][k],
+                        None => input[c][k],
+                    });
                     let y = d.b[0] * x + st[0];
                     st[0] = d.b[1] * x - d.a[0] * y + st[1];
                     st[1] = d.b[2] * x - d.a[1] * y;

@@ -64,6 +64,15 @@ impl Default for FerroFx {
     }
 }
 
+/// Stereo in and out with a stereo sidechain input for the dynamic bands' detectors.
+const SIDECHAIN_LAYOUT: AudioIOLayout = AudioIOLayout {
+    main_input_channels: NonZeroU32::new(2),
+    main_output_channels: NonZeroU32::new(2),
+    aux_input_ports: &[new_nonzero_u32(2)],
+    names: PortNames { layout: Some("Stereo with sidechain"), main_input: None, main_output: None, aux_inputs: &["Sidechain"], aux_outputs: &[] },
+    ..AudioIOLayout::const_default()
+};
+
 /// A layout of `channels` in and out on the main ports.
 const fn io_layout(channels: u32) -> AudioIOLayout {
     AudioIOLayout {
@@ -102,8 +111,11 @@ impl Plugin for FerroFx {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
     /// Stereo first (the default), then mono, quad, 5.1 and 7.1-sized layouts.
+    // The stereo layout with a sidechain comes last: hosts that do not choose take the
+    // first, and nice-plug 0.4.2's CLAP wrapper must not see a host pass fewer input ports
+    // than the chosen layout declares.
     const AUDIO_IO_LAYOUTS: &'static [AudioIOLayout] =
-        &[io_layout(2), io_layout(1), io_layout(4), io_layout(6), io_layout(8)];
+        &[io_layout(2), io_layout(1), io_layout(4), io_layout(6), io_layout(8), SIDECHAIN_LAYOUT];
 
     type Editor = nice_plug_egui::EguiEditor<editor::EditorApp>;
     type SysExMessage = ();
@@ -232,7 +244,9 @@ impl Plugin for FerroFx {
         context: &mut impl ProcessContext<Self>,
     ) -> ProcessStatus {
         let frames = buffer.samples();
-        if let Some(latency) = self.audio.process(&self.params, &self.telemetry, buffer.as_slice(), frames) {
+        // The sidechain, where the chosen layout has one and the host connected it.
+        let sidechain = _aux.inputs.first_mut().map(|b| b.as_slice()).filter(|s| s.iter().all(|c| c.len() >= frames));
+        if let Some(latency) = self.audio.process(&self.params, &self.telemetry, buffer.as_slice(), sidechain, frames) {
             // A backend, minimum block or chain change that moves the GPU path on or off
             // changes the latency: the host is asked to restart the plugin (`activate`
             // then builds the other path); until then the current path keeps running.

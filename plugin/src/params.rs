@@ -104,6 +104,9 @@ pub struct BandParams {
     pub dyn_release_ms: FloatParam,
     #[id = "range"]
     pub dyn_range_db: FloatParam,
+    /// The detector listens to the sidechain input (the "Stereo with sidechain" layout).
+    #[id = "sc"]
+    pub dyn_sidechain: BoolParam,
 }
 
 /// Band routing as the host sees it (IDs stable).
@@ -413,6 +416,7 @@ impl BandParams {
             dyn_attack_ms: FloatParam::new(format!("Band {n} Attack"), 10.0, ranges::attack_ms()).with_unit(" ms").with_value_to_string(formatters::v2s_f32_rounded(1)),
             dyn_release_ms: FloatParam::new(format!("Band {n} Release"), 150.0, ranges::release_ms()).with_unit(" ms").with_value_to_string(formatters::v2s_f32_rounded(0)),
             dyn_range_db: FloatParam::new(format!("Band {n} Range"), 6.0, ranges::range_db()).with_unit(" dB").with_step_size(0.1),
+            dyn_sidechain: BoolParam::new(format!("Band {n} Sidechain"), false),
         }
     }
 
@@ -445,6 +449,7 @@ impl BandParams {
             attack_ms: f64::from(self.dyn_attack_ms.value()),
             release_ms: f64::from(self.dyn_release_ms.value()),
             range_db: f64::from(self.dyn_range_db.value()),
+            sidechain: self.dyn_sidechain.value(),
         }
     }
 }

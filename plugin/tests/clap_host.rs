@@ -67,6 +67,9 @@ struct Plugin {
     instance: PluginInstance<TestHost>,
     /// Parameter name -> (CLAP id, min, max).
     params: HashMap<String, (ClapId, f64, f64)>,
+    /// A second input port's signal (planar), passed with the main input when set (the
+    /// plugin must have been given a layout with that port).
+    sidechain: Option<Vec<Vec<f32>>>,
 }
 
 impl Plugin {
@@ -85,7 +88,15 @@ impl Plugin {
             let name = String::from_utf8_lossy(info.name).into_owned();
             params.insert(name, (info.id, info.min_value, info.max_value));
         }
-        Plugin { instance, params }
+        Plugin { instance, params, sidechain: None }
+    }
+
+    /// Chooses audio-ports configuration `index` (the plugin's layout list) before
+    /// activation.
+    fn select_layout(&mut self, index: u32) {
+        let ext = self.instance.access_shared_handler(|s| *s.ports_config.get().unwrap()).expect("audio-ports-config extension");
+        let handle = self.instance.plugin_handle();
+        ext.select(&handle, ClapId::new(index)).expect("the layout is accepted");
     }
 
     fn id(&self, name: &str) -> (ClapId, f64, f64) {
@@ -155,15 +166,17 @@ impl Plugin {
         let action_done = AtomicBool::new(main_action.is_none());
         let action_done = &action_done;
         let action_at = main_action.as_ref().map(|(at, _)| *at).unwrap_or(usize::MAX);
+        let sidechain = self.sidechain.clone();
         let config = PluginAudioConfiguration { sample_rate: fs, min_frames_count: 1, max_frames_count: block as u32 };
         let processor = self.instance.activate(|_, _| (), config).expect("the plugin activates");
         let instance = &mut self.instance;
         let (stopped, output, block_seconds) = std::thread::scope(|s| {
             let audio = s.spawn(move || {
                 let mut p = processor.start_processing().expect("processing starts");
-                let mut inputs = AudioPorts::with_capacity(channels, 1);
+                let mut inputs = AudioPorts::with_capacity(2 * channels, 2);
                 let mut outputs = AudioPorts::with_capacity(channels, 1);
                 let mut in_buf = vec![vec![0.0f32; block]; channels];
+                let mut side_buf = vec![vec![0.0f32; block]; sidechain.as_ref().map_or(0, |s| s.len())];
                 let mut out_buf = vec![vec![0.0f32; block]; channels];
                 let mut output: Vec<Vec<f32>> = vec![Vec::with_capacity(frames); channels];
                 let mut block_seconds = Vec::with_capacity(frames / block + 1);
@@ -185,12 +198,19 @@ impl Plugin {
                     }
                     hook(start, len, &mut evs);
                     let input_events = InputEvents::from_buffer(&evs);
-                    let in_audio = inputs.with_input_buffers([AudioPortBuffer {
-                        latency: 0,
-                        channels: AudioPortBufferType::f32_input_only(
-                            in_buf.iter_mut().map(|b| InputChannel::variable(&mut b[..len])),
-                        ),
-                    }]);
+                    if let Some(sc) = sidechain.as_ref() {
+                        for (b, x) in side_buf.iter_mut().zip(sc) {
+                            b[..len].copy_from_slice(&x[start..start + len]);
+                        }
+                    }
+                    let ports = if side_buf.is_empty() { 1 } else { 2 };
+                    let mut main: Vec<InputChannel<'_, f32>> = in_buf.iter_mut().map(|b| InputChannel::variable(&mut b[..len])).collect();
+                    let mut side: Vec<InputChannel<'_, f32>> = side_buf.iter_mut().map(|b| InputChannel::variable(&mut b[..len])).collect();
+                    let port_list = [
+                        AudioPortBuffer { latency: 0, channels: AudioPortBufferType::f32_input_only(main.drain(..)) },
+                        AudioPortBuffer { latency: 0, channels: AudioPortBufferType::f32_input_only(side.drain(..)) },
+                    ];
+                    let in_audio = inputs.with_input_buffers(port_list.into_iter().take(ports));
                     let mut out_audio = outputs.with_output_buffers([AudioPortBuffer {
                         latency: 0,
                         channels: AudioPortBufferType::f32_output_only(out_buf.iter_mut().map(|b| &mut b[..len])),
@@ -552,6 +572,50 @@ fn dynamic_band_follows_its_static_curve_in_the_host() {
         let got_db = 10.0 * (2.0 * ms).log10() - level_db;
         println!("sine at {level_db} dB: band gain {got_db:+.2} dB (curve {want_db:+.2} dB)");
         assert!((got_db - want_db).abs() <= 0.5, "at {level_db} dB the band gives {got_db:.2} dB, the curve {want_db} dB");
+    }
+}
+
+/// The sidechain drives the detector: with the "Stereo with sidechain" layout chosen
+/// through audio-ports-config, a dynamic band set to its sidechain takes a quiet main
+/// signal down when the sidechain is loud, and leaves a loud main signal alone when the
+/// sidechain is silent.
+#[test]
+fn sidechain_input_drives_the_dynamic_band() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let band = |what: &str, v: Plain| (format!("Band 3 {what}"), v);
+    let settings = |sidechain: f64| {
+        vec![
+            band("On", Plain::Discrete(1.0)),
+            band("Shape", Plain::Discrete(PEAK)),
+            band("Frequency", Plain::Freq(1000.0)),
+            band("Gain", Plain::GainDb(0.0)),
+            band("Q", Plain::Q(1.0)),
+            band("Dynamic", Plain::Discrete(1.0)),
+            band("Threshold", Plain::Normalized(ranges::threshold_db().normalize(-30.0))),
+            band("Ratio", Plain::Normalized(ranges::ratio().normalize(4.0))),
+            band("Range", Plain::Normalized(ranges::range_db().normalize(12.0))),
+            band("Sidechain", Plain::Discrete(sidechain)),
+        ]
+    };
+    let n = 24_000;
+    let sine = |level_db: f64| -> Vec<f32> {
+        let a = 10f64.powf(level_db / 20.0);
+        (0..n).map(|k| (a * (2.0 * std::f64::consts::PI * 1000.0 * k as f64 / fs).sin()) as f32).collect()
+    };
+    // (main level, sidechain level, band listens to the sidechain, expected change)
+    for (main_db, side_db, listens, want_db) in [(-45.0, -10.0, 1.0, -12.0), (-10.0, -90.0, 1.0, 0.0), (-10.0, -90.0, 0.0, -12.0)] {
+        let mut plugin = Plugin::new(entry);
+        plugin.select_layout(5);
+        plugin.sidechain = Some(vec![sine(side_db), sine(side_db)]);
+        let evs = events(&plugin, 0, &settings(listens));
+        let main = sine(main_db);
+        let (out, _) = plugin.run(fs, 256, &[main.clone(), main], &evs, |_, _, _| {});
+        let tail = &out[0][n - 4800..];
+        let ms = tail.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / tail.len() as f64;
+        let got_db = 10.0 * (2.0 * ms).log10() - main_db;
+        println!("main {main_db} dB, sidechain {side_db} dB, listening to the sidechain {listens}: band gain {got_db:+.2} dB");
+        assert!((got_db - want_db).abs() <= 0.5, "band gain {got_db:.2} dB, expected {want_db} dB");
     }
 }
 

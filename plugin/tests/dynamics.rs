@@ -53,7 +53,7 @@ impl Rig {
     fn process(&mut self, x: &mut [f32]) {
         for piece in x.chunks_mut(REDESIGN_INTERVAL) {
             let mut p = [piece];
-            self.dynamics.process(&p, &self.bands, &self.settings);
+            self.dynamics.process(&p, None, &self.bands, &self.settings);
             for i in 0..BANDS {
                 self.eq.set_dynamic_gain(i, self.dynamics.delta_db(i));
             }
@@ -84,7 +84,7 @@ fn static_curves_follow_threshold_ratio_and_range_within_half_a_db() {
     ];
     let mut worst = 0.0f64;
     for (gain, threshold_db, ratio, range_db) in cases {
-        let s = DynamicSettings { on: true, threshold_db, ratio, attack_ms: 5.0, release_ms: 50.0, range_db };
+        let s = DynamicSettings { on: true, threshold_db, ratio, attack_ms: 5.0, release_ms: 50.0, range_db, sidechain: false };
         for level in [-50.0, -40.0, -32.0, -28.0, -24.0, -18.0, -12.0, -6.0, -2.0] {
             let mut rig = Rig::new(bell(gain), s);
             let mut x = sine(level, 24_000, 0);
@@ -114,7 +114,7 @@ fn time_constant_ms(deltas: &[f64], from: f64) -> f64 {
 #[test]
 fn attack_and_release_time_constants_within_ten_percent() {
     for (attack_ms, release_ms) in [(20.0, 200.0), (10.0, 100.0), (50.0, 500.0)] {
-        let s = DynamicSettings { on: true, threshold_db: -30.0, ratio: 4.0, attack_ms, release_ms, range_db: 20.0 };
+        let s = DynamicSettings { on: true, threshold_db: -30.0, ratio: 4.0, attack_ms, release_ms, range_db: 20.0, sidechain: false };
         let mut rig = Rig::new(bell(0.0), s);
         // Quiet, then 25 dB over the threshold, then quiet again.
         let mut quiet = sine(-50.0, 9600, 0);
@@ -136,6 +136,28 @@ fn attack_and_release_time_constants_within_ten_percent() {
     }
 }
 
+#[test]
+fn the_sidechain_drives_the_detector_when_the_band_listens_to_it() {
+    let base = DynamicSettings { on: true, threshold_db: -30.0, ratio: 4.0, attack_ms: 5.0, release_ms: 50.0, range_db: 12.0, sidechain: true };
+    for (listens, want) in [(true, -12.0), (false, 0.0)] {
+        let s = DynamicSettings { sidechain: listens, ..base };
+        let mut rig = Rig::new(bell(0.0), s);
+        // A quiet main signal, a loud sidechain.
+        let mut x = sine(-45.0, 24_000, 0);
+        let side = sine(-10.0, 24_000, 0);
+        for (piece, sc) in x.chunks_mut(REDESIGN_INTERVAL).zip(side.chunks(REDESIGN_INTERVAL)) {
+            let mut p = [piece];
+            rig.dynamics.process(&p, Some(&[sc]), &rig.bands, &rig.settings);
+            for i in 0..BANDS {
+                rig.eq.set_dynamic_gain(i, rig.dynamics.delta_db(i));
+            }
+            rig.eq.process(&mut p);
+        }
+        let got = peak_db(&x[19_200..]) + 45.0;
+        assert!((got - want).abs() <= 0.5, "listening to the sidechain {listens}: {got:.2} dB, expected {want}");
+    }
+}
+
 /// Largest sample-to-sample step (a click is a jump).
 fn max_step(y: &[f32]) -> f32 {
     y.windows(2).fold(0.0f32, |m, w| m.max((w[1] - w[0]).abs()))
@@ -146,7 +168,7 @@ fn a_band_acting_fast_does_not_click_and_nothing_allocates() {
     // A 12 dB swing with a 5 ms attack on a low sine: the gain only goes down from the
     // set +6 dB, so the output never steps further from one sample to the next than the
     // same band held at +6 dB does (a click would).
-    let s = DynamicSettings { on: true, threshold_db: -30.0, ratio: 10.0, attack_ms: 5.0, release_ms: 20.0, range_db: 12.0 };
+    let s = DynamicSettings { on: true, threshold_db: -30.0, ratio: 10.0, attack_ms: 5.0, release_ms: 20.0, range_db: 12.0, sidechain: false };
     let mut rig = Rig::new(Band { freq_hz: 200.0, ..bell(6.0) }, s);
     // -40 dB, then -3 dB from sample 9600 to 19,200 (the level ramps over 2 ms, so the
     // input itself has no kink), then -40 dB again.

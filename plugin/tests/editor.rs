@@ -650,7 +650,7 @@ fn play_sine(r: &mut Rig, audio: &mut AudioState, telemetry: &Telemetry, freq_hz
         let mut l: Vec<f32> = (n..n + 512).map(|i| amplitude * (2.0 * std::f64::consts::PI * freq_hz * i as f64 / 48_000.0).sin() as f32).collect();
         let mut rr = l.clone();
         let mut bufs: [&mut [f32]; 2] = [&mut l, &mut rr];
-        audio.process(&r.params, telemetry, &mut bufs, 512);
+        audio.process(&r.params, telemetry, &mut bufs, None, 512);
         n += 512;
         if n % HOP < 512 {
             r.harness.run();
@@ -762,7 +762,7 @@ fn the_audio_thread_never_allocates_or_waits_while_the_editor_is_driven() {
                 let started = Instant::now();
                 assert_no_alloc(|| {
                     let mut bufs: [&mut [f32]; 2] = [&mut l, &mut rr];
-                    audio.process(&params, &telemetry, &mut bufs, 256);
+                    audio.process(&params, &telemetry, &mut bufs, None, 256);
                 });
                 worst = worst.max(started.elapsed());
                 assert!(l.iter().chain(&rr).all(|v| v.is_finite()));
@@ -1061,7 +1061,7 @@ fn rendered_snapshots_of_four_states() {
         let mut l = ferrofx_testkit::noise_amp(512, 2 * k + 1, 0.25);
         let mut rr = ferrofx_testkit::noise_amp(512, 2 * k + 2, 0.25);
         let mut bufs: [&mut [f32]; 2] = [&mut l, &mut rr];
-        audio.process(&r.params, &telemetry, &mut bufs, 512);
+        audio.process(&r.params, &telemetry, &mut bufs, None, 512);
         if k % 4 == 3 {
             r.harness.run();
         }
@@ -1105,7 +1105,7 @@ fn run_left(audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry,
     for block in x.chunks(512) {
         let (mut l, mut rr) = (block.to_vec(), block.to_vec());
         let mut bufs: [&mut [f32]; 2] = [&mut l, &mut rr];
-        audio.process(params, telemetry, &mut bufs, block.len());
+        audio.process(params, telemetry, &mut bufs, None, block.len());
         out.extend_from_slice(&l);
     }
     out

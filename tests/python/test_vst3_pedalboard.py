@@ -93,10 +93,10 @@ def noise(channels, frames, seed):
 
 def test_lists_every_parameter(plugin):
     names = list(plugin.parameters.keys())
-    assert len(names) == 24 * 15 + 8
+    assert len(names) == 24 * 16 + 8
     for n in range(1, 25):
         for what in ("on", "bypass", "shape", "frequency_hz", "gain_db", "q", "slope", "linkwitz_riley", "channels",
-                     "dynamic", "threshold_db", "ratio", "attack_ms", "release_ms", "range_db"):
+                     "dynamic", "threshold_db", "ratio", "attack_ms", "release_ms", "range_db", "sidechain"):
             assert f"band_{n}_{what}" in names
     assert plugin.parameters["auto_gain"].valid_values == ["Off", "Pink", "K-weighted"]
     for name in ("output_gain_db", "bypass", "backend", "gpu_min_block_frames", "auto_gain", "delta_listen", "analog_matched_bands", "phase"):

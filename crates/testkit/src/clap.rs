@@ -3,6 +3,7 @@
 //! session (activate, process blocks on an audio thread while the main thread serves
 //! the plugin's callbacks and runs actions, deactivate).
 
+use clack_extensions::audio_ports_config::PluginAudioPortsConfig;
 use clack_extensions::latency::{HostLatency, HostLatencyImpl, PluginLatency};
 use clack_extensions::params::{
     HostParams, HostParamsImplMainThread, HostParamsImplShared, ParamClearFlags, ParamInfoBuffer, ParamRescanFlags,
@@ -26,6 +27,8 @@ pub struct Shared {
     pub params: OnceLock<Option<PluginParams>>,
     pub state: OnceLock<Option<PluginState>>,
     pub latency: OnceLock<Option<PluginLatency>>,
+    /// The plugin's audio-ports-config extension (choosing a layout, e.g. with a sidechain).
+    pub ports_config: OnceLock<Option<PluginAudioPortsConfig>>,
     pub restart_requested: AtomicBool,
     pub callback_requested: AtomicBool,
     pub latency_changed: AtomicBool,
@@ -36,6 +39,7 @@ impl<'a> SharedHandler<'a> for Shared {
         let _ = self.params.set(instance.get_extension());
         let _ = self.state.set(instance.get_extension());
         let _ = self.latency.set(instance.get_extension());
+        let _ = self.ports_config.set(instance.get_extension());
     }
     fn request_restart(&self) {
         self.restart_requested.store(true, Ordering::SeqCst);

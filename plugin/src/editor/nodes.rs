@@ -341,6 +341,10 @@ impl Nodes {
             if ui.radio(on, "Dynamic (the gain follows the band's level)").clicked() {
                 set_param(setter, &bp.dyn_on, !on);
             }
+            let sc = bp.dyn_sidechain.value();
+            if ui.radio(sc, "Listen to the sidechain input").clicked() {
+                set_param(setter, &bp.dyn_sidechain, !sc);
+            }
             egui::Grid::new(("dynamic", i)).show(ui, |ui| {
                 for (label, p) in [
                     ("Threshold", &bp.dyn_threshold_db),
