@@ -292,3 +292,47 @@ def test_linear_phase_impulse_is_symmetric(plugin):
     asym = np.max(np.abs(y[0, peak + half] - y[0, peak - half]))
     print(f"asymmetry about the peak: {asym:.2e}")
     assert asym <= 1e-6
+
+
+def pink(channels, frames, seed):
+    """Pink noise band-limited to 20 Hz..20 kHz (spectrum shaped by 1/sqrt(f))."""
+    rng = np.random.default_rng(seed)
+    spec = np.fft.rfft(rng.standard_normal((channels, frames)), axis=-1)
+    f = np.fft.rfftfreq(frames, 1 / FS)
+    shape = np.where((f >= 20) & (f <= 20_000), 1 / np.sqrt(np.maximum(f, 1)), 0)
+    x = np.fft.irfft(spec * shape, n=frames, axis=-1)
+    return (0.1 * x / np.std(x)).astype(np.float32)
+
+
+def test_auto_gain_keeps_pink_noise_loudness(plugin):
+    # The bands of configure() (cuts, bells, shelf, tilt) with pink auto gain: pink noise
+    # keeps its power within 0.5 dB (the -3 dB output gain comes on top).
+    configure(plugin)
+    # And a broad +9 dB bell, so that there is plenty to compensate.
+    plugin.band_7_on = True
+    plugin.band_7_frequency_hz = 3000.0
+    plugin.band_7_gain_db = 9.0
+    plugin.band_7_q = 0.5
+    plugin.auto_gain = "Pink"
+    x = pink(2, 4 * FS, 9)
+    plugin(x[:, :FS], FS)  # the auto gain settles (30 ms) and the host has the settings
+    y = plugin(x, FS)[:, FS:]
+    change_db = 10 * np.log10(np.mean(y.astype(np.float64) ** 2) / np.mean(x[:, FS:].astype(np.float64) ** 2)) + 3.0
+    plugin.auto_gain = "Off"
+    z = plugin(x, FS)[:, FS:]
+    without_db = 10 * np.log10(np.mean(z.astype(np.float64) ** 2) / np.mean(x[:, FS:].astype(np.float64) ** 2)) + 3.0
+    print(f"pink noise power: {change_db:+.3f} dB with auto gain, {without_db:+.3f} dB without")
+    assert abs(change_db) <= 0.5 and abs(without_db) > 3.0
+
+
+def test_delta_listen_is_processed_minus_input(plugin):
+    configure(plugin)
+    x = noise(2, FS, 10)
+    lead = np.zeros((2, FS), dtype=np.float32)
+    y = plugin(np.concatenate([lead, x], axis=1), FS)[:, FS:]
+    plugin.delta_listen = True
+    d = plugin(np.concatenate([lead, x], axis=1), FS)[:, FS:]
+    g = 10 ** (output_gain_db(plugin.parameters["output_gain_db"].raw_value) / 20)
+    err = np.max(np.abs(d - (y - g * x)))
+    print(f"delta listen vs processed minus input: {err:.3e}")
+    assert err <= 1e-5
