@@ -89,7 +89,15 @@ impl AudioState {
         latency: u32,
     ) {
         let (fs, channels, max_block) = (config.sample_rate_hz, config.channels, config.max_block_frames);
-        let mut eq = RoutedEqualiser::new(f64::from(fs), channels, max_block);
+        // A re-activation with the same configuration keeps the equaliser's memory (hosts
+        // restart plugins often; fresh allocations each time only churn the heap).
+        let mut eq = match self.eq.take() {
+            Some(mut eq) if eq.allocated_for(f64::from(fs), channels, max_block) => {
+                eq.reset();
+                eq
+            }
+            _ => RoutedEqualiser::new(f64::from(fs), channels, max_block),
+        };
         for (i, band) in params.bands().iter().enumerate() {
             eq.set_band(i, iir_band(band, linear.is_some(), channels == 2));
         }

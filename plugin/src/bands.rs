@@ -536,6 +536,8 @@ impl Equaliser {
             s.log2_q = Smoothed::new(t.q.log2());
         }
         self.dirty = [true; BANDS];
+        // Dynamic gain changes start again from none (the detectors are new).
+        self.dyn_delta_db = [0.0; BANDS];
         self.redesign(false, &[true; BANDS]);
         self.svf_mode = false;
         let _ = self.cascade.set_sections(&self.sections);

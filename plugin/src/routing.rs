@@ -25,6 +25,8 @@ use crate::bands::{Band, Equaliser, Route, BANDS};
 
 /// The five equalisers and the routing between them.
 pub struct RoutedEqualiser {
+    /// What it was allocated for: `(fs, channels, max_block)`.
+    setup: (f64, usize, usize),
     channels: usize,
     /// Stereo bands (all bands on layouts other than stereo), on every channel.
     all: Equaliser,
@@ -48,6 +50,7 @@ impl RoutedEqualiser {
     /// Allocates everything for `channels` channels and blocks up to `max_block` frames.
     pub fn new(fs: f64, channels: usize, max_block: usize) -> RoutedEqualiser {
         RoutedEqualiser {
+            setup: (fs, channels, max_block),
             channels,
             all: Equaliser::new(fs, channels, max_block),
             left: Equaliser::new(fs, 1, max_block),
@@ -56,6 +59,12 @@ impl RoutedEqualiser {
             side: Equaliser::new(fs, 1, max_block),
             targets: [Band::default(); BANDS],
         }
+    }
+
+    /// Whether it was allocated for this configuration (then an activation can keep it
+    /// instead of allocating a new one).
+    pub fn allocated_for(&self, fs: f64, channels: usize, max_block: usize) -> bool {
+        self.setup == (fs, channels, max_block)
     }
 
     fn each(&mut self) -> [(Route, &mut Equaliser); 5] {
