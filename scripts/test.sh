@@ -77,11 +77,11 @@ fi
 step "README main job (release): cargo xtask render"
 run cargo xtask render --chain examples/chains/demo.json --output "$tmp/demo.wav" examples/audio/demo.wav
 
-step "soak, 10 minutes of audio through the CLAP host (docs/testing.md has the 8-hour run)"
+step "soak, 16 minutes of audio through the CLAP host (docs/testing.md has the 8-hour run)"
 # The debug bundle built above aborts on any allocation inside process(). Ten minutes are
 # mostly warm-up for memory (lavapipe's pipelines and caches grow over the first 20-40
 # sessions), so the memory bound here is loose; the long run holds it to 1 MB.
-NICE_LOG="$tmp/soak-plugin.log" run cargo xtask soak --minutes 10 --max-rss-growth-mb 16
+NICE_LOG="$tmp/soak-plugin.log" run cargo xtask soak --minutes 16 --max-rss-growth-mb 16
 
 step "benchmark smoke run (no timing assertions): cargo xtask bench --quick"
 run cargo xtask bench --quick
