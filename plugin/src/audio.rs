@@ -214,6 +214,7 @@ impl AudioState {
         let changed = (wanted != self.reported_latency).then_some(wanted);
         self.reported_latency = wanted;
         let bands = params.bands();
+        let dyn_settings = params.dynamics();
         let (linear, stereo) = (self.linear.is_some(), config.channels == 2);
         if let Some(eq) = self.eq.as_mut() {
             for (i, band) in bands.iter().enumerate() {
@@ -229,7 +230,7 @@ impl AudioState {
         while start < frames {
             let n = (frames - start).min(config.max_block_frames);
             let side = sidechain.as_deref_mut();
-            self.process_block(params, telemetry, buffers, side, start, n, bypass, analyse);
+            self.process_block(params, telemetry, buffers, side, (&bands, &dyn_settings), start, n, bypass, analyse);
             start += n;
         }
         changed
@@ -346,6 +347,7 @@ impl AudioState {
         telemetry: &Telemetry,
         buffers: &mut [&mut [f32]],
         sidechain: Option<&mut [&mut [f32]]>,
+        (bands, dyn_settings): (&[Band; BANDS], &[crate::dynamics::DynamicSettings; BANDS]),
         start: usize,
         frames: usize,
         bypass: bool,
@@ -387,15 +389,12 @@ impl AudioState {
             self.taps.spectrum.pre(refs, frames);
         }
         if let Some(eq) = self.eq.as_mut() {
-            let dynamic = params.bands.iter().any(|b| b.dyn_on.value() && b.enabled.value())
-                || self.dynamics.as_ref().is_some_and(|d| d.any_change());
+            let dynamic = bands.iter().any(|b| b.dynamic && b.enabled) || self.dynamics.as_ref().is_some_and(|d| d.any_change());
             match self.dynamics.as_mut() {
                 Some(dynamics) if dynamic => {
                     // Dynamic bands: the detectors see each piece of input before the
                     // equaliser does, and the gain changes reach it every re-design
                     // interval.
-                    let bands = params.bands();
-                    let settings = params.dynamics();
                     let mut done = 0;
                     while done < frames {
                         let n = (frames - done).min(crate::bands::REDESIGN_INTERVAL);
@@ -412,7 +411,7 @@ impl AudioState {
                             }
                             sc.len().min(MAX)
                         });
-                        dynamics.process(piece, (sides > 0).then(|| &side[..sides]), &bands, &settings);
+                        dynamics.process(piece, (sides > 0).then(|| &side[..sides]), bands, dyn_settings);
                         for i in 0..BANDS {
                             eq.set_dynamic_gain(i, dynamics.delta_db(i));
                         }

@@ -72,6 +72,10 @@ struct Detector {
     b: [f64; 3],
     a: [f64; 2],
     designed_for: (f64, f64),
+    /// Smoothing coefficients (detector power, attack, release) and the band frequency,
+    /// attack and release they are for.
+    coefs: [f64; 3],
+    coefs_for: (f64, f64, f64),
     /// Smoothed power and the smoothed gain change.
     power: f64,
     delta_db: f64,
@@ -133,16 +137,19 @@ impl Dynamics {
                 d.a = [n.a[1], n.a[2]];
                 d.designed_for = (band.freq_hz, band.q);
             }
-            // The power average spans at least two periods of the band's frequency, so a
-            // low band's level does not ripple.
-            let tau_s = (DETECTOR_MS * 1e-3).max(2.0 / band.freq_hz);
-            let power_coef = 1.0 - (-1.0 / (tau_s * fs)).exp();
-            // The detector's averaging delays a rising level by about half its time
-            // constant; the attack smoother takes that off, so the attack time is the
-            // gain change's time constant for a step in level, detector included.
-            let attack_s = (s.attack_ms.max(0.01) * 1e-3 - 0.5 * tau_s).max(0.8 * s.attack_ms.max(0.01) * 1e-3);
-            let attack = 1.0 - (-1.0 / (attack_s * fs)).exp();
-            let release = 1.0 - (-1.0 / (s.release_ms.max(0.01) * 1e-3 * fs)).exp();
+            if d.coefs_for != (band.freq_hz, s.attack_ms, s.release_ms) {
+                // The power average spans at least two periods of the band's frequency,
+                // so a low band's level does not ripple.
+                let tau_s = (DETECTOR_MS * 1e-3).max(2.0 / band.freq_hz);
+                // The detector's averaging delays a rising level by about half its time
+                // constant; the attack smoother takes that off, so the attack time is the
+                // gain change's time constant for a step in level, detector included.
+                let attack_s = (s.attack_ms.max(0.01) * 1e-3 - 0.5 * tau_s).max(0.8 * s.attack_ms.max(0.01) * 1e-3);
+                let coef = |t_s: f64| 1.0 - (-1.0 / (t_s * fs)).exp();
+                d.coefs = [coef(tau_s), coef(attack_s), coef(s.release_ms.max(0.01) * 1e-3)];
+                d.coefs_for = (band.freq_hz, s.attack_ms, s.release_ms);
+            }
+            let [power_coef, attack, release] = d.coefs;
             // The detector's input: the sidechain where asked for and connected.
             let side = sidechain.filter(|_| s.sidechain);
             let channels = side.map_or(input.len(), |sc| sc.len()).min(self.channels);
@@ -182,10 +189,5 @@ impl Dynamics {
     /// Band `i`'s current gain change in dB.
     pub fn delta_db(&self, i: usize) -> f64 {
         self.detectors.get(i).map_or(0.0, |d| d.delta_db)
-    }
-
-    /// Band `i`'s detector level in dB (sine peak scale).
-    pub fn level_db(&self, i: usize) -> f64 {
-        self.detectors.get(i).map_or(-300.0, |d| 10.0 * (2.0 * d.power).max(1e-30).log10())
     }
 }

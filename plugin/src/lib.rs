@@ -240,12 +240,12 @@ impl Plugin for FerroFx {
     fn process(
         &mut self,
         buffer: &mut Buffer,
-        _aux: &mut AuxiliaryBuffers,
+        aux: &mut AuxiliaryBuffers,
         context: &mut impl ProcessContext<Self>,
     ) -> ProcessStatus {
         let frames = buffer.samples();
         // The sidechain, where the chosen layout has one and the host connected it.
-        let sidechain = _aux.inputs.first_mut().map(|b| b.as_slice()).filter(|s| s.iter().all(|c| c.len() >= frames));
+        let sidechain = aux.inputs.first_mut().map(|b| b.as_slice()).filter(|s| s.iter().all(|c| c.len() >= frames));
         if let Some(latency) = self.audio.process(&self.params, &self.telemetry, buffer.as_slice(), sidechain, frames) {
             // A backend, minimum block or chain change that moves the GPU path on or off
             // changes the latency: the host is asked to restart the plugin (`activate`

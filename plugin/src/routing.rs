@@ -27,7 +27,6 @@ use crate::bands::{Band, Equaliser, Route, BANDS};
 pub struct RoutedEqualiser {
     /// What it was allocated for: `(fs, channels, max_block)`.
     setup: (f64, usize, usize),
-    channels: usize,
     /// Stereo bands (all bands on layouts other than stereo), on every channel.
     all: Equaliser,
     left: Equaliser,
@@ -51,7 +50,6 @@ impl RoutedEqualiser {
     pub fn new(fs: f64, channels: usize, max_block: usize) -> RoutedEqualiser {
         RoutedEqualiser {
             setup: (fs, channels, max_block),
-            channels,
             all: Equaliser::new(fs, channels, max_block),
             left: Equaliser::new(fs, 1, max_block),
             right: Equaliser::new(fs, 1, max_block),
@@ -84,7 +82,7 @@ impl RoutedEqualiser {
             return;
         }
         self.targets[index] = band;
-        let stereo = self.channels == 2;
+        let stereo = self.setup.1 == 2;
         let to = slot(band.route, stereo);
         for (route, eq) in self.each() {
             let here = Band { enabled: band.enabled && route == to, ..band };
@@ -95,7 +93,7 @@ impl RoutedEqualiser {
     /// Dynamic EQ: band `index`'s gain change now, applied in the equaliser of its route.
     pub fn set_dynamic_gain(&mut self, index: usize, delta_db: f64) {
         let Some(band) = self.targets.get(index).copied() else { return };
-        let to = slot(band.route, self.channels == 2);
+        let to = slot(band.route, self.setup.1 == 2);
         for (route, eq) in self.each() {
             eq.set_dynamic_gain(index, if route == to { delta_db } else { 0.0 });
         }
@@ -140,7 +138,7 @@ impl RoutedEqualiser {
         if !self.all.settle_if_idle() {
             self.all.process(buffers);
         }
-        if self.channels != 2 || buffers.len() < 2 {
+        if self.setup.1 != 2 || buffers.len() < 2 {
             return;
         }
         let (l, r) = buffers.split_at_mut(1);

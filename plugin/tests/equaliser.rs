@@ -14,6 +14,25 @@ fn band(shape: Shape, freq_hz: f64, gain_db: f64, q: f64, db: u32, lr: bool) -> 
     Band { enabled: true, bypassed: false, shape, freq_hz, gain_db, q, slope: Slope { db_per_oct: db, linkwitz_riley: lr }, route: Route::Stereo, matched: false, dynamic: false }
 }
 
+/// `x` (planar) through `eq` in blocks of `block` frames.
+fn run_blocks(eq: &mut Equaliser, x: &[Vec<f32>], block: usize) -> Vec<Vec<f32>> {
+    let mut y = x.to_vec();
+    for start in (0..x[0].len()).step_by(block) {
+        let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[start..start + block]).collect();
+        eq.process(&mut s);
+    }
+    y
+}
+
+/// `x` (planar) through the core engine of `chain`.
+fn engine_output(chain: &Chain, fs: f64, x: &[Vec<f32>]) -> Vec<Vec<f32>> {
+    let mut want = x.to_vec();
+    let mut engine = Engine::new(&chain.design(fs).unwrap(), x.len(), x[0].len());
+    let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
+    engine.process(&mut s);
+    want
+}
+
 #[test]
 fn settled_bands_equal_the_core_chain() {
     let fs = 48_000.0;
@@ -38,15 +57,8 @@ fn settled_bands_equal_the_core_chain() {
     }
     let frames = 96_256;
     let x: Vec<Vec<f32>> = (0..2).map(|c| noise(frames, c + 1)).collect();
-    let mut y = x.clone();
-    for start in (0..frames).step_by(512) {
-        let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[start..start + 512]).collect();
-        eq.process(&mut s);
-    }
-    let mut want = x.clone();
-    let mut engine = Engine::new(&chain.design(fs).unwrap(), 2, frames);
-    let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
-    engine.process(&mut s);
+    let y = run_blocks(&mut eq, &x, 512);
+    let want = engine_output(&chain, fs, &x);
     // Settled: no more re-designs while nothing moves, and back in the fused cascade.
     let settled = eq.redesigns();
     assert!(!eq.moving(), "settled bands still run in the modulation-safe form");
@@ -298,15 +310,8 @@ fn settled_matched_bands_equal_the_core_matched_chain() {
     assert_eq!(eq.sections().len(), chain.design(fs).unwrap().sections(), "section counts");
     let frames = 512 * 100;
     let x: Vec<Vec<f32>> = (0..2).map(|c| noise(frames, c + 11)).collect();
-    let mut y = x.clone();
-    for start in (0..frames).step_by(512) {
-        let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[start..start + 512]).collect();
-        eq.process(&mut s);
-    }
-    let mut want = x.clone();
-    let mut engine = Engine::new(&chain.design(fs).unwrap(), 2, frames);
-    let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
-    engine.process(&mut s);
+    let y = run_blocks(&mut eq, &x, 512);
+    let want = engine_output(&chain, fs, &x);
     for c in 0..2 {
         let err = y[c].iter().zip(&want[c]).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
         assert!(err <= 1e-5, "channel {c}: {err:e} from the core matched chain");

@@ -3,12 +3,11 @@
 //! (cross-faded, allocation-free, ending on exactly the new FIR).
 
 use ferrofx::chain::{Chain, Fir};
-use ferrofx::design::Sos;
+use ferrofx::design::{fir_response, sos_response, Sos};
 use ferrofx::Engine;
 use ferrofx_plugin::bands::{Band, Route, Shape, Slope, BANDS, MAX_SECTIONS_PER_BAND};
 use ferrofx_plugin::linear::{design, link, Setup};
 use nice_assert_no_alloc::{assert_no_alloc, violation_count};
-use num_complex::Complex64;
 
 const FS: f64 = 48_000.0;
 
@@ -41,29 +40,20 @@ fn random_bands(seed: u64) -> [Band; BANDS] {
 
 /// The bands' magnitude (what natural phase plays) at `f`.
 fn bands_mag(bands: &[Band; BANDS], f: f64) -> f64 {
-    let w = 2.0 * std::f64::consts::PI * f / FS;
     bands
         .iter()
         .filter(|b| b.active())
         .map(|b| {
             let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
             let n = b.clamped(FS).design_into(FS, &mut buf);
-            buf[..n].iter().map(|s| s.response(w).norm()).product::<f64>()
+            sos_response(&buf[..n], f, FS).norm()
         })
         .product()
 }
 
-/// The FIR's magnitude at `f` (its DTFT).
+/// The FIR's magnitude at `f`.
 fn fir_mag(taps: &[f64], f: f64) -> f64 {
-    let w = 2.0 * std::f64::consts::PI * f / FS;
-    let step = Complex64::from_polar(1.0, -w);
-    let mut z = Complex64::new(1.0, 0.0);
-    let mut acc = Complex64::new(0.0, 0.0);
-    for &t in taps {
-        acc += z * t;
-        z *= step;
-    }
-    acc.norm()
+    fir_response(taps, f, FS).norm()
 }
 
 #[test]

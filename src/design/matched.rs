@@ -75,13 +75,6 @@ pub fn analog_mag2(p: &[f64; 3], omega: f64) -> f64 {
     re * re + im * im
 }
 
-/// The analog prototype's magnitude in dB at `freq_hz` (what a matched design follows).
-pub fn analog_db(kind: BiquadKind, freq_hz: f64, q: f64, gain_db: f64, at_hz: f64) -> f64 {
-    let (num, den) = analog_prototype(kind, q, if kind.uses_gain() { gain_db } else { 0.0 });
-    let om = at_hz / freq_hz;
-    10.0 * (analog_mag2(&num, om) / analog_mag2(&den, om)).log10()
-}
-
 /// Zeros the shape must have exactly (see the module docs).
 #[derive(Clone, Copy, PartialEq)]
 enum Fixed {
