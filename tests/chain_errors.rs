@@ -230,6 +230,50 @@ fn matched_biquads_need_version_2_and_files_are_written_as_the_oldest_version() 
     assert_eq!(Chain::from_json(&off).unwrap().stages[0], Biquad::peaking(1000.0, 1.0, 3.0));
 }
 
+/// Version 2's `matched` on cuts: Butterworth low-/high-pass and Linkwitz-Riley stages;
+/// refused in version 1 files and on stages without a matched design (band responses,
+/// other families), read and written back, designed as the core's matched cut.
+#[test]
+fn matched_cuts_need_version_2_and_a_butterworth_or_linkwitz_riley_cut() {
+    use ferrofx::chain::LinkwitzRiley;
+    use ferrofx::design::matched::{cut_matched_into, cut_sections};
+    use ferrofx::design::{Response, Sos};
+    let bw = r#"{"type": "butterworth", "response": "highpass", "order": 5, "cutoff_hz": 80, "matched": true}"#;
+    let lr = r#"{"type": "linkwitz_riley", "response": "lowpass", "order": 8, "cutoff_hz": 15000, "matched": true}"#;
+    assert_stage_error(bw, "butterworth", "matched", &["version 2"]);
+    assert_stage_error(lr, "linkwitz_riley", "matched", &["version 2"]);
+    let v2 = |stages: &[&str]| format!(r#"{{"format": "ferrofx-chain", "version": 2, "stages": [{}]}}"#, stages.join(", "));
+    let chain = Chain::from_json(&v2(&[bw, lr])).expect("version 2 reads matched cuts");
+    assert_eq!(chain.stages[0], Butterworth::highpass(80.0, 5).matched());
+    assert_eq!(chain.stages[1], LinkwitzRiley::lowpass(15_000.0, 8).matched());
+    assert_eq!(Chain::from_json(&chain.to_json()).unwrap(), chain, "written back as read");
+    assert!(chain.to_json().contains("\"version\": 2"));
+    // Designed as the core's matched cuts: 2 sections per pole pair (the real pole counts as one).
+    let designed = chain.design(48_000.0).unwrap();
+    let mut want = vec![Sos::IDENTITY; cut_sections(5) + cut_sections(8)];
+    let n = cut_matched_into(Response::Highpass, 5, false, 80.0, 48_000.0, &mut want);
+    cut_matched_into(Response::Lowpass, 8, true, 15_000.0, 48_000.0, &mut want[n..]);
+    // (Sections that are a pure gain fold into a neighbour.)
+    assert!(designed.sections() <= want.len() && designed.sections() > want.len() / 2);
+    for f in [20.0, 80.0, 1000.0, 15_000.0, 21_000.0] {
+        let w = 2.0 * std::f64::consts::PI * f / 48_000.0;
+        let expect = want.iter().fold(num_complex::Complex64::new(1.0, 0.0), |h, s| h * s.response(w));
+        let got = designed.response(f);
+        assert!((got - expect).norm() <= 1e-9 * expect.norm().max(1e-6), "{f} Hz: {got} vs {expect}");
+    }
+    // No matched design for band responses or other families: refused, naming the field.
+    let band = r#"{"type": "butterworth", "response": "bandpass", "order": 2, "cutoff_hz": [100, 200], "matched": true}"#;
+    let e = Chain::from_json(&v2(&[band])).unwrap().design(48_000.0).unwrap_err();
+    assert_eq!(e.field(), Some("matched"), "{e}");
+    assert!(e.to_string().contains("Butterworth low- and high-pass"), "{e}");
+    let cheby = r#"{"type": "chebyshev1", "response": "lowpass", "order": 2, "cutoff_hz": 100, "ripple_db": 1, "matched": true}"#;
+    let e = Chain::from_json(&v2(&[cheby])).unwrap_err();
+    assert_eq!(e.field(), Some("matched"), "{e}");
+    // `matched: false` is the bilinear design.
+    let off = Chain::from_json(&v2(&[&bw.replace("true", "false")])).unwrap();
+    assert_eq!(off.stages[0], Butterworth::highpass(80.0, 5));
+}
+
 #[test]
 fn disabled_stages_are_still_validated_and_bad_sample_rates_refused() {
     let e = error_for(r#"{"type": "butterworth", "response": "lowpass", "order": 99, "cutoff_hz": 100, "enabled": false}"#, 48_000.0);

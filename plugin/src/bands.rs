@@ -3,7 +3,7 @@
 //! can run on the audio thread, and an [`Equaliser`] that smooths parameter moves and
 //! re-designs at a sub-block rate.
 
-use ferrofx::design::matched::{biquad_matched, MATCHED_SECTIONS};
+use ferrofx::design::matched::{biquad_matched, cut_matched_into, cut_sections, MATCHED_SECTIONS};
 use ferrofx::design::{butterworth_into, rbj, BiquadKind, Response, Sos};
 use ferrofx::dsp::simd::Isa;
 use ferrofx::dsp::sos::SosCascade;
@@ -12,15 +12,20 @@ use crate::svf::SvfCascade;
 
 /// Number of bands.
 pub const BANDS: usize = 24;
-/// Most sections one band designs to (a 96 dB/oct cut: Butterworth order 16).
-pub const MAX_SECTIONS_PER_BAND: usize = 8;
+/// Most sections one band designs to (a 96 dB/oct analog-matched cut: Butterworth order
+/// 16, two sections per pole pair; the bilinear one has 8).
+pub const MAX_SECTIONS_PER_BAND: usize = 16;
 /// Samples between re-designs from the smoothed parameters.
 pub const REDESIGN_INTERVAL: usize = 32;
 /// While bands move, analog-matched bands are re-designed at most this often (samples)
 /// and glide over it; see [`Equaliser`]'s `redesign`.
 pub const MATCHED_INTERVAL: usize = 256;
-/// Analog-matched designs per re-design interval at most (about 0.1 ms each).
+/// Analog-matched fits per re-design interval, on average (about 0.1 ms each; a bell or
+/// shelf is one fit, a tilt two, a matched cut one per pole pair). Unused ones are saved
+/// up to [`MATCHED_CREDIT_MAX`], so a steep cut gets its turn.
 pub const MATCHED_PER_STEP: usize = 1;
+/// The most fits saved up (a 96 dB/oct cut's eight).
+pub const MATCHED_CREDIT_MAX: usize = 8;
 /// Cross-fade time of a discrete change (enable, shape, slope, Butterworth/Linkwitz-
 /// Riley), rounded to whole re-design intervals.
 pub const SWITCH_FADE_MS: f64 = 10.0;
@@ -171,11 +176,29 @@ impl Band {
     }
 
     /// Whether the band is designed analog-matched: `matched` set and a shape that has a
-    /// matched design (bells, shelves, tilt, notch, band-pass). Cuts stay Butterworth
-    /// (the chain format's SciPy design) and the all-pass the cookbook's (its magnitude is
-    /// 1 either way).
+    /// matched design (bells, shelves, tilt, notch, band-pass, cuts) and not dynamic (a
+    /// dynamic band re-designs too often for the fit; it stays the cookbook's). The
+    /// all-pass stays the cookbook's (its magnitude is 1 either way).
     pub fn uses_matched(&self) -> bool {
-        self.matched && !self.dynamic && matches!(self.shape, Shape::Peak | Shape::LowShelf | Shape::HighShelf | Shape::TiltShelf | Shape::Notch | Shape::BandPass)
+        self.matched && !self.dynamic && !matches!(self.shape, Shape::AllPass)
+    }
+
+    /// The cut's analog order (Butterworth or Linkwitz-Riley) from its slope.
+    fn cut_order(&self) -> usize {
+        ((self.slope.db_per_oct / 6) as usize).max(1)
+    }
+
+    /// Least-squares fits one analog-matched design of this band costs (0 when it does
+    /// not use one): the re-design budget's unit.
+    pub fn matched_fits(&self) -> usize {
+        if !self.uses_matched() || !self.active() {
+            return 0;
+        }
+        match self.shape {
+            Shape::TiltShelf => 2,
+            Shape::LowCut | Shape::HighCut => cut_sections(self.cut_order()) / MATCHED_SECTIONS,
+            _ => 1,
+        }
     }
 
     /// Sections this band designs to (0 when not active); fixed by shape and slope.
@@ -184,7 +207,7 @@ impl Band {
             return 0;
         }
         if self.uses_matched() {
-            return if self.shape == Shape::TiltShelf { 4 } else { MATCHED_SECTIONS };
+            return self.matched_fits() * MATCHED_SECTIONS;
         }
         match self.shape {
             Shape::LowCut | Shape::HighCut => {
@@ -218,6 +241,10 @@ impl Band {
                 Shape::HighShelf => two(out, BiquadKind::HighShelf, g),
                 Shape::Notch => two(out, BiquadKind::Notch, 0.0),
                 Shape::BandPass => two(out, BiquadKind::Bandpass, 0.0),
+                Shape::LowCut | Shape::HighCut => {
+                    let response = if self.shape == Shape::LowCut { Response::Highpass } else { Response::Lowpass };
+                    cut_matched_into(response, self.cut_order(), self.slope.linkwitz_riley, f, fs, &mut out[..])
+                }
                 _ => {
                     // Tilt: the two matched shelves.
                     two(&mut out[..], BiquadKind::LowShelf, -g / 2.0);
@@ -332,6 +359,8 @@ pub struct Equaliser {
     since_matched: [usize; BANDS],
     /// Where the round robin of matched designs goes on.
     matched_cursor: usize,
+    /// Analog-matched fits the budget has saved up (see [`MATCHED_PER_STEP`]).
+    matched_credit: usize,
     /// Dynamic EQ: each band's gain change now (dB) and the one its design has.
     dyn_delta_db: [f64; BANDS],
     dyn_designed_db: [f64; BANDS],
@@ -375,6 +404,7 @@ impl Equaliser {
             state_scratch: Vec::with_capacity(capacity * channels),
             since_matched: [MATCHED_INTERVAL; BANDS],
             matched_cursor: 0,
+            matched_credit: MATCHED_CREDIT_MAX,
             dyn_delta_db: [0.0; BANDS],
             dyn_designed_db: [0.0; BANDS],
         }
@@ -416,14 +446,18 @@ impl Equaliser {
     /// Re-designs the dirty bands from their smoothed values into `designed` and
     /// `sections`.
     ///
-    /// Analog-matched designs cost about a hundred times a cookbook one (a least-squares
-    /// fit), so while bands move at most [`MATCHED_PER_STEP`] of them are re-designed per
-    /// interval, each at most every [`MATCHED_INTERVAL`] samples, and glide over that
-    /// interval; the others stay dirty for a later interval. `budget: false` designs every
+    /// Analog-matched designs cost about a hundred times a cookbook one per least-squares
+    /// fit ([`Band::matched_fits`]), so while bands move the fits are budgeted:
+    /// [`MATCHED_PER_STEP`] per interval on average, saved up to [`MATCHED_CREDIT_MAX`];
+    /// each band is re-designed at most every [`MATCHED_INTERVAL`] samples and glides over
+    /// that interval; the others stay dirty for a later interval (round robin, so a steep
+    /// cut waiting for its credit is not passed by cheaper bands). `budget: false` designs every
     /// dirty band now (snaps and switches). Returns which bands were designed.
     fn redesign(&mut self, budget: bool, force: &[bool; BANDS]) -> [bool; BANDS] {
         let mut designed = [false; BANDS];
-        let mut matched_left = if budget { MATCHED_PER_STEP } else { usize::MAX };
+        let mut credit = if budget { self.matched_credit } else { usize::MAX };
+        // Once a band cannot afford its fit, later matched bands wait too (round robin).
+        let mut waiting = false;
         // Round robin: start after the band designed last.
         let start = self.matched_cursor;
         for k in 0..BANDS {
@@ -433,10 +467,15 @@ impl Equaliser {
                 continue;
             }
             if layout.uses_matched() && layout.active() && !force[i] {
-                if matched_left == 0 || (budget && self.since_matched[i] < MATCHED_INTERVAL) {
+                if waiting || (budget && self.since_matched[i] < MATCHED_INTERVAL) {
                     continue;
                 }
-                matched_left -= 1;
+                let cost = layout.matched_fits();
+                if credit < cost {
+                    waiting = true;
+                    continue;
+                }
+                credit -= cost;
                 self.since_matched[i] = 0;
                 self.matched_cursor = (i + 1) % BANDS;
             }
@@ -453,6 +492,9 @@ impl Equaliser {
             *n = band.design_into(self.fs, buf);
             self.dirty[i] = false;
             designed[i] = true;
+        }
+        if budget {
+            self.matched_credit = credit;
         }
         self.sections.clear();
         for (buf, n) in &self.designed {
@@ -499,6 +541,7 @@ impl Equaliser {
             }
             // Bands only re-design when they move (settled bands keep their sections,
             // and a band still fading from a switch goes on fading).
+            self.matched_credit = (self.matched_credit + MATCHED_PER_STEP).min(MATCHED_CREDIT_MAX);
             let moving = self.redesign(true, &switched);
             self.redesigns += 1;
             for (i, (buf, n)) in self.designed.iter().enumerate() {

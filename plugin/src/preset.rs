@@ -128,12 +128,12 @@ fn stage_band(stage: &Stage) -> Option<Band> {
                 _ => return None,
             };
         }
-        StageKind::Iir { family: IirFamily::Butterworth, response, order, cutoff: Cutoff::Single(f) } if *order <= 16 => {
+        StageKind::Iir { family: IirFamily::Butterworth, response, order, cutoff: Cutoff::Single(f), .. } if *order <= 16 => {
             band.freq_hz = *f;
             band.shape = cut_shape(*response)?;
             band.slope = Slope { db_per_oct: *order as u32 * 6, linkwitz_riley: false };
         }
-        StageKind::LinkwitzRiley { response, order, cutoff_hz } if *order <= 16 => {
+        StageKind::LinkwitzRiley { response, order, cutoff_hz, .. } if *order <= 16 => {
             band.freq_hz = *cutoff_hz;
             band.shape = cut_shape(*response)?;
             band.slope = Slope { db_per_oct: *order as u32 * 6, linkwitz_riley: true };
@@ -183,7 +183,7 @@ pub fn import(chain: &Chain) -> Imported {
         });
         match taken {
             Some((n, band, used)) => {
-                let matched = matches!(stage.kind, StageKind::Biquad { matched: true, .. });
+                let matched = stage.kind.is_matched();
                 out.matched = Some(out.matched.unwrap_or(false) || matched);
                 out.bands.push((n, band));
                 i += used;

@@ -211,7 +211,8 @@ class Stage:
 
 def _iir(kind: str, response: str, order: int, cutoff_hz: Any, **extra: Any) -> Stage:
     spec = {"type": kind, "response": response, "order": order, "cutoff_hz": cutoff_hz}
-    spec.update({k: v for k, v in extra.items() if v is not None})
+    # `matched=False` is the default design: left out, so the file stays version 1.
+    spec.update({k: v for k, v in extra.items() if v is not None and not (k == "matched" and v is False)})
     return Stage(spec)
 
 
@@ -236,6 +237,8 @@ class _Family:
 
 
 class Butterworth(_Family):
+    """`lowpass`/`highpass` take `matched=True`: the analog-matched cut (chain format
+    version 2), whose magnitude follows the analog Butterworth up to Nyquist."""
     kind = "butterworth"
 
 
@@ -259,17 +262,19 @@ class Elliptic(_Family):
 
 
 class LinkwitzRiley:
-    @staticmethod
-    def lowpass(cutoff_hz: float, order: int) -> Stage:
-        return _iir("linkwitz_riley", "lowpass", order, cutoff_hz)
+    """`matched=True`: the analog-matched cut (chain format version 2)."""
 
     @staticmethod
-    def highpass(cutoff_hz: float, order: int) -> Stage:
-        return _iir("linkwitz_riley", "highpass", order, cutoff_hz)
+    def lowpass(cutoff_hz: float, order: int, matched: bool = False) -> Stage:
+        return _iir("linkwitz_riley", "lowpass", order, cutoff_hz, matched=matched)
+
+    @staticmethod
+    def highpass(cutoff_hz: float, order: int, matched: bool = False) -> Stage:
+        return _iir("linkwitz_riley", "highpass", order, cutoff_hz, matched=matched)
 
 
 def _version(specs: list) -> int:
-    """The oldest chain-format version that says these stages (2 for matched biquads)."""
+    """The oldest chain-format version that says these stages (2 for matched stages)."""
     return 2 if any(s.get("matched") for s in specs) else 1
 
 

@@ -7,7 +7,7 @@ use super::{Stage, StageKind};
 use crate::design::{BiquadKind, Cutoff, IirFamily, Response, Window};
 
 fn iir(family: IirFamily, response: Response, cutoff: Cutoff, order: usize) -> Stage {
-    Stage::new(StageKind::Iir { family, response, order, cutoff })
+    Stage::new(StageKind::Iir { family, response, order, cutoff, matched: false })
 }
 
 macro_rules! iir_family {
@@ -58,10 +58,10 @@ pub struct LinkwitzRiley;
 
 impl LinkwitzRiley {
     pub fn lowpass(cutoff_hz: f64, order: usize) -> Stage {
-        Stage::new(StageKind::LinkwitzRiley { response: Response::Lowpass, order, cutoff_hz })
+        Stage::new(StageKind::LinkwitzRiley { response: Response::Lowpass, order, cutoff_hz, matched: false })
     }
     pub fn highpass(cutoff_hz: f64, order: usize) -> Stage {
-        Stage::new(StageKind::LinkwitzRiley { response: Response::Highpass, order, cutoff_hz })
+        Stage::new(StageKind::LinkwitzRiley { response: Response::Highpass, order, cutoff_hz, matched: false })
     }
 }
 

@@ -178,10 +178,24 @@ struct EllipticWire {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct ButterworthWire {
+    response: ResponseWire,
+    order: Count,
+    cutoff_hz: CutoffWire,
+    /// Version 2.
+    #[serde(default)]
+    matched: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct LinkwitzRileyWire {
     response: ResponseWire,
     order: Count,
     cutoff_hz: f64,
+    /// Version 2.
+    #[serde(default)]
+    matched: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -256,8 +270,16 @@ fn fields<T: DeserializeOwned>(index: usize, stage_type: &str, map: Map<String, 
     })
 }
 
+/// `matched` is a version 2 field.
+fn needs_version_2(index: usize, t: &str, matched: Option<bool>, version: u64) -> Result<(), ChainError> {
+    if matched.is_some() && version < 2 {
+        return Err(stage_error(index, t, "matched", format!("`matched` needs version 2 of the chain format (this file says version {version})")));
+    }
+    Ok(())
+}
+
 fn iir(family: IirFamily, w: PlainIirWire) -> StageKind {
-    StageKind::Iir { family, response: w.response.into(), order: w.order.0 as usize, cutoff: w.cutoff_hz.0 }
+    StageKind::Iir { family, response: w.response.into(), order: w.order.0 as usize, cutoff: w.cutoff_hz.0, matched: false }
 }
 
 fn parse_stage(index: usize, value: Value, version: u64) -> Result<Stage, ChainError> {
@@ -281,7 +303,12 @@ fn parse_stage(index: usize, value: Value, version: u64) -> Result<Stage, ChainE
         Some(other) => return Err(stage_error(index, t, "label", format!("label must be a string, found {other}"))),
     };
     let kind = match t {
-        "butterworth" => iir(IirFamily::Butterworth, fields(index, t, map)?),
+        "butterworth" => {
+            let w: ButterworthWire = fields(index, t, map)?;
+            needs_version_2(index, t, w.matched, version)?;
+            let matched = w.matched.unwrap_or(false);
+            StageKind::Iir { family: IirFamily::Butterworth, response: w.response.into(), order: w.order.0 as usize, cutoff: w.cutoff_hz.0, matched }
+        }
         "bessel" => iir(IirFamily::Bessel, fields(index, t, map)?),
         "chebyshev1" => {
             let w: Chebyshev1Wire = fields(index, t, map)?;
@@ -300,18 +327,13 @@ fn parse_stage(index: usize, value: Value, version: u64) -> Result<Stage, ChainE
         }
         "linkwitz_riley" => {
             let w: LinkwitzRileyWire = fields(index, t, map)?;
-            StageKind::LinkwitzRiley { response: w.response.into(), order: w.order.0 as usize, cutoff_hz: w.cutoff_hz }
+            needs_version_2(index, t, w.matched, version)?;
+            let matched = w.matched.unwrap_or(false);
+            StageKind::LinkwitzRiley { response: w.response.into(), order: w.order.0 as usize, cutoff_hz: w.cutoff_hz, matched }
         }
         "biquad" => {
             let w: BiquadWire = fields(index, t, map)?;
-            if w.matched.is_some() && version < 2 {
-                return Err(stage_error(
-                    index,
-                    t,
-                    "matched",
-                    format!("`matched` needs version 2 of the chain format (this file says version {version})"),
-                ));
-            }
+            needs_version_2(index, t, w.matched, version)?;
             StageKind::Biquad { kind: w.kind.into(), freq_hz: w.freq_hz, q: w.q, gain_db: w.gain_db, matched: w.matched.unwrap_or(false) }
         }
         "fir" if map.contains_key("coefficients") => {
@@ -527,10 +549,13 @@ fn stage_value(stage: &Stage) -> Value {
     let mut m = Map::new();
     m.insert("type".into(), json!(stage.kind.type_name()));
     match &stage.kind {
-        StageKind::Iir { family, response, order, cutoff } => {
+        StageKind::Iir { family, response, order, cutoff, matched } => {
             m.insert("response".into(), json!(response.name()));
             m.insert("order".into(), json!(order));
             m.insert("cutoff_hz".into(), cutoff_value(cutoff));
+            if *matched {
+                m.insert("matched".into(), json!(true));
+            }
             match *family {
                 IirFamily::Chebyshev1 { ripple_db } => {
                     m.insert("ripple_db".into(), json!(ripple_db));
@@ -545,10 +570,13 @@ fn stage_value(stage: &Stage) -> Value {
                 IirFamily::Butterworth | IirFamily::Bessel => {}
             }
         }
-        StageKind::LinkwitzRiley { response, order, cutoff_hz } => {
+        StageKind::LinkwitzRiley { response, order, cutoff_hz, matched } => {
             m.insert("response".into(), json!(response.name()));
             m.insert("order".into(), json!(order));
             m.insert("cutoff_hz".into(), json!(cutoff_hz));
+            if *matched {
+                m.insert("matched".into(), json!(true));
+            }
         }
         StageKind::Biquad { kind, freq_hz, q, gain_db, matched } => {
             m.insert("kind".into(), json!(kind.name()));
@@ -592,7 +620,7 @@ fn stage_value(stage: &Stage) -> Value {
 /// Writes a chain file (pretty-printed).
 pub(super) fn to_string(chain: &Chain) -> String {
     // The oldest version that says everything in the chain: version 1 readers read it.
-    let matched = chain.stages.iter().any(|s| matches!(s.kind, StageKind::Biquad { matched: true, .. }));
+    let matched = chain.stages.iter().any(|s| s.kind.is_matched());
     let value = json!({
         "format": FORMAT_NAME,
         "version": if matched { 2 } else { 1 },

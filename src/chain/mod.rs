@@ -86,10 +86,12 @@ pub struct Stage {
 /// What a stage does.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StageKind {
-    /// `butterworth`, `chebyshev1`, `chebyshev2`, `elliptic`, `bessel`.
-    Iir { family: IirFamily, response: Response, order: usize, cutoff: Cutoff },
-    /// `linkwitz_riley`: the Butterworth of `order / 2` twice.
-    LinkwitzRiley { response: Response, order: usize, cutoff_hz: f64 },
+    /// `butterworth`, `chebyshev1`, `chebyshev2`, `elliptic`, `bessel`. `matched` (format
+    /// version 2; Butterworth low- and high-pass only): the analog-matched cut of
+    /// [`crate::design::matched::cut_matched_into`] instead of the bilinear design.
+    Iir { family: IirFamily, response: Response, order: usize, cutoff: Cutoff, matched: bool },
+    /// `linkwitz_riley`: the Butterworth of `order / 2` twice; `matched` as for `Iir`.
+    LinkwitzRiley { response: Response, order: usize, cutoff_hz: f64, matched: bool },
     /// `biquad`: an Audio-EQ-Cookbook shape. `gain_db` is for peaking and shelves only.
     /// `matched` (format version 2): the analog-matched design of the same shape
     /// ([`crate::design::matched`]), two sections.
@@ -117,6 +119,11 @@ impl StageKind {
         }
     }
 
+    /// Whether the stage asks for an analog-matched design (format version 2).
+    pub fn is_matched(&self) -> bool {
+        matches!(self, StageKind::Biquad { matched: true, .. } | StageKind::Iir { matched: true, .. } | StageKind::LinkwitzRiley { matched: true, .. })
+    }
+
     /// Whether the stage becomes second-order sections (and fuses with its neighbours).
     pub fn is_sos_type(&self) -> bool {
         !matches!(self, StageKind::FirDesign { .. } | StageKind::FirGiven { .. })
@@ -137,7 +144,10 @@ impl Stage {
     /// The same stage, analog-matched if it is a biquad (see
     /// [`crate::design::matched`]); other stages are returned unchanged.
     pub fn matched(mut self) -> Stage {
-        if let StageKind::Biquad { matched, .. } = &mut self.kind {
+        if let StageKind::Biquad { matched, .. }
+        | StageKind::Iir { family: IirFamily::Butterworth, matched, .. }
+        | StageKind::LinkwitzRiley { matched, .. } = &mut self.kind
+        {
             *matched = true;
         }
         self

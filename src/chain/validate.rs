@@ -129,12 +129,31 @@ enum Designed {
     Fir(Vec<f64>),
 }
 
+/// An analog-matched cut (any order the format allows).
+const _: () = assert!(MAX_IIR_ORDER <= design::matched::MAX_CUT_ORDER);
+fn matched_cut(response: design::Response, order: usize, linkwitz_riley: bool, cutoff_hz: f64, fs: f64) -> Vec<Sos> {
+    let mut out = vec![Sos::IDENTITY; design::matched::cut_sections(order)];
+    let n = design::matched::cut_matched_into(response, order, linkwitz_riley, cutoff_hz, fs, &mut out);
+    out.truncate(n);
+    out
+}
+
 fn design_stage(check: &Check, kind: &StageKind) -> Result<Designed, ChainError> {
     let fs = check.fs;
     Ok(match kind {
-        StageKind::Iir { family, response, order, cutoff } => {
+        StageKind::Iir { family, response, order, cutoff, matched } => {
             let order = check.order(*order, 1)?;
             let cutoff = check.cutoff(*response, *cutoff)?;
+            if *matched {
+                if *family != IirFamily::Butterworth || response.is_band() {
+                    return Err(check.fail(
+                        "matched",
+                        format!("`matched` is for Butterworth low- and high-pass stages (a cut); this stage is a {} {}", family.name(), response.name()),
+                    ));
+                }
+                let (Cutoff::Single(f) | Cutoff::Band(f, _)) = cutoff; // single: checked above
+                return Ok(Designed::Sos(check.designed("order", matched_cut(*response, order, false, f, fs))?));
+            }
             match *family {
                 IirFamily::Chebyshev1 { ripple_db } => {
                     check.positive("ripple_db", ripple_db)?;
@@ -156,7 +175,7 @@ fn design_stage(check: &Check, kind: &StageKind) -> Result<Designed, ChainError>
             }
             Designed::Sos(check.designed("order", design::iir_sos(*family, *response, order, cutoff, fs))?)
         }
-        StageKind::LinkwitzRiley { response, order, cutoff_hz } => {
+        StageKind::LinkwitzRiley { response, order, cutoff_hz, matched } => {
             if response.is_band() {
                 return Err(check.fail(
                     "response",
@@ -168,6 +187,9 @@ fn design_stage(check: &Check, kind: &StageKind) -> Result<Designed, ChainError>
                 return Err(check.fail("order", format!("order {order} must be even for linkwitz_riley")));
             }
             let f = check.frequency("cutoff_hz", *cutoff_hz)?;
+            if *matched {
+                return Ok(Designed::Sos(check.designed("order", matched_cut(*response, order, true, f, fs))?));
+            }
             Designed::Sos(check.designed("order", design::linkwitz_riley_sos(*response, order, f, fs))?)
         }
         StageKind::Biquad { kind, freq_hz, q, gain_db, matched } => {

@@ -45,8 +45,17 @@ pub const MATCHED_SECTIONS: usize = 2;
 
 const LOG_POINTS: usize = 128;
 const CLUSTER: usize = 34;
-const POINTS: usize = 1 + LOG_POINTS + CLUSTER;
+/// Extra samples evenly spread over the top of the judged range (0.3 to 0.45 `fs`), where
+/// the log grid is sparse against a matched band's features.
+const EDGE: usize = 12;
+const POINTS: usize = 1 + LOG_POINTS + CLUSTER + EDGE;
 const ROUNDS: usize = 8;
+/// Lawson rounds at most, where the least-squares fit's largest error is above
+/// `LAWSON_TRIGGER_DB`.
+const LAWSON_ROUNDS: usize = 12;
+const LAWSON_TRIGGER_DB: f64 = 0.04;
+/// dB per neper of a squared magnitude's log: `10 / ln 10`.
+const DB_PER_NEPER: f64 = 4.342_944_819_032_518;
 /// Unknowns: numerator coefficients (at most 5) and denominator ones after `d0 = 1` (4).
 const MAX_UNKNOWNS: usize = 9;
 
@@ -79,10 +88,9 @@ pub fn analog_mag2(p: &[f64; 3], omega: f64) -> f64 {
 #[derive(Clone, Copy, PartialEq)]
 enum Fixed {
     None,
-    /// `x`: one zero at DC.
-    Dc,
-    /// `x^2`: two zeros at DC.
-    Dc2,
+    /// `x^k` (`k` of 1 to 4): `k` zeros at DC (band-passes one, a second-order
+    /// high-pass two, a cut of analog order `k` `k`).
+    Dc(usize),
     /// `(x - 1)^2`: the pair on the unit circle at `f0`.
     Notch,
 }
@@ -105,18 +113,32 @@ fn fit(kind: BiquadKind, f0: f64, q: f64, gain_db: f64, fs: f64) -> Option<[Sos;
         return None;
     }
     let (num, den) = analog_prototype(kind, q, gain_db);
-    let w0 = 2.0 * PI * f0 / fs;
-    let s = (w0 / 2.0).sin().powi(2);
     let fixed = match kind {
-        BiquadKind::Bandpass | BiquadKind::BandpassSkirt => Fixed::Dc,
-        BiquadKind::Highpass => Fixed::Dc2,
+        BiquadKind::Bandpass | BiquadKind::BandpassSkirt => Fixed::Dc(1),
+        BiquadKind::Highpass => Fixed::Dc(2),
         BiquadKind::Notch => Fixed::Notch,
         _ => Fixed::None,
     };
+    let a = 10f64.powf(gain_db / 40.0);
+    let shelf = matches!(kind, BiquadKind::LowShelf | BiquadKind::HighShelf);
+    let centres = if shelf { Some([f0 * a.sqrt(), f0 / a.sqrt()]) } else { None };
+    let target = |om: f64| analog_mag2(&num, om) / analog_mag2(&den, om);
+    fit_target(&target, fixed, f0, q, centres, fs)
+}
+
+/// The fit of the module docs for any squared analog magnitude `target` (a function of
+/// frequency in units of `f0`) of at most fourth order: samples clustered around `f0`
+/// (width from `q`) or around the two `centres` given, zeros `fixed` kept exact.
+fn fit_target(target: &dyn Fn(f64) -> f64, fixed: Fixed, f0: f64, q: f64, centres: Option<[f64; 2]>, fs: f64) -> Option<[Sos; MATCHED_SECTIONS]> {
+    if !(f0 > 0.0 && f0 < fs / 2.0 && q > 0.0) {
+        return None;
+    }
+    let w0 = 2.0 * PI * f0 / fs;
+    let s = (w0 / 2.0).sin().powi(2);
     let kn = match fixed {
         Fixed::None => 4,
-        Fixed::Dc => 3,
-        Fixed::Dc2 | Fixed::Notch => 2,
+        Fixed::Dc(k) => 4 - k.clamp(1, 4),
+        Fixed::Notch => 2,
     };
     let unknowns = kn + 1 + 4;
 
@@ -128,18 +150,20 @@ fn fit(kind: BiquadKind, f0: f64, q: f64, gain_db: f64, fs: f64) -> Option<[Sos;
         *f = lo * (hi / lo).powf(i as f64 / (LOG_POINTS - 1) as f64);
     }
     let bw = (1.5 / q).min(2.0);
-    let a = 10f64.powf(gain_db / 40.0);
-    let shelf = matches!(kind, BiquadKind::LowShelf | BiquadKind::HighShelf);
-    let centres = if shelf { [f0 * a.sqrt(), f0 / a.sqrt()] } else { [f0, f0] };
+    let two = centres.is_some();
+    let centres = centres.unwrap_or([f0, f0]);
     let per = CLUSTER / 2;
     for (c, centre) in centres.iter().enumerate() {
         for k in 0..per {
             let t = -3.0 + 6.0 * k as f64 / (per - 1) as f64;
             // Shift the second copy of a single centre by half a step.
-            let t = if !shelf && c == 1 { t + 3.0 / (per - 1) as f64 } else { t };
+            let t = if !two && c == 1 { t + 3.0 / (per - 1) as f64 } else { t };
             let f = centre * (t * bw).exp2();
             freqs[1 + LOG_POINTS + c * per + k] = if f < hi { f } else { hi * 0.999 };
         }
+    }
+    for (k, f) in freqs[1 + LOG_POINTS + CLUSTER..].iter_mut().enumerate() {
+        *f = fs * (0.3 + 0.15 * k as f64 / (EDGE - 1) as f64);
     }
 
     // Targets and abscissae.
@@ -148,8 +172,7 @@ fn fit(kind: BiquadKind, f0: f64, q: f64, gain_db: f64, fs: f64) -> Option<[Sos;
     let mut t_max = 0.0f64;
     for i in 0..POINTS {
         x[i] = (PI * freqs[i] / fs).sin().powi(2) / s;
-        let om = freqs[i] / f0;
-        t[i] = analog_mag2(&num, om) / analog_mag2(&den, om);
+        t[i] = target(freqs[i] / f0);
         t_max = t_max.max(t[i]);
     }
     if !(t_max.is_finite() && t_max > 0.0) {
@@ -158,24 +181,44 @@ fn fit(kind: BiquadKind, f0: f64, q: f64, gain_db: f64, fs: f64) -> Option<[Sos;
     let floor = 1e-12 * t_max;
     let fix = |xi: f64| match fixed {
         Fixed::None => 1.0,
-        Fixed::Dc => xi,
-        Fixed::Dc2 => xi * xi,
+        Fixed::Dc(k) => xi.powi(k as i32),
         Fixed::Notch => (xi - 1.0) * (xi - 1.0),
     };
 
-    // Sanathanan-Koerner rounds of weighted linear least squares.
+    // Sanathanan-Koerner rounds of weighted linear least squares; then, where the
+    // largest error over the judged samples (within 60 dB of the peak, up to 0.9 of
+    // Nyquist) is above `LAWSON_TRIGGER_DB`, Lawson rounds that weight each judged sample
+    // by its error so far, moving the least-squares fit toward the minimax one. The best
+    // round (by that largest error) is kept.
+    let judged = |i: usize| t[i] > 1e-6 * t_max && freqs[i] <= 0.45 * fs;
+    // Half the spread of the log ratio of design to target over the judged samples (the
+    // largest dB error once the gain is set midway) and the midpoint.
+    let spread = |c: &[f64; 5], d: &[f64; 5]| {
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for i in 0..POINTS {
+            if judged(i) {
+                let r = (fix(x[i]) * poly(&c[..=kn], x[i]) / (poly(d, x[i]) * t[i])).abs().ln();
+                lo = lo.min(r);
+                hi = hi.max(r);
+            }
+        }
+        ((hi - lo) / 2.0, (hi + lo) / 2.0)
+    };
     let mut d_prev = [1.0f64; POINTS];
+    let mut u = [1.0f64; POINTS];
     let mut c = [0.0f64; 5];
     let mut d = [1.0f64, 0.0, 0.0, 0.0, 0.0];
+    let mut best: Option<(f64, [f64; 5], [f64; 5])> = None;
+    let mut lawson = 0;
     let mut m = [[0.0f64; MAX_UNKNOWNS]; POINTS];
     let mut rhs = [0.0f64; POINTS];
-    for _ in 0..ROUNDS {
+    for round in 0..ROUNDS + LAWSON_ROUNDS {
         let mut rows = 0;
         for i in 0..POINTS {
             if t[i] <= floor {
                 continue;
             }
-            let w = 1.0 / (t[i] * d_prev[i].abs().max(1e-300));
+            let w = u[i] / (t[i] * d_prev[i].abs().max(1e-300));
             let mut p = fix(x[i]);
             for cell in m[rows][..=kn].iter_mut() {
                 *cell = w * p;
@@ -189,7 +232,12 @@ fn fit(kind: BiquadKind, f0: f64, q: f64, gain_db: f64, fs: f64) -> Option<[Sos;
             rhs[rows] = w * t[i];
             rows += 1;
         }
-        let sol = least_squares(&mut m[..rows], &mut rhs[..rows], unknowns)?;
+        let Some(sol) = least_squares(&mut m[..rows], &mut rhs[..rows], unknowns) else {
+            if best.is_some() {
+                break;
+            }
+            return None;
+        };
         // Converged when the denominator no longer moves (the weights would not change).
         let mut change = 0.0f64;
         for i in 0..POINTS {
@@ -199,23 +247,46 @@ fn fit(kind: BiquadKind, f0: f64, q: f64, gain_db: f64, fs: f64) -> Option<[Sos;
         }
         c[..=kn].copy_from_slice(&sol[..=kn]);
         d[1..5].copy_from_slice(&sol[kn + 1..unknowns]);
-        if change < 1e-6 {
+        if lawson == 0 && change >= 1e-6 && round + 1 < ROUNDS {
+            continue;
+        }
+        let (err, mid) = spread(&c, &d);
+        if err.is_finite() && best.as_ref().is_none_or(|b| err < b.0) {
+            best = Some((err, c, d));
+        }
+        if lawson >= LAWSON_ROUNDS || (lawson == 0 && !(err * DB_PER_NEPER > LAWSON_TRIGGER_DB)) || !err.is_finite() {
             break;
         }
+        lawson += 1;
+        let mut total = 0.0;
+        let mut count = 0.0;
+        for i in 0..POINTS {
+            if judged(i) {
+                let r = (fix(x[i]) * poly(&c[..=kn], x[i]) / (poly(&d, x[i]) * t[i])).abs().ln();
+                u[i] *= (r - mid).abs().max(1e-3 * err);
+                total += u[i];
+                count += 1.0;
+            }
+        }
+        if !(total > 0.0 && total.is_finite()) {
+            break;
+        }
+        for i in 0..POINTS {
+            if judged(i) {
+                u[i] *= count / total;
+            }
+        }
     }
+    let (_, c, d) = best?;
 
     // Zeros and poles in z.
     let mut zeros = [Complex64::new(0.0, 0.0); 4];
     let mut nz = 0;
     match fixed {
         Fixed::None => {}
-        Fixed::Dc => {
-            zeros[0] = Complex64::new(1.0, 0.0);
-            nz = 1;
-        }
-        Fixed::Dc2 => {
-            zeros[..2].fill(Complex64::new(1.0, 0.0));
-            nz = 2;
+        Fixed::Dc(k) => {
+            nz = k.clamp(1, 4);
+            zeros[..nz].fill(Complex64::new(1.0, 0.0));
         }
         Fixed::Notch => {
             zeros[0] = Complex64::from_polar(1.0, w0);
@@ -258,29 +329,153 @@ fn fit(kind: BiquadKind, f0: f64, q: f64, gain_db: f64, fs: f64) -> Option<[Sos;
         Sos { b: [1.0, z_second[0], z_second[1]], a: [1.0, p_second[0], p_second[1]] },
     ];
 
-    // Gain: the log-mean of target over design across the samples that carry signal.
-    let mut sum = 0.0;
-    let mut count = 0.0;
+    // Gain: midway between the largest and smallest log ratio of target to design over
+    // the samples within 60 dB of the peak (where the dB error is judged), which
+    // minimises the largest dB error for the shape found.
+    let (mut lo_ln, mut hi_ln) = (f64::INFINITY, f64::NEG_INFINITY);
     for i in 0..POINTS {
-        if t[i] <= 1e-9 * t_max {
+        if t[i] <= 1e-6 * t_max || freqs[i] > 0.45 * fs {
             continue;
         }
         let w = 2.0 * PI * freqs[i] / fs;
         let h = out[0].response(w) * out[1].response(w);
         let h2 = h.norm_sqr();
         if h2 > 0.0 && h2.is_finite() {
-            sum += (t[i] / h2).ln();
-            count += 1.0;
+            let r = (t[i] / h2).ln();
+            lo_ln = lo_ln.min(r);
+            hi_ln = hi_ln.max(r);
         }
     }
-    if count == 0.0 {
+    if !(lo_ln.is_finite() && hi_ln.is_finite()) {
         return None;
     }
+    let (sum, count) = (lo_ln + hi_ln, 2.0);
     let k = (sum / count / 2.0).exp();
     for b in out[0].b.iter_mut() {
         *b *= k;
     }
     (out.iter().all(|s| s.is_finite() && s.is_stable())).then_some(out)
+}
+
+/// Highest analog order of a matched cut.
+pub const MAX_CUT_ORDER: usize = 24;
+/// Highest analog order of a piece fitted as two sections.
+const PIECE_ORDER: usize = 2;
+
+/// Sections a matched cut of analog `order` designs to: two per fourth order.
+pub fn cut_sections(order: usize) -> usize {
+    2 * order.div_ceil(PIECE_ORDER)
+}
+
+/// One factor of a Butterworth prototype: a pole pair of quality `q`, or the real pole
+/// (`q` 0.5, order 1).
+#[derive(Clone, Copy)]
+struct Factor {
+    order: usize,
+    q: f64,
+}
+
+impl Factor {
+    /// `|H(j omega)|^2` of the low-pass factor, `omega` in units of the cutoff.
+    fn lowpass_mag2(self, om: f64) -> f64 {
+        if self.order == 1 {
+            1.0 / (1.0 + om * om)
+        } else {
+            let re = 1.0 - om * om;
+            1.0 / (re * re + om * om / (self.q * self.q))
+        }
+    }
+}
+
+/// An analog-matched Butterworth (or, with `linkwitz_riley`, Linkwitz-Riley: the
+/// Butterworth of `order / 2` twice) low- or high-pass of analog `order`, written to
+/// `out`; returns the section count ([`cut_sections`]), 0 when the arguments are out of
+/// range (another response, order 0 or above [`MAX_CUT_ORDER`], an odd Linkwitz-Riley
+/// order, `cutoff_hz` outside `(0, fs/2)`, `out` too short).
+///
+/// The prototype's factors (pole pairs and the real pole) are grouped into pieces of at
+/// most fourth order, each piece fitted as two sections by the method of the module docs
+/// (a high-pass keeps its zeros at DC exactly), so the whole follows the analog
+/// `1 / (1 + (f / fc)^(2 order))` (or its high-pass mirror) up to Nyquist instead of
+/// cramping toward it. Where a piece cannot be factorised (not seen on the tested grid)
+/// the bilinear design of [`super::butterworth_into`] is written instead, so the result is
+/// always a stable cut of that order. No allocation.
+pub fn cut_matched_into(response: super::Response, order: usize, linkwitz_riley: bool, cutoff_hz: f64, fs: f64, out: &mut [Sos]) -> usize {
+    let highpass = match response {
+        super::Response::Lowpass => false,
+        super::Response::Highpass => true,
+        _ => return 0,
+    };
+    let n_out = cut_sections(order);
+    if order == 0 || order > MAX_CUT_ORDER || (linkwitz_riley && order % 2 != 0) || out.len() < n_out || !(cutoff_hz > 0.0 && cutoff_hz < fs / 2.0) {
+        return 0;
+    }
+    // The prototype's factors, in order of rising q (the real pole first).
+    let mut factors = [Factor { order: 0, q: 0.0 }; MAX_CUT_ORDER];
+    let mut nf = 0;
+    let butterworth = if linkwitz_riley { order / 2 } else { order };
+    for _ in 0..if linkwitz_riley { 2 } else { 1 } {
+        if butterworth % 2 == 1 {
+            factors[nf] = Factor { order: 1, q: 0.5 };
+            nf += 1;
+        }
+        for m in 0..butterworth / 2 {
+            let zeta = (PI * (2 * m + 1) as f64 / (2 * butterworth) as f64).sin();
+            factors[nf] = Factor { order: 2, q: 0.5 / zeta };
+            nf += 1;
+        }
+    }
+    factors[..nf].sort_by(|a, b| a.q.total_cmp(&b.q));
+    // Pieces: the highest q left with the lowest ones that still fit in fourth order.
+    let (mut lo, mut hi) = (0, nf);
+    let mut written = 0;
+    while lo < hi {
+        hi -= 1;
+        let mut piece = [factors[hi]; 4];
+        let mut np = 1;
+        let mut piece_order = factors[hi].order;
+        while lo < hi && piece_order + factors[lo].order <= PIECE_ORDER {
+            piece[np] = factors[lo];
+            piece_order += factors[lo].order;
+            np += 1;
+            lo += 1;
+        }
+        let piece = &piece[..np];
+        let target = |om: f64| {
+            let lp = piece.iter().fold(1.0, |acc, f| acc * f.lowpass_mag2(om));
+            if highpass {
+                lp * om.powi(2 * piece_order as i32)
+            } else {
+                lp
+            }
+        };
+        let fixed = if highpass { Fixed::Dc(piece_order) } else { Fixed::None };
+        match fit_target(&target, fixed, cutoff_hz, factors[hi].q, None, fs) {
+            Some(pair) => {
+                out[written..written + MATCHED_SECTIONS].copy_from_slice(&pair);
+                written += MATCHED_SECTIONS;
+            }
+            None => return bilinear_cut(response, order, linkwitz_riley, cutoff_hz, fs, out),
+        }
+    }
+    // Pieces of less than fourth order leave sections unused: identities.
+    out[written..n_out].fill(Sos::IDENTITY);
+    n_out
+}
+
+/// The bilinear cut of [`super::butterworth_into`] in the matched cut's section count.
+fn bilinear_cut(response: super::Response, order: usize, linkwitz_riley: bool, cutoff_hz: f64, fs: f64, out: &mut [Sos]) -> usize {
+    let n_out = cut_sections(order);
+    let n = if linkwitz_riley {
+        let half = super::butterworth_into(response, order / 2, cutoff_hz, fs, out);
+        let (first, second) = out.split_at_mut(half);
+        second[..half].copy_from_slice(&first[..half]);
+        2 * half
+    } else {
+        super::butterworth_into(response, order, cutoff_hz, fs, out)
+    };
+    out[n..n_out].fill(Sos::IDENTITY);
+    n_out
 }
 
 /// `sum c_k x^k`.

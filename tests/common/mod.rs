@@ -67,6 +67,7 @@ impl Case {
                     response: response(s["btype"].as_str().unwrap()),
                     order: s["order"].as_u64().unwrap() as usize,
                     cutoff: cutoff(&s["cutoff_hz"]),
+                    matched: false,
                 })
             }
             "rbj" => {

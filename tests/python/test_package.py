@@ -246,6 +246,38 @@ def test_lfilter_direct_and_fft_paths_equal_scipy():
         assert rel(got, want) <= 1e-12, f"{taps_n} taps, {frames} frames: {rel(got, want):.2e}"
 
 
+def test_matched_cuts_follow_the_analog_butterworth_and_linkwitz_riley():
+    fs = 44_100.0
+    f = np.geomspace(20.0, 0.45 * fs, 600)
+    for order in (1, 2, 3, 4, 6, 8, 12, 16):
+        for fc in (40.0, 3000.0, 12_000.0, 19_000.0):
+            stage = ferrofx.Butterworth.lowpass(fc, order, matched=True)
+            assert json.loads(stage.to_json())["version"] == 2
+            want = 1 / np.sqrt(1 + (f / fc) ** (2 * order))
+            got = np.abs(stage.chain().response(f, fs))
+            keep = want > 1e-3
+            err = np.max(np.abs(20 * np.log10(got[keep] / want[keep])))
+            assert err < 0.1, f"Butterworth order {order} at {fc} Hz: {err:.3f} dB"
+            # The bilinear design cramps toward Nyquist where the cutoff is high.
+            if fc == 19_000.0:
+                plain = np.abs(ferrofx.Butterworth.lowpass(fc, order).chain().response(f, fs))
+                assert np.max(np.abs(20 * np.log10(plain[keep] / want[keep]))) > 1.0
+            if order % 2 == 0:
+                hp = ferrofx.LinkwitzRiley.highpass(fc, order, matched=True)
+                want = 1 / (1 + (fc / f) ** order)
+                got = np.abs(hp.chain().response(f, fs))
+                keep = want > 1e-3
+                err = np.max(np.abs(20 * np.log10(got[keep] / want[keep])))
+                assert err < 0.1, f"Linkwitz-Riley order {order} at {fc} Hz: {err:.3f} dB"
+    # matched=False is the plain design, written as version 1.
+    assert json.loads(ferrofx.Butterworth.highpass(80.0, 4, matched=False).to_json())["version"] == 1
+    with pytest.raises(ValueError, match="matched"):
+        ferrofx.Chain.from_json(json.dumps({
+            "format": "ferrofx-chain", "version": 2,
+            "stages": [{"type": "butterworth", "response": "bandpass", "order": 2, "cutoff_hz": [100, 200], "matched": True}],
+        })).design(fs)
+
+
 def test_matched_biquads_follow_the_analog_prototype_and_process_like_scipy():
     fs = 48_000.0
     stage = ferrofx.Biquad.peaking(15_000.0, 1.0, 12.0, matched=True)

@@ -196,13 +196,16 @@ def test_a_bypassed_band_stops_acting(plugin):
 
 
 def test_analog_matched_bands_equal_a_version_2_chain_file(plugin):
-    # The default switch on: bells, shelves and tilt are the core's matched biquads, which
-    # the renderer reads from a version 2 chain file with "matched": true.
+    # The default switch on: bells, shelves and tilt are the core's matched biquads and
+    # the cuts (an 80 Hz Butterworth, a 15 kHz 48 dB/oct Linkwitz-Riley) its matched cuts,
+    # which the renderer reads from a version 2 chain file with "matched": true.
     chain = configure(plugin)
     plugin.analog_matched_bands = True
     chain["version"] = 2
+    types = [s["type"] for s in chain["stages"]]
+    assert "butterworth" in types and "linkwitz_riley" in types, types
     for s in chain["stages"]:
-        if s["type"] == "biquad":
+        if s["type"] in ("biquad", "butterworth", "linkwitz_riley"):
             s["matched"] = True
     x = noise(2, FS, 8)
     lead = np.zeros((2, FS), dtype=np.float32)

@@ -34,6 +34,7 @@ pub const ADDABLE: [(&str, Maker); 10] = [
         response: Response::Highpass,
         order: 4,
         cutoff_hz: 80.0,
+        matched: false,
     }),
     ("Biquad", || StageKind::Biquad {
         kind: BiquadKind::Peaking,
@@ -60,6 +61,7 @@ fn iir(family: IirFamily) -> StageKind {
         response: Response::Lowpass,
         order: 4,
         cutoff: Cutoff::Single(1000.0),
+        matched: false,
     }
 }
 
@@ -98,11 +100,15 @@ pub fn fields(
             response,
             order,
             cutoff,
+            matched,
         } => {
             f.family(family);
             f.response(response, &RESPONSES);
             f.order(order);
             f.cutoff(*response, cutoff);
+            if *family == IirFamily::Butterworth && !response.is_band() {
+                f.flag("Analog-matched", "matched", matched);
+            }
             match family {
                 IirFamily::Chebyshev1 { ripple_db } => {
                     f.number("Ripple (dB)", "ripple_db", ripple_db, 0.01)
@@ -124,10 +130,12 @@ pub fn fields(
             response,
             order,
             cutoff_hz,
+            matched,
         } => {
             f.response(response, &RESPONSES[..2]);
             f.order(order);
             f.frequency("Cutoff (Hz)", "cutoff_hz", cutoff_hz);
+            f.flag("Analog-matched", "matched", matched);
         }
         StageKind::Biquad {
             kind,
