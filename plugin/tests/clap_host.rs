@@ -472,7 +472,7 @@ fn routed_bands_act_on_their_channels() {
 }
 
 /// Analog-matched bands (the default) through CLAP: the bells, shelves, tilt and notch
-/// equal the core chain's matched biquads (format version 2), the cuts stay Butterworth.
+/// equal the core chain's matched biquads and the cuts its matched cuts (format version 2).
 #[test]
 fn analog_matched_bands_equal_the_core_matched_chain() {
     let Some(entry) = entry() else { return };
