@@ -254,6 +254,28 @@ impl AudioState {
     }
 }
 
+/// Multiplies `samples` by `gain` and flushes subnormal results to zero, in one pass
+/// that vectorises (lanes of eight); returns whether any result is not finite.
+fn scale_and_flush(samples: &mut [f32], gain: f32) -> bool {
+    const LANES: usize = 8;
+    let mut bad = [false; LANES];
+    let step = |v: &mut f32, bad: &mut bool| {
+        let y = *v * gain;
+        *bad |= !y.is_finite();
+        *v = if y.abs() < f32::MIN_POSITIVE { 0.0 } else { y };
+    };
+    let mut chunks = samples.chunks_exact_mut(LANES);
+    for chunk in &mut chunks {
+        for (v, b) in chunk.iter_mut().zip(bad.iter_mut()) {
+            step(v, b);
+        }
+    }
+    for (v, b) in chunks.into_remainder().iter_mut().zip(bad.iter_mut()) {
+        step(v, b);
+    }
+    bad.iter().any(|&b| b)
+}
+
 /// What the IIR equaliser runs of `band`: in linear phase the FIR carries the bands on
 /// every channel, so they are off here.
 fn iir_band(band: &Band, linear: bool, stereo: bool) -> Band {
@@ -440,35 +462,52 @@ impl AudioState {
         let mut non_finite = false;
         let auto_on = params.auto_gain.value() != crate::params::AutoGainChoice::Off;
         let delta_step = self.wet_step;
-        for i in 0..frames {
-            let out_gain = util::db_to_gain(params.output_gain_db.smoothed.next());
-            let auto_db = self.autogain.as_mut().map_or(0.0, |a| a.next_db(auto_on));
-            let gain = if auto_db == 0.0 { out_gain } else { out_gain * util::db_to_gain(auto_db as f32) };
-            let wet = self.wet_mix;
-            let dm = self.delta_mix;
-            for (c, r) in refs.iter_mut().enumerate() {
-                let mut y = r[i] * gain;
-                if delta && c < channels {
-                    // What the bands and chain changed, at the output gain (auto-gain
-                    // is not part of it).
-                    let d = (r[i] - self.dry[c][i]) * out_gain;
-                    y = if dm == 1.0 { d } else { dm * d + (1.0 - dm) * y };
+        // A settled output gain is converted once per block, not per sample.
+        let out_smoother = &params.output_gain_db.smoothed;
+        let settled_gain = (!out_smoother.is_smoothing()).then(|| util::db_to_gain(out_smoother.next()));
+        let auto_settled = self.autogain.as_ref().map_or(Some(0.0), |a| a.settled_db(auto_on));
+        // The usual block (no fade, no delta, gains settled): one vectorised pass per
+        // channel. Otherwise the general loop below, per sample.
+        let fast = match (settled_gain, auto_settled) {
+            (Some(g), Some(auto_db)) if !fading && !delta => Some(if auto_db == 0.0 { g } else { g * util::db_to_gain(auto_db as f32) }),
+            _ => None,
+        };
+        if let Some(gain) = fast {
+            for r in refs.iter_mut() {
+                non_finite |= scale_and_flush(r, gain);
+            }
+        }
+        if fast.is_none() {
+            for i in 0..frames {
+                let out_gain = settled_gain.unwrap_or_else(|| util::db_to_gain(out_smoother.next()));
+                let auto_db = self.autogain.as_mut().map_or(0.0, |a| a.next_db(auto_on));
+                let gain = if auto_db == 0.0 { out_gain } else { out_gain * util::db_to_gain(auto_db as f32) };
+                let wet = self.wet_mix;
+                let dm = self.delta_mix;
+                for (c, r) in refs.iter_mut().enumerate() {
+                    let mut y = r[i] * gain;
+                    if delta && c < channels {
+                        // What the bands and chain changed, at the output gain (auto-gain
+                        // is not part of it).
+                        let d = (r[i] - self.dry[c][i]) * out_gain;
+                        y = if dm == 1.0 { d } else { dm * d + (1.0 - dm) * y };
+                    }
+                    non_finite |= !y.is_finite();
+                    let out = if fading && c < channels { wet * y + (1.0 - wet) * self.dry[c][i] } else { y };
+                    // No subnormal leaves the plugin (hosts and validators count them as
+                    // faults; a decaying tail can produce them after the output gain).
+                    r[i] = if out.abs() < f32::MIN_POSITIVE { 0.0 } else { out };
                 }
-                non_finite |= !y.is_finite();
-                let out = if fading && c < channels { wet * y + (1.0 - wet) * self.dry[c][i] } else { y };
-                // No subnormal leaves the plugin (hosts and validators count them as
-                // faults; a decaying tail can produce them after the output gain).
-                r[i] = if out.abs() < f32::MIN_POSITIVE { 0.0 } else { out };
-            }
-            if fading {
-                self.wet_mix = if target > self.wet_mix {
-                    (self.wet_mix + self.wet_step).min(1.0)
-                } else {
-                    (self.wet_mix - self.wet_step).max(0.0)
-                };
-            }
-            if dm != delta_target {
-                self.delta_mix = if delta_target > dm { (dm + delta_step).min(1.0) } else { (dm - delta_step).max(0.0) };
+                if fading {
+                    self.wet_mix = if target > self.wet_mix {
+                        (self.wet_mix + self.wet_step).min(1.0)
+                    } else {
+                        (self.wet_mix - self.wet_step).max(0.0)
+                    };
+                }
+                if dm != delta_target {
+                    self.delta_mix = if delta_target > dm { (dm + delta_step).min(1.0) } else { (dm - delta_step).max(0.0) };
+                }
             }
         }
         if non_finite {
@@ -496,6 +535,39 @@ impl AudioState {
         }
         if analyse {
             self.taps.spectrum.post(refs, frames, fs_hz);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scale_and_flush;
+
+    /// The one-pass output stage equals the per-sample rule (scale, flush subnormals, flag
+    /// non-finite) for every length, with NaN, infinities and subnormals among the input.
+    #[test]
+    fn scale_and_flush_equals_the_per_sample_rule() {
+        let specials = [f32::NAN, f32::INFINITY, -f32::INFINITY, 1e-39, -1e-40, f32::MAX, 0.0, -0.0];
+        let mut seed = 7u32;
+        for len in 0..40 {
+            for gain in [1.0f32, 0.5, 3.0, 1e-30] {
+                let x: Vec<f32> = (0..len)
+                    .map(|i| {
+                        seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                        if seed % 7 == 0 { specials[i % specials.len()] } else { (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5 }
+                    })
+                    .collect();
+                let mut got = x.clone();
+                let bad = scale_and_flush(&mut got, gain);
+                let mut want_bad = false;
+                for (g, &v) in got.iter().zip(&x) {
+                    let y = v * gain;
+                    want_bad |= !y.is_finite();
+                    let want = if y.abs() < f32::MIN_POSITIVE { 0.0 } else { y };
+                    assert!(g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()), "len {len}, gain {gain}: {g} vs {want}");
+                }
+                assert_eq!(bad, want_bad, "len {len}, gain {gain}");
+            }
         }
     }
 }

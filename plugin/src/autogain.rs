@@ -229,7 +229,19 @@ impl AutoGain {
     pub fn next_db(&mut self, on: bool) -> f64 {
         let target = if on { self.target_db } else { 0.0 };
         self.value_db += (target - self.value_db) * self.coef;
+        // Within a micro-dB the glide ends on its target (then it holds still exactly,
+        // and the output stage takes its one-pass form).
+        if (target - self.value_db).abs() < 1e-6 {
+            self.value_db = target;
+        }
         self.value_db
+    }
+
+    /// The gain in dB while it holds still (its value equals its target, so
+    /// [`AutoGain::next_db`] would return it unchanged); `None` while it moves.
+    pub fn settled_db(&self, on: bool) -> Option<f64> {
+        let target = if on { self.target_db } else { 0.0 };
+        (self.value_db == target).then_some(target)
     }
 
     /// Jumps the smoothed gain to its target (activation, reset).

@@ -345,6 +345,9 @@ pub struct Equaliser {
     sections: Vec<Sos>,
     cascade: SosCascade,
     since_redesign: usize,
+    /// Whether an idle equaliser's smoothed values already equal its targets (so
+    /// `settle_if_idle` has nothing to copy until a target changes).
+    idle_synced: bool,
     /// Bands whose coefficients must be recomputed at the next interval.
     dirty: [bool; BANDS],
     /// Each band's current sections and their count, concatenated into `sections`.
@@ -396,6 +399,7 @@ impl Equaliser {
             sections: Vec::with_capacity(capacity),
             cascade: SosCascade::with_capacity(capacity, channels, isa),
             since_redesign: 0,
+            idle_synced: false,
             dirty: [true; BANDS],
             designed: [([Sos::IDENTITY; MAX_SECTIONS_PER_BAND], 0); BANDS],
             redesigns: 0,
@@ -413,7 +417,11 @@ impl Equaliser {
     /// Sets band `index`'s target settings (takes effect smoothly).
     pub fn set_band(&mut self, index: usize, band: Band) {
         if let Some(t) = self.targets.get_mut(index) {
-            *t = band.clamped(self.fs);
+            let band = band.clamped(self.fs);
+            if *t != band {
+                *t = band;
+                self.idle_synced = false;
+            }
         }
     }
 
@@ -508,6 +516,7 @@ impl Equaliser {
     /// run in SVF form, gliding to each new design over the interval; once everything has
     /// settled they return to the fused cascade.
     fn step_parameters(&mut self) {
+        self.idle_synced = false;
         // Fades end on interval boundaries (their length is whole intervals).
         if self.svf_mode && self.svf.finish_fades() {
             self.svf.refresh();
@@ -596,12 +605,15 @@ impl Equaliser {
             && self.sections.is_empty()
             && self.targets.iter().all(|t| !t.active())
             && self.layout.iter().all(|l| !l.active());
-        if idle {
+        if idle && !self.idle_synced {
             for (s, t) in self.smoothing.iter_mut().zip(&self.targets) {
                 s.log2_freq = Smoothed::new(t.freq_hz.log2());
                 s.gain_db = Smoothed::new(t.gain_db);
                 s.log2_q = Smoothed::new(t.q.log2());
             }
+            self.idle_synced = true;
+        }
+        if idle {
             self.since_redesign = 0;
         }
         idle

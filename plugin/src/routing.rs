@@ -78,7 +78,9 @@ impl RoutedEqualiser {
     /// Sets band `index`'s target settings (takes effect smoothly; a route change
     /// cross-fades the band from one route to the other).
     pub fn set_band(&mut self, index: usize, band: Band) {
-        if index >= BANDS {
+        // Unchanged settings (the usual case: the audio thread sets every band every block)
+        // cost a comparison, not five equalisers' clamping.
+        if index >= BANDS || self.targets[index] == band {
             return;
         }
         self.targets[index] = band;

@@ -86,6 +86,31 @@ pub struct BenchArgs {
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
+    /// Time the plugin in a host instead of the engine: the release CLAP bundles of
+    /// FerroFX and of a bare nice-plug plugin through clack-host, blocks of 32-1024 frames,
+    /// 1/2/8 channels, 0/1/8/24 bands, static and automated (see `bench_plugin.rs`).
+    #[arg(long, conflicts_with_all = ["workloads", "backends"])]
+    plugin: bool,
+    /// With --plugin: seconds of audio per case (after a 0.5 s warm-up).
+    #[arg(long, default_value_t = 10.0, requires = "plugin")]
+    seconds: f64,
+    /// With --plugin: cookbook bands (one section each) instead of the default
+    /// analog-matched ones (two sections each).
+    #[arg(long, requires = "plugin")]
+    cookbook: bool,
+    /// With --plugin: use the bundles already in target/bundled instead of building the
+    /// release bundles first.
+    #[arg(long, requires = "plugin")]
+    no_build: bool,
+    /// With --plugin: only these channel counts (of 1, 2, 8; repeatable).
+    #[arg(long = "channels", requires = "plugin")]
+    channels: Vec<usize>,
+    /// With --plugin: only these block sizes in frames (repeatable).
+    #[arg(long = "block", requires = "plugin")]
+    blocks: Vec<usize>,
+    /// With --plugin: only these band counts (repeatable).
+    #[arg(long = "bands", requires = "plugin")]
+    bands: Vec<usize>,
 }
 
 /// `api_chain`: TorchFX 0.8's defaults: 3 x Chebyshev I highpass (order 4, 0.1 dB) then
@@ -440,6 +465,18 @@ pub fn run(args: BenchArgs) -> ExitCode {
 }
 
 fn run_inner(args: BenchArgs) -> Result<()> {
+    if args.plugin {
+        let seconds = if args.quick { args.seconds.min(0.5) } else { args.seconds };
+        return crate::bench_plugin::run(crate::bench_plugin::PluginBenchOptions {
+            seconds,
+            matched: !args.cookbook,
+            build: !args.no_build,
+            json: args.json,
+            channels: if args.channels.is_empty() { crate::bench_plugin::CHANNELS.to_vec() } else { args.channels.clone() },
+            blocks: if args.blocks.is_empty() { crate::bench_plugin::BLOCKS.to_vec() } else { args.blocks.clone() },
+            bands: if args.bands.is_empty() { crate::bench_plugin::BAND_COUNTS.to_vec() } else { args.bands.clone() },
+        });
+    }
     let mut backends = args.backends.clone();
     if backends.is_empty() {
         backends.push(BenchBackend::Cpu);

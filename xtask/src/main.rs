@@ -6,6 +6,7 @@
 
 mod audio;
 mod bench;
+mod bench_plugin;
 mod design;
 mod header;
 mod output;

@@ -157,6 +157,13 @@ impl Plugin {
         Ok(Plugin { instance, params })
     }
 
+    /// Chooses audio-ports-config layout `index` (before activation).
+    pub fn select_layout(&mut self, index: u32) -> Result<(), String> {
+        let ext = self.instance.access_shared_handler(|s| *s.ports_config.get().unwrap_or(&None)).ok_or("no audio-ports-config extension")?;
+        let handle = self.instance.plugin_handle();
+        ext.select(&handle, ClapId::new(index)).map_err(|e| format!("layout {index} refused: {e:?}"))
+    }
+
     pub fn param(&self, name: &str) -> Option<&Param> {
         self.params.iter().find(|p| p.name == name)
     }
