@@ -21,9 +21,11 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     # imagemagick: the editor check under a virtual display; libgl1-mesa-dri: its OpenGL.
     # mesa-vulkan-drivers + libvulkan1: lavapipe, the Vulkan adapter the wgpu tests run on.
     # clang: compiles the CUDA kernels to PTX (the check that kernels/ptx is up to date).
+    # liblilv-dev: the LV2 host of the plugin benchmark (benchmarks/lv2-host); the LSP
+    # equaliser it compares with is optional (apt-get install lsp-plugins-lv2).
     apt-get install -y -qq --no-install-recommends pkg-config gcc clang flac strace python3 python3-venv python3-pip \
         libasound2-dev libjack-jackd2-dev libx11-xcb-dev libxcursor-dev libgl1-mesa-dev libgl1-mesa-dri \
-        mesa-vulkan-drivers libvulkan1 \
+        mesa-vulkan-drivers libvulkan1 liblilv-dev \
         xvfb xdotool imagemagick 2>&1 | { grep --line-buffered -E '^(Setting up|E:)' || true; }
     # (pipefail: a failing apt-get still fails this script; only its chatter is filtered.)
     echo "install-deps: system packages ready"

@@ -10,6 +10,12 @@
 //! per-block times are reported, and "filtering" is a case's median minus the same
 //! case's with every band off, so the host's and the framework's share cancels.
 //!
+//! Beside them, where Debian's `lsp-plugins-lv2` is installed, LSP's Parametric
+//! Equalizer x32 (Stereo, and Mono for one channel; no 8-channel variant) with the same
+//! bells, timed the same way by `benchmarks/lv2-host` (an LV2 host on `livi`, run as a
+//! separate program so that this one does not link liblilv); where it is absent the
+//! column says so.
+//!
 //! The process runs where the OS puts it; pin it for stable figures
 //! (`taskset -c 1 cargo xtask bench --plugin`). Timing is wall time around each
 //! `process()` call on the host's audio thread.
@@ -243,6 +249,47 @@ fn cpu_name() -> String {
         .unwrap_or_else(|| "unknown CPU".into())
 }
 
+/// LSP's rows from `benchmarks/lv2-host` (built and run through cargo), or why there are
+/// none.
+fn lsp_rows(opts: &PluginBenchOptions) -> std::result::Result<Vec<Row>, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["run", "--release", "--quiet", "-p", "ferrofx_lv2_bench", "--", "--seconds"]).arg(opts.seconds.to_string());
+    for c in &opts.channels {
+        cmd.args(["--channels", &c.to_string()]);
+    }
+    for b in &opts.blocks {
+        cmd.args(["--block", &b.to_string()]);
+    }
+    for n in &opts.bands {
+        cmd.args(["--bands", &n.to_string()]);
+    }
+    let out = cmd.stderr(std::process::Stdio::inherit()).output().map_err(|e| format!("running the LV2 host: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("the LV2 host (benchmarks/lv2-host) failed: {}", out.status));
+    }
+    let mut rows = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("the LV2 host printed {line:?}: {e}"))?;
+        if let Some(why) = v.get("skipped").and_then(Value::as_str) {
+            return Err(why.to_string());
+        }
+        let num = |k: &str| v.get(k).and_then(Value::as_f64).ok_or_else(|| format!("the LV2 host's line lacks {k}: {line}"));
+        let case = Case {
+            channels: num("channels")? as usize,
+            block: num("block")? as usize,
+            bands: num("bands")? as usize,
+            automated: v.get("automated").and_then(Value::as_bool).unwrap_or(false),
+        };
+        let stats = Stats { min_us: num("min_us")?, median_us: num("median_us")?, p999_us: num("p999_us")?, blocks: 0 };
+        rows.push(Row { subject: LSP, case, stats });
+    }
+    Ok(rows)
+}
+
+/// The LSP column's name.
+pub const LSP: &str = "LSP Para EQ x32";
+
 pub fn run(opts: PluginBenchOptions) -> Result<()> {
     let entries = entries(opts.build)?;
     // Two seconds of seeded noise at -6 dBFS, read at a different offset per channel.
@@ -283,9 +330,32 @@ pub fn run(opts: PluginBenchOptions) -> Result<()> {
             }
         }
     }
+    let lsp_note = match lsp_rows(&opts) {
+        Ok(lsp) => {
+            if opts.json {
+                for r in &lsp {
+                    println!(
+                        "{}",
+                        json!({
+                            "plugin": LSP, "channels": r.case.channels, "block": r.case.block, "bands": r.case.bands,
+                            "automated": r.case.automated, "min_us": r.stats.min_us, "median_us": r.stats.median_us, "p999_us": r.stats.p999_us,
+                        })
+                    );
+                }
+            }
+            rows.extend(lsp);
+            None
+        }
+        Err(why) => Some(why),
+    };
     if !opts.json {
         eprintln!();
         print_tables(&rows, &opts);
+        if let Some(why) = &lsp_note {
+            println!("LSP column skipped: {why}");
+        }
+    } else if let Some(why) = &lsp_note {
+        println!("{}", json!({ "plugin": LSP, "skipped": why }));
     }
     Ok(())
 }
@@ -307,8 +377,8 @@ fn print_tables(rows: &[Row], opts: &PluginBenchOptions) {
     for automated in [false, true] {
         println!();
         println!("{}", if automated { "all 24 gains automated every block" } else { "static parameters" });
-        println!("| ch | block | bare | FerroFX 0 bands | 1 band | 8 bands | 24 bands | 24 bands: filtering | 0 bands / bare |");
-        println!("|---|---|---|---|---|---|---|---|---|");
+        println!("| ch | block | bare | FerroFX 0 bands | 1 band | 8 bands | 24 bands | 24 bands: filtering | 0 bands / bare | LSP 0 bands | LSP 24 bands | LSP filtering |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
         for &channels in &opts.channels {
             for &block in &opts.blocks {
                 let cell = |s: Option<&Stats>| s.map_or("-".to_string(), |s| format!("{:.2} ({:.2} / {:.2})", s.median_us, s.min_us, s.p999_us));
@@ -322,7 +392,21 @@ fn print_tables(rows: &[Row], opts: &PluginBenchOptions) {
                     (Some(a), Some(b)) if b.median_us > 0.0 => format!("{:.2}x", a.median_us / b.median_us),
                     _ => "-".into(),
                 };
-                println!("| {channels} | {block} | {} | {} | {} | {} | {} | {filtering} | {floor} |", cell(bare), cell(f(0)), cell(f(1)), cell(f(8)), cell(f(24)));
+                let l = |n| find(rows, LSP, channels, block, n, automated);
+                let lsp_filtering = match (l(24), l(0)) {
+                    (Some(a), Some(b)) => format!("{:.2}", a.median_us - b.median_us),
+                    _ => "-".into(),
+                };
+                println!(
+                    "| {channels} | {block} | {} | {} | {} | {} | {} | {filtering} | {floor} | {} | {} | {lsp_filtering} |",
+                    cell(bare),
+                    cell(f(0)),
+                    cell(f(1)),
+                    cell(f(8)),
+                    cell(f(24)),
+                    cell(l(0)),
+                    cell(l(24))
+                );
             }
         }
     }
@@ -331,6 +415,19 @@ fn print_tables(rows: &[Row], opts: &PluginBenchOptions) {
     for block in [64, 512] {
         if let (Some(a), Some(b)) = (find(rows, FERROFX.name, 2, block, 0, false), find(rows, BARE.name, 2, block, 0, false)) {
             println!("every band off, stereo, {block} frames: {:.2}x the bare plugin (goal: at most 1.5x)", a.median_us / b.median_us);
+        }
+    }
+    for block in [64, 512] {
+        let f = |n| find(rows, FERROFX.name, 2, block, n, false);
+        let l = |n| find(rows, LSP, 2, block, n, false);
+        if let (Some(f24), Some(f0), Some(l24), Some(l0)) = (f(24), f(0), l(24), l(0)) {
+            let ratio = (f24.median_us - f0.median_us) / (l24.median_us - l0.median_us);
+            println!("24 bands, stereo, {block} frames: filtering {ratio:.2}x LSP's (goal: at most 0.5x)");
+        }
+    }
+    for &block in &opts.blocks {
+        if let (Some(f), Some(l)) = (find(rows, FERROFX.name, 2, block, 24, false), find(rows, LSP, 2, block, 24, false)) {
+            println!("24 bands, stereo, {block} frames: whole block {:.2}x LSP's (goal: at most 1x)", f.median_us / l.median_us);
         }
     }
     if let Some(s) = find(rows, FERROFX.name, 2, 64, 24, true) {
