@@ -24,6 +24,12 @@ pub const BYPASS_FADE_MS: f32 = 10.0;
 /// The audio-thread state (fields set up in `activate`).
 pub struct AudioState {
     eq: Option<RoutedEqualiser>,
+    /// The band settings as last read from the parameters (rebuilt when
+    /// `FerroParams::bands_changed` says so), and the phase mode they were set for
+    /// (`None`: read them again, e.g. after activation).
+    band_cache: [Band; BANDS],
+    dyn_cache: [crate::dynamics::DynamicSettings; BANDS],
+    band_cache_linear: Option<bool>,
     side: AudioSide,
     config: Option<AudioConfig>,
     /// Dry copy for the bypass crossfade: one buffer per channel of `max_block_frames`.
@@ -58,6 +64,9 @@ impl AudioState {
     pub fn new(side: AudioSide, taps: AudioTaps) -> AudioState {
         AudioState {
             eq: None,
+            band_cache: [Band::default(); BANDS],
+            dyn_cache: [crate::dynamics::DynamicSettings::default(); BANDS],
+            band_cache_linear: None,
             side,
             config: None,
             dry: Vec::new(),
@@ -103,6 +112,7 @@ impl AudioState {
         }
         eq.snap();
         self.eq = Some(eq);
+        self.band_cache_linear = None;
         let mut autogain = AutoGain::new(f64::from(fs), channels == 2);
         let weighting = params.auto_gain.value().weighting();
         autogain.update_all(&params.bands(), weighting.unwrap_or(Weighting::Pink));
@@ -126,6 +136,7 @@ impl AudioState {
 
     /// The host's reset: the equaliser snaps to the current bands, filters are cleared.
     pub fn reset(&mut self, params: &FerroParams) {
+        self.band_cache_linear = None;
         let (linear, stereo) = (self.linear.is_some(), self.config.is_some_and(|c| c.channels == 2));
         if let Some(eq) = self.eq.as_mut() {
             for (i, band) in params.bands().iter().enumerate() {
@@ -213,14 +224,21 @@ impl AudioState {
         let wanted = self.wanted_latency(params, config.max_block_frames, self.side.has_stages());
         let changed = (wanted != self.reported_latency).then_some(wanted);
         self.reported_latency = wanted;
-        let bands = params.bands();
-        let dyn_settings = params.dynamics();
         let (linear, stereo) = (self.linear.is_some(), config.channels == 2);
-        if let Some(eq) = self.eq.as_mut() {
-            for (i, band) in bands.iter().enumerate() {
-                eq.set_band(i, iir_band(band, linear, stereo));
+        // The band settings are rebuilt only when a band parameter changed (or the
+        // equaliser was rebuilt, or the phase mode moved the bands to the FIR).
+        let bands_moved = params.bands_changed.swap(false, Ordering::AcqRel);
+        if bands_moved || self.band_cache_linear != Some(linear) {
+            self.band_cache = params.bands();
+            self.dyn_cache = params.dynamics();
+            if let Some(eq) = self.eq.as_mut() {
+                for (i, band) in self.band_cache.iter().enumerate() {
+                    eq.set_band(i, iir_band(band, linear, stereo));
+                }
             }
+            self.band_cache_linear = Some(linear);
         }
+        let (bands, dyn_settings) = (self.band_cache, self.dyn_cache);
         if let (Some(ag), Some(w)) = (self.autogain.as_mut(), params.auto_gain.value().weighting()) {
             ag.update(&bands, w);
         }

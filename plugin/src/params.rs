@@ -2,6 +2,7 @@
 //! they never change once released. Band parameters are generated from the field IDs
 //! below with the band number appended (`freq_1` .. `freq_24`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use nice_plug::prelude::*;
@@ -62,6 +63,12 @@ pub struct FerroParams {
 
     /// Editor window size (not persisted: nice-plug-egui 0.6's state is not serialisable).
     pub editor_state: Arc<nice_plug_egui::EguiEditorState>,
+
+    /// Set whenever a band parameter or the analog-matched switch changes (their
+    /// callbacks; every change, from the host, the editor or a state load, goes through
+    /// them); the audio thread takes it to rebuild the band settings only then, instead
+    /// of reading some 400 parameters every block.
+    pub bands_changed: Arc<AtomicBool>,
 }
 
 /// One band.
@@ -382,41 +389,57 @@ pub fn default_freq_hz(index: usize) -> f32 {
     (20.0f64 * 1000f64.powf((index as f64 + 0.5) / BANDS as f64)) as f32
 }
 
+/// A parameter callback that sets `changed` (a store, no allocation: it runs on the audio
+/// thread when the host automates).
+fn changed_callback<T>(changed: &Arc<AtomicBool>) -> Arc<dyn Fn(T) + Send + Sync> {
+    let changed = changed.clone();
+    Arc::new(move |_| changed.store(true, Ordering::Release))
+}
+
 impl BandParams {
-    fn new(index: usize) -> BandParams {
+    /// Band `index`'s parameters; every change of any of them sets `changed` (see
+    /// [`FerroParams::bands_changed`]).
+    fn new(index: usize, changed: &Arc<AtomicBool>) -> BandParams {
         let n = index + 1;
+        let on_f32 = changed_callback::<f32>(changed);
+        let on_bool = changed_callback::<bool>(changed);
+        let on_i32 = changed_callback::<i32>(changed);
         let shape = match index {
             0 => ShapeChoice::LowCut,
             i if i == BANDS - 1 => ShapeChoice::HighCut,
             _ => ShapeChoice::Peak,
         };
         BandParams {
-            enabled: BoolParam::new(format!("Band {n} On"), false),
-            shape: EnumParam::new(format!("Band {n} Shape"), shape),
+            enabled: BoolParam::new(format!("Band {n} On"), false).with_callback(on_bool.clone()),
+            shape: EnumParam::new(format!("Band {n} Shape"), shape).with_callback(changed_callback(changed)),
             freq_hz: FloatParam::new(format!("Band {n} Frequency"), default_freq_hz(index), ranges::freq_hz())
                 .with_unit(" Hz")
-                .with_value_to_string(formatters::v2s_f32_rounded(1)),
+                .with_value_to_string(formatters::v2s_f32_rounded(1))
+                .with_callback(on_f32.clone()),
             gain_db: FloatParam::new(format!("Band {n} Gain"), 0.0, ranges::gain_db())
                 .with_unit(" dB")
-                .with_step_size(0.01),
+                .with_step_size(0.01)
+                .with_callback(on_f32.clone()),
             q: FloatParam::new(format!("Band {n} Q"), std::f32::consts::FRAC_1_SQRT_2, ranges::q())
-                .with_value_to_string(formatters::v2s_f32_rounded(2)),
+                .with_value_to_string(formatters::v2s_f32_rounded(2))
+                .with_callback(on_f32.clone()),
             slope_poles: IntParam::new(format!("Band {n} Slope"), 4, ranges::slope_poles())
                 .with_value_to_string(Arc::new(|poles| format!("{} dB/oct", poles * 6)))
                 .with_string_to_value(Arc::new(|s| {
                     let db: f32 = s.trim().trim_end_matches("dB/oct").trim().parse().ok()?;
                     Some((db / 6.0).round() as i32)
-                })),
-            linkwitz_riley: BoolParam::new(format!("Band {n} Linkwitz-Riley"), false),
-            bypassed: BoolParam::new(format!("Band {n} Bypass"), false),
-            route: EnumParam::new(format!("Band {n} Channels"), RouteChoice::Stereo),
-            dyn_on: BoolParam::new(format!("Band {n} Dynamic"), false),
-            dyn_threshold_db: FloatParam::new(format!("Band {n} Threshold"), -20.0, ranges::threshold_db()).with_unit(" dB").with_step_size(0.1),
-            dyn_ratio: FloatParam::new(format!("Band {n} Ratio"), 2.0, ranges::ratio()).with_value_to_string(formatters::v2s_f32_rounded(2)),
-            dyn_attack_ms: FloatParam::new(format!("Band {n} Attack"), 10.0, ranges::attack_ms()).with_unit(" ms").with_value_to_string(formatters::v2s_f32_rounded(1)),
-            dyn_release_ms: FloatParam::new(format!("Band {n} Release"), 150.0, ranges::release_ms()).with_unit(" ms").with_value_to_string(formatters::v2s_f32_rounded(0)),
-            dyn_range_db: FloatParam::new(format!("Band {n} Range"), 6.0, ranges::range_db()).with_unit(" dB").with_step_size(0.1),
-            dyn_sidechain: BoolParam::new(format!("Band {n} Sidechain"), false),
+                }))
+                .with_callback(on_i32),
+            linkwitz_riley: BoolParam::new(format!("Band {n} Linkwitz-Riley"), false).with_callback(on_bool.clone()),
+            bypassed: BoolParam::new(format!("Band {n} Bypass"), false).with_callback(on_bool.clone()),
+            route: EnumParam::new(format!("Band {n} Channels"), RouteChoice::Stereo).with_callback(changed_callback(changed)),
+            dyn_on: BoolParam::new(format!("Band {n} Dynamic"), false).with_callback(on_bool.clone()),
+            dyn_threshold_db: FloatParam::new(format!("Band {n} Threshold"), -20.0, ranges::threshold_db()).with_unit(" dB").with_step_size(0.1).with_callback(on_f32.clone()),
+            dyn_ratio: FloatParam::new(format!("Band {n} Ratio"), 2.0, ranges::ratio()).with_value_to_string(formatters::v2s_f32_rounded(2)).with_callback(on_f32.clone()),
+            dyn_attack_ms: FloatParam::new(format!("Band {n} Attack"), 10.0, ranges::attack_ms()).with_unit(" ms").with_value_to_string(formatters::v2s_f32_rounded(1)).with_callback(on_f32.clone()),
+            dyn_release_ms: FloatParam::new(format!("Band {n} Release"), 150.0, ranges::release_ms()).with_unit(" ms").with_value_to_string(formatters::v2s_f32_rounded(0)).with_callback(on_f32.clone()),
+            dyn_range_db: FloatParam::new(format!("Band {n} Range"), 6.0, ranges::range_db()).with_unit(" dB").with_step_size(0.1).with_callback(on_f32),
+            dyn_sidechain: BoolParam::new(format!("Band {n} Sidechain"), false).with_callback(on_bool),
         }
     }
 
@@ -456,13 +479,14 @@ impl BandParams {
 
 impl Default for FerroParams {
     fn default() -> FerroParams {
+        let bands_changed = Arc::new(AtomicBool::new(true));
         FerroParams {
-            bands: std::array::from_fn(BandParams::new),
+            bands: std::array::from_fn(|i| BandParams::new(i, &bands_changed)),
             output_gain_db: FloatParam::new("Output Gain", 0.0, ranges::output_gain_db())
                 .with_unit(" dB")
                 .with_step_size(0.01)
                 .with_smoother(SmoothingStyle::Linear(20.0)),
-            matched: BoolParam::new("Analog-Matched Bands", true),
+            matched: BoolParam::new("Analog-Matched Bands", true).with_callback(changed_callback(&bands_changed)),
             phase: EnumParam::new("Phase", PhaseChoice::Natural),
             auto_gain: EnumParam::new("Auto Gain", AutoGainChoice::Off),
             delta: BoolParam::new("Delta Listen", false),
@@ -475,6 +499,7 @@ impl Default for FerroParams {
             chain: ChainSlot::default(),
             solo: Default::default(),
             editor_state: nice_plug_egui::EguiEditorState::from_size(nice_plug::editor::dpi::LogicalSize::new(1000.0f32, 720.0f32), 1.0),
+            bands_changed,
         }
     }
 }

@@ -244,7 +244,14 @@ impl Plugin {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
-            audio.join().expect("the audio thread does not panic")
+            let result = audio.join().expect("the audio thread does not panic");
+            // What the plugin queued in its last blocks is served while it is still active,
+            // as by a host that serves its main thread all along (a fast run can end
+            // between two of this loop's turns).
+            if instance.access_shared_handler(|s| s.callback_requested.swap(false, Ordering::SeqCst)) {
+                instance.call_on_main_thread_callback();
+            }
+            result
         });
         self.instance.deactivate(stopped);
         self.pump();

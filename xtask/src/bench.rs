@@ -111,6 +111,9 @@ pub struct BenchArgs {
     /// With --plugin: only these band counts (repeatable).
     #[arg(long = "bands", requires = "plugin")]
     bands: Vec<usize>,
+    /// With --plugin: static parameters only (no automated runs).
+    #[arg(long, requires = "plugin")]
+    static_only: bool,
 }
 
 /// `api_chain`: TorchFX 0.8's defaults: 3 x Chebyshev I highpass (order 4, 0.1 dB) then
@@ -475,6 +478,7 @@ fn run_inner(args: BenchArgs) -> Result<()> {
             channels: if args.channels.is_empty() { crate::bench_plugin::CHANNELS.to_vec() } else { args.channels.clone() },
             blocks: if args.blocks.is_empty() { crate::bench_plugin::BLOCKS.to_vec() } else { args.blocks.clone() },
             bands: if args.bands.is_empty() { crate::bench_plugin::BAND_COUNTS.to_vec() } else { args.bands.clone() },
+            static_only: args.static_only,
         });
     }
     let mut backends = args.backends.clone();

@@ -16,9 +16,10 @@
 //! separate program so that this one does not link liblilv); where it is absent the
 //! column says so.
 //!
-//! The process runs where the OS puts it; pin it for stable figures
-//! (`taskset -c 1 cargo xtask bench --plugin`). Timing is wall time around each
-//! `process()` call on the host's audio thread.
+//! Threads: the host's audio thread (and LSP's host, which runs on one thread) is pinned
+//! to the last CPU, the host's main thread (which serves the plugins' main-thread
+//! callbacks every 100 µs) to the first, as a DAW keeps its GUI off the audio core; on a
+//! one-CPU machine nothing is pinned. Timing is wall time around each `process()` call.
 
 use anyhow::{anyhow, bail, Context, Result};
 use ferrofx_testkit::clap::{find_bundle, load_entry, state_bytes, state_json, ParamEvent, Pckn, Plugin, PluginEntry};
@@ -141,6 +142,8 @@ fn band_state(plugin: &mut Plugin, bands: usize, matched: bool) -> Result<Vec<u8
 /// Times one case of `subject` in a fresh instance.
 pub fn measure(entry: &PluginEntry, subject: Subject, case: Case, matched: bool, seconds: f64, noise: &[f32]) -> Result<Stats> {
     let mut plugin = Plugin::new(entry, subject.clap_id).map_err(|e| anyhow!(e))?;
+    plugin.main_poll = std::time::Duration::from_micros(100);
+    let mut pinned = false;
     let layout = layout_index(case.channels).ok_or_else(|| anyhow!("no layout with {} channels", case.channels))?;
     if layout != 0 {
         plugin.select_layout(layout).map_err(|e| anyhow!(e))?;
@@ -174,6 +177,11 @@ pub fn measure(entry: &PluginEntry, subject: Subject, case: Case, matched: bool,
                 if at >= total_frames {
                     return None;
                 }
+                if !pinned {
+                    // The first call runs on the host's audio thread.
+                    pin_current_thread(Cores::get().audio);
+                    pinned = true;
+                }
                 let start = (at as usize) % (noise.len() - block);
                 for (c, ch) in input.iter_mut().enumerate() {
                     let offset = (start + 7919 * c) % (noise.len() - block);
@@ -202,6 +210,44 @@ pub fn measure(entry: &PluginEntry, subject: Subject, case: Case, matched: bool,
     Ok(stats(times))
 }
 
+/// The CPUs the benchmark's threads run on.
+#[derive(Clone, Copy)]
+struct Cores {
+    audio: Option<usize>,
+    main: Option<usize>,
+}
+
+impl Cores {
+    /// The last CPU for audio, the first for the main thread; none with one CPU.
+    fn get() -> Cores {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if n < 2 {
+            Cores { audio: None, main: None }
+        } else {
+            Cores { audio: Some(n - 1), main: Some(0) }
+        }
+    }
+}
+
+/// Pins the calling thread to `cpu` (Linux; elsewhere, or with `None`, nothing).
+fn pin_current_thread(cpu: Option<usize>) {
+    #[cfg(target_os = "linux")]
+    if let Some(cpu) = cpu {
+        // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes within it for a CPU
+        // number below CPU_SETSIZE (checked); sched_setaffinity(0, ..) acts on the
+        // calling thread and only reads the set. A failure leaves the thread unpinned.
+        unsafe {
+            if cpu < libc::CPU_SETSIZE as usize {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpu;
+}
+
 /// One measured row.
 pub struct Row {
     pub subject: &'static str,
@@ -218,6 +264,7 @@ pub struct PluginBenchOptions {
     pub channels: Vec<usize>,
     pub blocks: Vec<usize>,
     pub bands: Vec<usize>,
+    pub static_only: bool,
 }
 
 /// The bundles, built first (release) unless `build` is off.
@@ -264,7 +311,15 @@ fn lsp_rows(opts: &PluginBenchOptions) -> std::result::Result<Vec<Row>, String> 
     for n in &opts.bands {
         cmd.args(["--bands", &n.to_string()]);
     }
-    let out = cmd.stderr(std::process::Stdio::inherit()).output().map_err(|e| format!("running the LV2 host: {e}"))?;
+    if opts.static_only {
+        cmd.arg("--static-only");
+    }
+    // LSP's host runs on one thread: it inherits the audio core from this thread while it
+    // is spawned, then this thread goes back to its own core.
+    pin_current_thread(Cores::get().audio);
+    let out = cmd.stderr(std::process::Stdio::inherit()).output();
+    pin_current_thread(Cores::get().main);
+    let out = out.map_err(|e| format!("running the LV2 host: {e}"))?;
     if !out.status.success() {
         return Err(format!("the LV2 host (benchmarks/lv2-host) failed: {}", out.status));
     }
@@ -292,6 +347,7 @@ pub const LSP: &str = "LSP Para EQ x32";
 
 pub fn run(opts: PluginBenchOptions) -> Result<()> {
     let entries = entries(opts.build)?;
+    pin_current_thread(Cores::get().main);
     // Two seconds of seeded noise at -6 dBFS, read at a different offset per channel.
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     let noise: Vec<f32> = (0..(2.0 * FS) as usize)
@@ -308,7 +364,7 @@ pub fn run(opts: PluginBenchOptions) -> Result<()> {
             for &block in &opts.blocks {
                 let counts: &[usize] = if subject.has_bands { &opts.bands } else { &[0] };
                 for &bands in counts {
-                    for automated in [false, true] {
+                    for automated in [false, true].into_iter().take(if opts.static_only { 1 } else { 2 }) {
                         let case = Case { channels, block, bands, automated };
                         let stats = measure(entry, subject, case, opts.matched, opts.seconds, &noise)
                             .with_context(|| format!("{} {case:?}", subject.name))?;

@@ -10,6 +10,7 @@
 //! can run (the plugin is not installed).
 //!
 //! Usage: ferrofx_lv2_bench [--seconds S] [--channels N]... [--block N]... [--bands N]...
+//!        [--static-only]
 
 use livi::{EmptyPortConnections, FeaturesBuilder, PortType, World};
 use std::collections::HashMap;
@@ -39,12 +40,17 @@ struct Args {
     channels: Vec<usize>,
     blocks: Vec<usize>,
     bands: Vec<usize>,
+    static_only: bool,
 }
 
 fn args() -> Result<Args, String> {
-    let mut a = Args { seconds: 10.0, channels: vec![], blocks: vec![], bands: vec![] };
+    let mut a = Args { seconds: 10.0, channels: vec![], blocks: vec![], bands: vec![], static_only: false };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--static-only" {
+            a.static_only = true;
+            continue;
+        }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let number = |v: &str| v.parse::<f64>().map_err(|e| format!("{flag} {v}: {e}"));
         match flag.as_str() {
@@ -107,7 +113,7 @@ fn main() {
                 }
             };
             for &bands in &args.bands {
-                for automated in [false, true] {
+                for automated in [false, true].into_iter().take(if args.static_only { 1 } else { 2 }) {
                     // SAFETY: LSP's plugin, instantiated at the rate and block bounds its
                     // features give; run below with buffers of that block.
                     let mut instance = match unsafe { plugin.instantiate(features.clone(), FS) } {
