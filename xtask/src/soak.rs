@@ -59,6 +59,20 @@ fn rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// The resident size after asking the C allocator to hand its free memory back to the
+/// system (glibc's `malloc_trim(0)`, which releases free pages anywhere in its arenas):
+/// what the process holds, without the allocator's high-water mark of freed memory, so
+/// two readings compare what is live (and fragmented) rather than what was once needed.
+fn trimmed_rss_bytes() -> u64 {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory to the system; it is safe to call at
+    // any time from any thread.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    rss_bytes()
+}
+
 /// Bytes the C allocator has handed out and not had back (glibc's `mallinfo2`, over all
 /// arenas: chunks in use plus mmapped blocks). Unlike the resident size, this does not
 /// keep the high-water mark of freed memory the allocator holds on to, so its growth is
@@ -211,11 +225,12 @@ fn soak(args: SoakArgs) -> Result<bool> {
     // least the sessions that go through every backend. Devices, pipelines and allocator
     // caches grow during it (lavapipe: ~100 MB, then more as chains and backends meet).
     // Two measures after it:
-    // - the resident size, which also keeps the allocator's high-water mark: freed
-    //   memory glibc holds on to, so it steps up whenever a session's chain needs more
-    //   than any before (an 8-hour run with a warm-up capped at 60 sessions grew 4.9 MB
-    //   this way, all of it by session 180 and flat for the 300 after, while the bytes
-    //   in use stayed flat throughout);
+    // - the resident size after `malloc_trim(0)` (glibc hands its free pages back first):
+    //   without the trim it keeps the allocator's high-water mark, freed memory glibc
+    //   holds on to, so it stepped up whenever a session's chain needed more than any
+    //   before (an 8-hour run grew 4.9 MB this way, all by session 180 and flat for the
+    //   300 after; 16-minute runs 12-20 MB against the 16 MB goal) while the bytes in use
+    //   stayed flat throughout;
     // - the allocator's bytes in use, which a leak raises and retention does not. They
     //   vary with the chain of the moment (77-85 MB on lavapipe), so the medians of the
     //   third and last quarters of the run are compared.
@@ -347,7 +362,7 @@ fn soak(args: SoakArgs) -> Result<bool> {
         played += frames;
         session += 1;
         if session == warm_up {
-            rss_after_first = rss_bytes();
+            rss_after_first = trimmed_rss_bytes();
         }
         if session > warm_up {
             heap_mb.extend(heap_in_use_bytes().map(|b| b as f64 / 1e6));
@@ -365,7 +380,7 @@ fn soak(args: SoakArgs) -> Result<bool> {
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         eprintln!();
     }
-    let rss_end = rss_bytes();
+    let rss_end = trimmed_rss_bytes();
     let wall = started.elapsed().as_secs_f64();
     let audio_s = played as f64 / fs;
     let growth_mb = (rss_end as f64 - rss_after_first as f64) / 1e6;
