@@ -30,6 +30,8 @@ pub struct AudioState {
     band_cache: [Band; BANDS],
     dyn_cache: [crate::dynamics::DynamicSettings; BANDS],
     band_cache_linear: Option<bool>,
+    /// Whether any cached band is dynamic and on.
+    any_dynamic_band: bool,
     side: AudioSide,
     config: Option<AudioConfig>,
     /// Dry copy for the bypass crossfade: one buffer per channel of `max_block_frames`.
@@ -67,6 +69,7 @@ impl AudioState {
             band_cache: [Band::default(); BANDS],
             dyn_cache: [crate::dynamics::DynamicSettings::default(); BANDS],
             band_cache_linear: None,
+            any_dynamic_band: false,
             side,
             config: None,
             dry: Vec::new(),
@@ -237,6 +240,7 @@ impl AudioState {
                 }
             }
             self.band_cache_linear = Some(linear);
+            self.any_dynamic_band = self.band_cache.iter().any(|b| b.dynamic && b.enabled);
         }
         let (bands, dyn_settings) = (self.band_cache, self.dyn_cache);
         if let (Some(ag), Some(w)) = (self.autogain.as_mut(), params.auto_gain.value().weighting()) {
@@ -429,7 +433,7 @@ impl AudioState {
             self.taps.spectrum.pre(refs, frames);
         }
         if let Some(eq) = self.eq.as_mut() {
-            let dynamic = bands.iter().any(|b| b.dynamic && b.enabled) || self.dynamics.as_ref().is_some_and(|d| d.any_change());
+            let dynamic = self.any_dynamic_band || self.dynamics.as_ref().is_some_and(|d| d.any_change());
             match self.dynamics.as_mut() {
                 Some(dynamics) if dynamic => {
                     // Dynamic bands: the detectors see each piece of input before the

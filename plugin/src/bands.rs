@@ -601,6 +601,10 @@ impl Equaliser {
     /// starts acting later fades in at its own settings, not from stale ones) and
     /// [`Equaliser::process`] may be skipped. Allocation-free.
     pub fn settle_if_idle(&mut self) -> bool {
+        // Settled idle and nothing changed since (no target set, no step): still idle.
+        if self.idle_synced {
+            return true;
+        }
         let idle = !self.svf_mode
             && self.sections.is_empty()
             && self.targets.iter().all(|t| !t.active())
