@@ -1,0 +1,282 @@
+//! The fit's numerical parts: weighted least squares by Householder QR, polynomial roots
+//! by Durand-Kerner, and the spectral factorisation from roots in `x` to roots in `z`.
+
+use num_complex::Complex64;
+use std::f64::consts::PI;
+
+/// Unknowns of the least squares at most: numerator coefficients (at most 5) and
+/// denominator ones after `d0 = 1` (4).
+pub(super) const MAX_UNKNOWNS: usize = 9;
+
+/// `sum c_k x^k`.
+pub(super) fn poly(c: &[f64], x: f64) -> f64 {
+    c.iter().rev().fold(0.0, |acc, &ck| acc * x + ck)
+}
+
+/// Least squares `min |M y - r|` for the first `n` columns of `m`, by Householder QR with
+/// column scaling. `None` when the system is rank deficient or not finite.
+pub(super) fn least_squares(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usize) -> Option<[f64; MAX_UNKNOWNS]> {
+    let rows = m.len();
+    if rows < n {
+        return None;
+    }
+    let mut scale = [1.0f64; MAX_UNKNOWNS];
+    for (j, sc) in scale.iter_mut().enumerate().take(n) {
+        let norm = m.iter().map(|row| row[j] * row[j]).sum::<f64>().sqrt();
+        if !(norm > 0.0 && norm.is_finite()) {
+            return None;
+        }
+        *sc = norm;
+        for row in m.iter_mut() {
+            row[j] /= norm;
+        }
+    }
+    for j in 0..n {
+        // Householder reflection of column j below the diagonal.
+        let norm = m[j..].iter().map(|row| row[j] * row[j]).sum::<f64>().sqrt();
+        if norm == 0.0 {
+            return None;
+        }
+        let alpha = if m[j][j] > 0.0 { -norm } else { norm };
+        let v0 = m[j][j] - alpha;
+        // v = (v0, m[j+1..][j]); H = I - 2 v v^T / (v^T v).
+        let vtv = v0 * v0 + m[j + 1..].iter().map(|row| row[j] * row[j]).sum::<f64>();
+        if vtv == 0.0 {
+            continue;
+        }
+        for k in j + 1..n {
+            let dot = v0 * m[j][k] + m[j + 1..].iter().map(|row| row[j] * row[k]).sum::<f64>();
+            let f = 2.0 * dot / vtv;
+            m[j][k] -= f * v0;
+            for row in m[j + 1..].iter_mut() {
+                row[k] -= f * row[j];
+            }
+        }
+        let dot = v0 * r[j] + m[j + 1..].iter().zip(&r[j + 1..]).map(|(row, ri)| row[j] * ri).sum::<f64>();
+        let f = 2.0 * dot / vtv;
+        r[j] -= f * v0;
+        for (row, ri) in m[j + 1..].iter().zip(r[j + 1..].iter_mut()) {
+            *ri -= f * row[j];
+        }
+        m[j][j] = alpha;
+    }
+    let mut y = [0.0f64; MAX_UNKNOWNS];
+    for j in (0..n).rev() {
+        let mut acc = r[j];
+        for k in j + 1..n {
+            acc -= m[j][k] * y[k];
+        }
+        if m[j][j].abs() < 1e-13 {
+            return None;
+        }
+        y[j] = acc / m[j][j];
+    }
+    for j in 0..n {
+        y[j] /= scale[j];
+    }
+    y[..n].iter().all(|v| v.is_finite()).then_some(y)
+}
+
+/// Roots of `sum c_k x^k` (degree at most 4 after dropping leading terms that vanish
+/// over the whole range `0..=x_max`), by Durand-Kerner iteration with a Newton polish;
+/// conjugate pairs made exact.
+pub(super) fn roots(c: &[f64], x_max: f64) -> Option<([Complex64; 4], usize)> {
+    let term = |k: usize| c[k].abs() * x_max.powi(k as i32);
+    let max = (0..c.len()).map(term).fold(0.0f64, f64::max);
+    let mut deg = c.len() - 1;
+    while deg > 0 && term(deg) <= 1e-14 * max {
+        deg -= 1;
+    }
+    let mut out = [Complex64::new(0.0, 0.0); 4];
+    if deg == 0 {
+        return Some((out, 0));
+    }
+    // Monic coefficients.
+    let lead = c[deg];
+    let mono: [f64; 5] = std::array::from_fn(|k| if k <= deg { c[k] / lead } else { 0.0 });
+    let eval = |z: Complex64| (0..=deg).rev().fold(Complex64::new(0.0, 0.0), |acc, k| acc * z + mono[k]);
+    let deriv = |z: Complex64| (1..=deg).rev().fold(Complex64::new(0.0, 0.0), |acc, k| acc * z + mono[k] * k as f64);
+    // Cauchy bound for the starting circle.
+    let bound = 1.0 + mono[..deg].iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let mut z: [Complex64; 4] = std::array::from_fn(|k| Complex64::from_polar(0.5 * bound, 0.4 + 2.0 * PI * k as f64 / deg as f64));
+    for _ in 0..500 {
+        let mut moved = 0.0f64;
+        for i in 0..deg {
+            let mut den = Complex64::new(1.0, 0.0);
+            for j in 0..deg {
+                if j != i {
+                    den *= z[i] - z[j];
+                }
+            }
+            if den.norm() == 0.0 {
+                den = Complex64::new(1e-12, 0.0);
+            }
+            let step = eval(z[i]) / den;
+            z[i] -= step;
+            moved = moved.max(step.norm() / z[i].norm().max(1e-300));
+        }
+        if moved < 1e-11 {
+            break;
+        }
+    }
+    for zi in z.iter_mut().take(deg) {
+        for _ in 0..3 {
+            let d = deriv(*zi);
+            if d.norm() == 0.0 {
+                break;
+            }
+            let step = eval(*zi) / d;
+            if !step.is_finite() {
+                break;
+            }
+            *zi -= step;
+        }
+    }
+    // Make conjugate pairs exact and near-real roots real.
+    let mut used = [false; 4];
+    let mut n = 0;
+    for i in 0..deg {
+        if used[i] {
+            continue;
+        }
+        used[i] = true;
+        let zi = z[i];
+        if zi.im.abs() <= 1e-9 * zi.norm() {
+            out[n] = Complex64::new(zi.re, 0.0);
+            n += 1;
+            continue;
+        }
+        // Its conjugate partner: the closest unused root to conj(zi).
+        let partner = (0..deg).filter(|&j| !used[j]).min_by(|&a, &b| (z[a] - zi.conj()).norm().total_cmp(&(z[b] - zi.conj()).norm()))?;
+        used[partner] = true;
+        let mid = (zi + z[partner].conj()) / 2.0;
+        out[n] = mid;
+        out[n + 1] = mid.conj();
+        n += 2;
+    }
+    out[..n].iter().all(|v| v.is_finite()).then_some((out, n))
+}
+
+/// The `z` of roots `x` (conjugate pairs adjacent, as [`roots`] leaves them), conjugate
+/// pairs adjacent again. A real root inside the audio range (`0 < phi < 1`) means the
+/// fitted polynomial touches zero there; such roots come in close pairs (a double root
+/// split by rounding, usually cancelled by the same pair in the other polynomial), and
+/// each pair becomes one conjugate pair at their mean.
+pub(super) fn to_z(x: &[Complex64], s: f64) -> Option<([Complex64; 4], usize)> {
+    let mut out = [Complex64::new(0.0, 0.0); 4];
+    let mut n = 0;
+    let mut inside = [0.0f64; 4];
+    let mut ni = 0;
+    let mut i = 0;
+    while i < x.len() {
+        let r = x[i];
+        if r.im != 0.0 {
+            let z = z_of_x(r, s);
+            if n + 2 > 4 {
+                return None;
+            }
+            out[n] = z;
+            out[n + 1] = z.conj();
+            n += 2;
+            i += 2;
+            continue;
+        }
+        let phi = r.re * s;
+        if phi > 0.0 && phi < 1.0 {
+            inside[ni] = r.re;
+            ni += 1;
+        } else {
+            if n + 1 > 4 {
+                return None;
+            }
+            out[n] = Complex64::new(z_of_x(r, s).re, 0.0);
+            n += 1;
+        }
+        i += 1;
+    }
+    inside[..ni].sort_by(|a, b| a.total_cmp(b));
+    if ni % 2 != 0 {
+        // One of a pair split across an edge of the range (its partner is just outside,
+        // a real zero near z = 1 or -1): the one nearest an edge goes to that edge.
+        let edge = |x: f64| (x * s).min(1.0 - x * s);
+        let (first, last) = (inside[0], inside[ni - 1]);
+        let take_first = edge(first) <= edge(last);
+        let x_edge = if take_first { first } else { last };
+        if n + 1 > 4 {
+            return None;
+        }
+        out[n] = Complex64::new(if x_edge * s < 0.5 { 1.0 - 1e-9 } else { -(1.0 - 1e-9) }, 0.0);
+        n += 1;
+        if take_first {
+            inside.copy_within(1..ni, 0);
+        }
+        ni -= 1;
+    }
+    for pair in inside[..ni].chunks(2) {
+        let z = z_of_x(Complex64::new((pair[0] + pair[1]) / 2.0, 0.0), s);
+        let z = if z.im < 0.0 { z.conj() } else { z };
+        if n + 2 > 4 {
+            return None;
+        }
+        out[n] = z;
+        out[n + 1] = z.conj();
+        n += 2;
+    }
+    Some((out, n))
+}
+
+/// The `z` inside the unit circle with `z + 1/z = 2 - 4 phi`, `phi = x s`; kept just
+/// inside the circle where the fit puts it on it.
+pub(super) fn z_of_x(x: Complex64, s: f64) -> Complex64 {
+    let phi = x * s;
+    let m = Complex64::new(1.0, 0.0) - phi * 2.0;
+    // m^2 - 1 without cancellation: (m - 1)(m + 1) = -4 phi (1 - phi).
+    let root = (-phi * 4.0 * (Complex64::new(1.0, 0.0) - phi)).sqrt();
+    let (z1, z2) = (m + root, m - root);
+    let z = if z1.norm() <= z2.norm() { z1 } else { z2 };
+    let r = z.norm();
+    const LIMIT: f64 = 1.0 - 1e-9;
+    if r > LIMIT {
+        z * (LIMIT / r)
+    } else {
+        z
+    }
+}
+
+/// Four roots (conjugate pairs adjacent, as [`roots`] leaves them; unused ones zero) as two
+/// real quadratics `[c1, c2]` of `1 + c1 z^-1 + c2 z^-2`.
+pub(super) fn quadratics(r: &[Complex64; 4]) -> Option<[[f64; 2]; 2]> {
+    let mut pairs = [[0.0f64; 2]; 2];
+    let mut reals = [0.0f64; 4];
+    let mut nr = 0;
+    let mut np = 0;
+    let mut i = 0;
+    while i < 4 {
+        let z = r[i];
+        if z.im != 0.0 {
+            if i + 1 >= 4 || np >= 2 {
+                return None;
+            }
+            pairs[np] = [-2.0 * z.re, z.norm_sqr()];
+            np += 1;
+            i += 2;
+        } else {
+            reals[nr] = z.re;
+            nr += 1;
+            i += 1;
+        }
+    }
+    // Reals pair up in order of size.
+    reals[..nr].sort_by(|a, b| a.total_cmp(b));
+    let mut k = 0;
+    while k < nr {
+        if np >= 2 {
+            return None;
+        }
+        let (a, b) = (reals[k], if k + 1 < nr { reals[k + 1] } else { 0.0 });
+        pairs[np] = [-(a + b), a * b];
+        np += 1;
+        k += 2;
+    }
+    Some(pairs)
+}
