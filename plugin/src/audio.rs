@@ -242,9 +242,8 @@ impl AudioState {
             self.band_cache_linear = Some(linear);
             self.any_dynamic_band = self.band_cache.iter().any(|b| b.dynamic && b.enabled);
         }
-        let (bands, dyn_settings) = (self.band_cache, self.dyn_cache);
         if let (Some(ag), Some(w)) = (self.autogain.as_mut(), params.auto_gain.value().weighting()) {
-            ag.update(&bands, w);
+            ag.update(&self.band_cache, w);
         }
         let bypass = params.bypass.value();
         let analyse = telemetry.spectrum.is_wanted();
@@ -252,7 +251,7 @@ impl AudioState {
         while start < frames {
             let n = (frames - start).min(config.max_block_frames);
             let side = sidechain.as_deref_mut();
-            self.process_block(params, telemetry, buffers, side, (&bands, &dyn_settings), start, n, bypass, analyse);
+            self.process_block(params, telemetry, buffers, side, start, n, bypass, analyse);
             start += n;
         }
         changed
@@ -391,7 +390,6 @@ impl AudioState {
         telemetry: &Telemetry,
         buffers: &mut [&mut [f32]],
         sidechain: Option<&mut [&mut [f32]]>,
-        (bands, dyn_settings): (&[Band; BANDS], &[crate::dynamics::DynamicSettings; BANDS]),
         start: usize,
         frames: usize,
         bypass: bool,
@@ -455,7 +453,7 @@ impl AudioState {
                             }
                             sc.len().min(MAX)
                         });
-                        dynamics.process(piece, (sides > 0).then(|| &side[..sides]), bands, dyn_settings);
+                        dynamics.process(piece, (sides > 0).then(|| &side[..sides]), &self.band_cache, &self.dyn_cache);
                         for i in 0..BANDS {
                             eq.set_dynamic_gain(i, dynamics.delta_db(i));
                         }

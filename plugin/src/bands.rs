@@ -211,7 +211,7 @@ impl Band {
         }
         match self.shape {
             Shape::LowCut | Shape::HighCut => {
-                let order = (self.slope.db_per_oct / 6) as usize;
+                let order = self.cut_order();
                 if self.slope.linkwitz_riley {
                     2 * (order / 2).div_ceil(2)
                 } else {
@@ -271,7 +271,7 @@ impl Band {
             }
             Shape::LowCut | Shape::HighCut => {
                 let response = if self.shape == Shape::LowCut { Response::Highpass } else { Response::Lowpass };
-                let order = (self.slope.db_per_oct / 6) as usize;
+                let order = self.cut_order();
                 if self.slope.linkwitz_riley {
                     let half = (order / 2).max(1);
                     let n = butterworth_into(response, half, f, fs, &mut out[..MAX_SECTIONS_PER_BAND / 2]);

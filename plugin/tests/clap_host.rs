@@ -8,6 +8,9 @@
 //! Expected output comes from the core engine (`ferrofx::Engine`) running the chain the
 //! parameters describe, written with the core's own API.
 
+mod common;
+
+use common::{tail_level_db, tone};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::PathBuf;
@@ -546,37 +549,22 @@ fn linear_phase_reports_its_latency_and_its_impulse_is_symmetric_about_it() {
     }
 }
 
-/// Band 3: a 0 dB bell at 1 kHz, dynamic (threshold -30 dB, ratio 4, range 12 dB, attack
-/// 5 ms, release 50 ms), its detector on the sidechain when `sidechain` is 1.
+/// The shared dynamic band (`common::dynamic_band`) as CLAP settings.
 fn dynamic_band(sidechain: f64) -> Vec<(String, Plain)> {
-    let band = |what: &str, v: Plain| (format!("Band 3 {what}"), v);
-    vec![
-        band("On", Plain::Discrete(1.0)),
-        band("Shape", Plain::Discrete(PEAK)),
-        band("Frequency", Plain::Freq(1000.0)),
-        band("Gain", Plain::GainDb(0.0)),
-        band("Q", Plain::Q(1.0)),
-        band("Dynamic", Plain::Discrete(1.0)),
-        band("Threshold", Plain::Normalized(ranges::threshold_db().normalize(-30.0))),
-        band("Ratio", Plain::Normalized(ranges::ratio().normalize(4.0))),
-        band("Range", Plain::Normalized(ranges::range_db().normalize(12.0))),
-        band("Attack", Plain::Normalized(ranges::attack_ms().normalize(5.0))),
-        band("Release", Plain::Normalized(ranges::release_ms().normalize(50.0))),
-        band("Sidechain", Plain::Discrete(sidechain)),
-    ]
-}
-
-/// Half a second of a 1 kHz sine peaking at `level_db`.
-fn tone(level_db: f64, fs: f64) -> Vec<f32> {
-    let a = 10f64.powf(level_db / 20.0);
-    (0..(fs / 2.0) as usize).map(|k| (a * (2.0 * std::f64::consts::PI * 1000.0 * k as f64 / fs).sin()) as f32).collect()
-}
-
-/// The peak level in dB of the sine in the last 0.1 s of `y` (its RMS plus 3 dB).
-fn tail_level_db(y: &[f32]) -> f64 {
-    let tail = &y[y.len() - 4800..];
-    let ms = tail.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / tail.len() as f64;
-    10.0 * (2.0 * ms).log10()
+    use common::Setting;
+    common::dynamic_band(sidechain)
+        .into_iter()
+        .map(|(name, v)| {
+            let plain = match v {
+                Setting::Index(i) => Plain::Discrete(i),
+                Setting::Hz(f) => Plain::Freq(f),
+                Setting::Db(g) => Plain::GainDb(g),
+                Setting::Q(q) => Plain::Q(q),
+                Setting::Normalized(n) => Plain::Normalized(n),
+            };
+            (name, plain)
+        })
+        .collect()
 }
 
 /// Dynamic EQ through CLAP: a band at 1 kHz set dynamic (threshold -30 dB, ratio 4,
@@ -608,7 +596,7 @@ fn sidechain_input_drives_the_dynamic_band() {
     let fs = 48_000.0;
 
     // (main level, sidechain level, band listens to the sidechain, expected change)
-    for (main_db, side_db, listens, want_db) in [(-45.0, -10.0, 1.0, -12.0), (-10.0, -90.0, 1.0, 0.0), (-10.0, -90.0, 0.0, -12.0)] {
+    for (main_db, side_db, listens, want_db) in common::SIDECHAIN_CASES {
         let mut plugin = Plugin::new(entry);
         plugin.select_layout(5);
         plugin.sidechain = Some(vec![tone(side_db, fs), tone(side_db, fs)]);

@@ -10,11 +10,13 @@
 //! Builds nothing itself: run `cargo xtask bundle ferrofx` first (scripts/test.sh does).
 //! Without the bundle the test prints why and passes, unless `FERROFX_REQUIRE_BUNDLES=1`.
 
+mod common;
+
+use common::{tail_level_db, tone};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
-use ferrofx_plugin::params::ranges;
 use vst3::Steinberg::Vst::{
     AudioBusBuffers, AudioBusBuffers__type0, BusDirections_, IAudioProcessor, IAudioProcessorTrait, IComponent, IComponentTrait,
     IEditController, IEditControllerTrait, MediaTypes_, ParameterInfo, ProcessData, ProcessModes_, ProcessSetup, SpeakerArrangement,
@@ -195,35 +197,17 @@ fn bundle() -> Option<std::path::PathBuf> {
     }
 }
 
-/// Band 3: a 0 dB bell at 1 kHz, dynamic (threshold -30 dB, ratio 4, range 12 dB, attack
-/// 5 ms, release 50 ms), its detector on the sidechain when `sidechain` is 1.
+/// Sets the shared dynamic band (`common::dynamic_band`): plain values through the
+/// plugin's own conversion, normalised ones as they are.
 fn set_dynamic_band(p: &Vst3Plugin, sidechain: f64) {
-    let band = |what: &str| format!("Band 3 {what}");
-    p.set_plain(&band("On"), 1.0);
-    p.set_plain(&band("Shape"), 0.0); // Peak
-    p.set_plain(&band("Frequency"), 1000.0);
-    p.set_plain(&band("Gain"), 0.0);
-    p.set_plain(&band("Q"), 1.0);
-    p.set_plain(&band("Dynamic"), 1.0);
-    p.set_normalized(&band("Threshold"), f64::from(ranges::threshold_db().normalize(-30.0)));
-    p.set_normalized(&band("Ratio"), f64::from(ranges::ratio().normalize(4.0)));
-    p.set_normalized(&band("Range"), f64::from(ranges::range_db().normalize(12.0)));
-    p.set_normalized(&band("Attack"), f64::from(ranges::attack_ms().normalize(5.0)));
-    p.set_normalized(&band("Release"), f64::from(ranges::release_ms().normalize(50.0)));
-    p.set_plain(&band("Sidechain"), sidechain);
-}
-
-/// Half a second of a 1 kHz sine peaking at `level_db`.
-fn tone(level_db: f64, fs: f64) -> Vec<f32> {
-    let a = 10f64.powf(level_db / 20.0);
-    (0..(fs / 2.0) as usize).map(|k| (a * (2.0 * std::f64::consts::PI * 1000.0 * k as f64 / fs).sin()) as f32).collect()
-}
-
-/// The peak level in dB of the sine in the last 0.1 s of `y` (its RMS plus 3 dB).
-fn tail_level_db(y: &[f32]) -> f64 {
-    let tail = &y[y.len() - 4800..];
-    let ms = tail.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / tail.len() as f64;
-    10.0 * (2.0 * ms).log10()
+    use common::Setting;
+    for (name, v) in common::dynamic_band(sidechain) {
+        match v {
+            Setting::Index(x) => p.set_plain(&name, x),
+            Setting::Hz(x) | Setting::Db(x) | Setting::Q(x) => p.set_plain(&name, f64::from(x)),
+            Setting::Normalized(x) => p.set_normalized(&name, f64::from(x)),
+        }
+    }
 }
 
 /// The sidechain drives the detector through VST3: with the "Stereo with sidechain" bus
@@ -236,7 +220,7 @@ fn vst3_sidechain_input_drives_the_dynamic_band() {
     let Some(path) = bundle() else { return };
     let fs = 48_000.0;
     // (main level, sidechain level, band listens to the sidechain, expected change)
-    for (main_db, side_db, listens, want_db) in [(-45.0, -10.0, 1.0, -12.0), (-10.0, -90.0, 1.0, 0.0), (-10.0, -90.0, 0.0, -12.0)] {
+    for (main_db, side_db, listens, want_db) in common::SIDECHAIN_CASES {
         let plugin = Vst3Plugin::load(&path);
         assert!(plugin.choose_sidechain_layout(), "the plugin refused stereo + stereo sidechain in, stereo out");
         set_dynamic_band(&plugin, listens);

@@ -22,6 +22,7 @@
 //! one-CPU machine nothing is pinned. Timing is wall time around each `process()` call.
 
 use anyhow::{anyhow, bail, Context, Result};
+use ferrofx_testkit::bench::{bell, block_stats_us};
 use ferrofx_testkit::clap::{find_bundle, load_entry, state_bytes, state_json, ParamEvent, Pckn, Plugin, PluginEntry};
 use serde_json::{json, Value};
 
@@ -67,11 +68,10 @@ pub struct Stats {
     pub blocks: usize,
 }
 
-fn stats(mut times_s: Vec<f64>) -> Stats {
-    times_s.sort_by(f64::total_cmp);
-    let n = times_s.len().max(1);
-    let at = |q: f64| times_s.get(((q * (n - 1) as f64).round() as usize).min(n - 1)).copied().unwrap_or(0.0) * 1e6;
-    Stats { min_us: at(0.0), median_us: at(0.5), p999_us: at(0.999), blocks: times_s.len() }
+fn stats(times_s: Vec<f64>) -> Stats {
+    let blocks = times_s.len();
+    let (min_us, median_us, p999_us) = block_stats_us(times_s);
+    Stats { min_us, median_us, p999_us, blocks }
 }
 
 /// The audio-ports-config layout with `channels` in and out (FerroFX's and the bare
@@ -85,13 +85,6 @@ fn layout_index(channels: usize) -> Option<u32> {
         8 => Some(4),
         _ => None,
     }
-}
-
-/// Band `i` of `n` (0-based): bells from 40 Hz to 16 kHz evenly in log frequency (one band:
-/// their geometric middle), +3/-3 dB alternating, Q 1.
-pub fn bell(i: usize, n: usize) -> (f64, f64) {
-    let freq_hz = if n <= 1 { (40.0f64 * 16_000.0).sqrt() } else { 40.0 * 400f64.powf(i as f64 / (n - 1) as f64) };
-    (freq_hz, if i % 2 == 0 { 3.0 } else { -3.0 })
 }
 
 /// Sets `params[key]` to `value`, keeping the stored type's tag (`{"f32": ..}`,
@@ -348,16 +341,8 @@ pub const LSP: &str = "LSP Para EQ x32";
 pub fn run(opts: PluginBenchOptions) -> Result<()> {
     let entries = entries(opts.build)?;
     pin_current_thread(Cores::get().main);
-    // Two seconds of seeded noise at -6 dBFS, read at a different offset per channel.
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
-    let noise: Vec<f32> = (0..(2.0 * FS) as usize)
-        .map(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            ((seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5) as f32
-        })
-        .collect();
+    // Two seconds of seeded noise in [-0.5, 0.5), read at a different offset per channel.
+    let noise = ferrofx_testkit::noise_amp((2.0 * FS) as usize, 1, 0.5);
     let mut rows = Vec::new();
     for &(subject, ref entry) in &entries {
         for &channels in &opts.channels {
@@ -498,22 +483,6 @@ fn print_tables(rows: &[Row], opts: &PluginBenchOptions) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bells_span_40_hz_to_16_khz_alternating() {
-        let (lo, g0) = bell(0, 24);
-        let (hi, g23) = bell(23, 24);
-        assert!((lo - 40.0).abs() < 1e-9 && (hi - 16_000.0).abs() < 1e-6);
-        assert_eq!((g0, g23), (3.0, -3.0));
-        let (mid, _) = bell(0, 1);
-        assert!((mid - 800.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn stats_take_order_statistics() {
-        let s = stats((1..=1000).map(|v| v as f64 * 1e-6).collect());
-        assert_eq!((s.min_us.round(), s.median_us.round(), s.p999_us.round(), s.blocks), (1.0, 501.0, 999.0, 1000));
-    }
 
     #[test]
     fn state_values_keep_their_type() {

@@ -1,6 +1,6 @@
 //! LSP's Parametric Equalizer x32 (Debian's `lsp-plugins-lv2`) timed the way
 //! `cargo xtask bench --plugin` times FerroFX's CLAP: one fresh instance per case, seeded
-//! noise at -6 dBFS, half a second of warm-up, then `--seconds` of audio in blocks of
+//! noise in [-0.5, 0.5), half a second of warm-up, then `--seconds` of audio in blocks of
 //! `--block` frames, each `run()` call timed; the same bells (40 Hz to 16 kHz evenly in log
 //! frequency, +3/-3 dB alternating, Q 1; bilinear "RLC (BT)" bells, IIR mode, FFT analysis
 //! off), static or with all 24 gains moved every block. Stereo runs the x32 Stereo
@@ -12,6 +12,7 @@
 //! Usage: ferrofx_lv2_bench [--seconds S] [--channels N]... [--block N]... [--bands N]...
 //!        [--static-only]
 
+use ferrofx_testkit::bench::{bell, block_stats_us};
 use livi::{EmptyPortConnections, FeaturesBuilder, PortType, World};
 use std::collections::HashMap;
 use std::time::Instant;
@@ -21,19 +22,6 @@ const WARM_UP_S: f64 = 0.5;
 const STEREO_URI: &str = "http://lsp-plug.in/plugins/lv2/para_equalizer_x32_stereo";
 const MONO_URI: &str = "http://lsp-plug.in/plugins/lv2/para_equalizer_x32_mono";
 const BANDS: usize = 24;
-
-/// Band `i` of `n`, as the xtask's `bell` (frequency, gain in dB).
-fn bell(i: usize, n: usize) -> (f64, f64) {
-    let freq_hz = if n <= 1 { (40.0f64 * 16_000.0).sqrt() } else { 40.0 * 400f64.powf(i as f64 / (n - 1) as f64) };
-    (freq_hz, if i % 2 == 0 { 3.0 } else { -3.0 })
-}
-
-fn median_min_p999(mut t: Vec<f64>) -> (f64, f64, f64) {
-    t.sort_by(f64::total_cmp);
-    let n = t.len().max(1);
-    let at = |q: f64| t.get(((q * (n - 1) as f64).round() as usize).min(n - 1)).copied().unwrap_or(0.0) * 1e6;
-    (at(0.5), at(0.0), at(0.999))
-}
 
 struct Args {
     seconds: f64,
@@ -82,15 +70,8 @@ fn main() {
         }
     };
     let world = World::new();
-    let mut noise_seed = 0x2545_F491_4F6C_DD1Du64;
-    let noise: Vec<f32> = (0..(2.0 * FS) as usize)
-        .map(|_| {
-            noise_seed ^= noise_seed << 13;
-            noise_seed ^= noise_seed >> 7;
-            noise_seed ^= noise_seed << 17;
-            ((noise_seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5) as f32
-        })
-        .collect();
+    // The same noise as the xtask's FerroFX runs.
+    let noise = ferrofx_testkit::noise_amp((2.0 * FS) as usize, 1, 0.5);
     for &channels in &args.channels {
         let uri = match channels {
             1 => MONO_URI,
@@ -187,7 +168,7 @@ fn main() {
                         }
                         at += block;
                     }
-                    let (median, min, p999) = median_min_p999(times);
+                    let (min, median, p999) = block_stats_us(times);
                     println!(
                         "{}",
                         serde_json::json!({

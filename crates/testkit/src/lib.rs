@@ -89,9 +89,61 @@ pub fn noise_channels(channels: usize, frames: usize, seed: u64, amplitude: f32)
     (0..channels).map(|c| noise_amp(frames, seed.wrapping_add(c as u64), amplitude)).collect()
 }
 
+/// `seconds` of a sine at `freq_hz` peaking at `level_db` (dBFS), at `fs`.
+pub fn tone(level_db: f64, freq_hz: f64, seconds: f64, fs: f64) -> Vec<f32> {
+    let a = 10f64.powf(level_db / 20.0);
+    (0..(fs * seconds) as usize).map(|k| (a * (2.0 * std::f64::consts::PI * freq_hz * k as f64 / fs).sin()) as f32).collect()
+}
+
+/// The peak level in dB of a sine over the last `frames` samples of `y` (its RMS plus
+/// 3 dB).
+pub fn tail_sine_level_db(y: &[f32], frames: usize) -> f64 {
+    let tail = &y[y.len().saturating_sub(frames)..];
+    let ms = tail.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / tail.len().max(1) as f64;
+    10.0 * (2.0 * ms).log10()
+}
+
+/// What the plugin benchmarks share (`cargo xtask bench --plugin` and its LV2 host): the
+/// bands they set and the statistics they report.
+pub mod bench {
+    /// Band `i` of `n` (0-based): a bell from 40 Hz to 16 kHz evenly in log frequency (one
+    /// band: their geometric middle), +3/-3 dB alternating; `(freq_hz, gain_db)`.
+    pub fn bell(i: usize, n: usize) -> (f64, f64) {
+        let freq_hz = if n <= 1 { (40.0f64 * 16_000.0).sqrt() } else { 40.0 * 400f64.powf(i as f64 / (n - 1) as f64) };
+        (freq_hz, if i % 2 == 0 { 3.0 } else { -3.0 })
+    }
+
+    /// Per-block times in seconds as `(min, median, p99.9)` in microseconds (order
+    /// statistics; zeros for no times).
+    pub fn block_stats_us(mut times_s: Vec<f64>) -> (f64, f64, f64) {
+        times_s.sort_by(f64::total_cmp);
+        let n = times_s.len().max(1);
+        let at = |q: f64| times_s.get(((q * (n - 1) as f64).round() as usize).min(n - 1)).copied().unwrap_or(0.0) * 1e6;
+        (at(0.0), at(0.5), at(0.999))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bells_span_40_hz_to_16_khz_alternating_and_stats_are_order_statistics() {
+        let (lo, g0) = bench::bell(0, 24);
+        let (hi, g23) = bench::bell(23, 24);
+        assert!((lo - 40.0).abs() < 1e-9 && (hi - 16_000.0).abs() < 1e-6);
+        assert_eq!((g0, g23), (3.0, -3.0));
+        assert!((bench::bell(0, 1).0 - 800.0).abs() < 1e-9);
+        let (min, median, p999) = bench::block_stats_us((1..=1000).map(|v| v as f64 * 1e-6).collect());
+        assert_eq!((min.round(), median.round(), p999.round()), (1.0, 501.0, 999.0));
+    }
+
+    #[test]
+    fn a_tone_reads_back_at_its_level() {
+        let y = tone(-12.0, 1000.0, 0.5, 48_000.0);
+        assert_eq!(y.len(), 24_000);
+        assert!((tail_sine_level_db(&y, 4800) + 12.0).abs() < 0.01);
+    }
 
     #[test]
     fn noise_is_seeded_bounded_and_white() {
