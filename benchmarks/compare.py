@@ -2,7 +2,7 @@
 """FerroFX against SciPy, an optional TorchFX and the hand-written C reference, on the
 workloads of `cargo xtask bench`, measured in one run on this machine.
 
-    python benchmarks/compare.py [--quick] [--runs N] [--rounds R] [--out DIR]
+    python benchmarks/compare.py [--quick] [--runs N] [--rounds R] [--out DIR] [--anchor FILE.c]
 
 Results go to target/compare/ (or --out DIR); `--out docs` replaces the committed
 figures that docs/perf.md quotes, so do that only for a run the page is updated from.
@@ -18,6 +18,14 @@ importable and working, skipped otherwise (torchfx 0.8.0's compiled extension fa
 torch 2.15 with "CUDA extension not compiled" even for CPU tensors: a torch ABI change;
 torch 2.11.0 works). TorchFX runs single-threaded (`torch.set_num_threads(1)`) like
 FerroFX's figures, on float32 tensors, its IIR stages fused (`FusedSOSCascade`).
+The C column is the shared anchor `../shared/bench/sos_bench.c` when it is there (or
+`--anchor FILE.c`), else the repository's own `benchmarks/sos_tdf2_ref.c`. With the
+anchor, every IIR cell is timed the way the anchor times itself: FerroFX (`cargo xtask
+bench --cpu-time`, one cell per process) and the anchor run back to back, in alternating
+order from round to round, each pinned to the same core (the last one this process may
+use) and timed in process CPU time; the anchor's float32 error against SciPy float64 is
+measured with its `verify` mode.
+
 Prints a markdown table of ns per sample per channel (per section for IIR, per FIR for
 fir_chain) and the ratios the CPU-speed issue sets goals on; writes OUT/perf.json and
 OUT/perf_iir.png (ns/sample/section against channels, per engine).
@@ -83,6 +91,57 @@ def timed(fn, runs):
 
 def noise(ch, frames):
     return np.random.default_rng(1).uniform(-1, 1, (ch, frames)).astype(np.float32)
+
+
+DEFAULT_ANCHOR = os.path.join(ROOT, "..", "shared", "bench", "sos_bench.c")
+
+
+def pinned_cpu():
+    """The core both sides of an anchor comparison are pinned to: the last one allowed."""
+    return str(max(os.sched_getaffinity(0)))
+
+
+def xtask_binary():
+    """The release xtask, built once, so that a pinned timing runs no cargo around it."""
+    subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "xtask"], cwd=ROOT, check=True)
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    return os.path.join(target, "release", "xtask")
+
+
+def build_anchor(src):
+    exe = os.path.join(tempfile.gettempdir(), "ferrofx_shared_sos_bench")
+    subprocess.run(["gcc", "-O3", "-march=native", "-o", exe, src, "-lm"], check=True)
+    return exe
+
+
+def anchor_time(exe, sos_path, ch, seconds, reps):
+    """The anchor's median seconds for `ch` channels x `seconds` (its own CPU-time clock)."""
+    out = subprocess.run(["taskset", "-c", pinned_cpu(), exe, "bench", sos_path, str(ch), repr(seconds), str(FS), str(reps)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["median_s"]
+
+
+def ferrofx_cpu_time(xtask_exe, workload, ch, seconds, runs):
+    """FerroFX's median seconds for one cell, pinned and in process CPU time."""
+    out = subprocess.run(["taskset", "-c", pinned_cpu(), xtask_exe, "bench", "--workload", workload, "--channels", str(ch),
+                          "--duration-s", repr(seconds), "--cpu-time", "--runs", str(runs), "--json"],
+                         cwd=ROOT, capture_output=True, text=True, check=True)
+    rows = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+    assert len(rows) == 1, out.stdout
+    return rows[0]["median_s"]
+
+
+def anchor_error(exe, sos, ch):
+    """The anchor's max |error| / peak against SciPy float64 on one second of noise."""
+    x = noise(ch, FS)
+    d = tempfile.mkdtemp()
+    sos_path, xin, yout = (os.path.join(d, n) for n in ("a.sos", "in.f32", "out.f32"))
+    np.savetxt(sos_path, np.asarray(sos))
+    x.tofile(xin)
+    subprocess.run([exe, "verify", sos_path, str(ch), str(FS), xin, yout], check=True, capture_output=True)
+    y = np.fromfile(yout, dtype=np.float32).reshape(ch, FS)
+    want = ss.sosfilt(sos, x.astype(np.float64), axis=1)
+    return float(np.max(np.abs(y - want)) / np.max(np.abs(want)))
 
 
 def c_reference(sos, ch, frames, runs):
@@ -166,7 +225,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="passes over all engines; each engine's fastest round is kept")
     ap.add_argument("--out", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "compare"),
                     help="folder for perf.json and perf_iir.png (default: target/compare; docs/ holds the committed figures)")
+    ap.add_argument("--anchor", default=DEFAULT_ANCHOR,
+                    help="the C anchor's source (default ../shared/bench/sos_bench.c; absent: benchmarks/sos_tdf2_ref.c is the C column)")
     args = ap.parse_args()
+    args.anchor_exe = None
+    if os.path.exists(args.anchor) and shutil.which("gcc") and shutil.which("taskset"):
+        args.anchor_exe = build_anchor(args.anchor)
+        args.xtask_exe = xtask_binary()
+        print(f"C column: the anchor {os.path.normpath(args.anchor)}, both sides pinned to CPU {pinned_cpu()}, process CPU time",
+              file=sys.stderr)
+    else:
+        print(f"C column: benchmarks/sos_tdf2_ref.c (no anchor at {os.path.normpath(args.anchor)}, or no gcc/taskset)", file=sys.stderr)
     scale = 0.05 if args.quick else 1.0
     api_sos = np.vstack([s["sos"] for s in design(API)])
     iir_sos = np.vstack([s["sos"] for s in design(IIR)])
@@ -174,21 +243,25 @@ def main():
     rounds = []
     for r in range(args.rounds):
         print(f"round {r + 1} of {args.rounds}", file=sys.stderr)
-        rounds.append(measure_round(args, api_sos, iir_sos, have_torchfx))
+        rounds.append(measure_round(args, api_sos, iir_sos, have_torchfx, r))
     rows = combine(rounds)
     ours = rounds[0][1]
     os.makedirs(args.out, exist_ok=True)
     meta = {"machine": platform.processor() or platform.machine(), "cpu": cpu_name(), "simd": simd_level(ours),
-            "date": time.strftime("%Y-%m-%d"), "quick": args.quick, "torchfx": have_torchfx, "rounds": args.rounds}
+            "date": time.strftime("%Y-%m-%d"), "quick": args.quick, "torchfx": have_torchfx, "rounds": args.rounds,
+            "c_reference": "../shared/bench/sos_bench.c (pinned, process CPU time, interleaved with FerroFX)" if args.anchor_exe
+            else "benchmarks/sos_tdf2_ref.c (wall time)"}
     with open(os.path.join(args.out, "perf.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     print_table(rows, meta)
     plot(rows, os.path.join(args.out, "perf_iir.png"), meta)
 
 
-def measure_round(args, api_sos, iir_sos, have_torchfx):
+def measure_round(args, api_sos, iir_sos, have_torchfx, round_index):
     """One pass over every workload: FerroFX (`cargo xtask bench --json`), then each
-    other engine on the same cells. Returns (rows, FerroFX's raw lines)."""
+    other engine on the same cells. Returns (rows, FerroFX's raw lines). With the shared
+    anchor, each IIR cell's FerroFX figure is re-timed beside the anchor's (see the
+    module's summary), in the order this round's index gives."""
     print("running cargo xtask bench ...", file=sys.stderr)
     bench_args = ["bench", "--json"] + (["--quick"] if args.quick else [])
     ours = [json.loads(l) for l in xtask(*bench_args).splitlines() if l.startswith("{")]
@@ -213,7 +286,18 @@ def measure_round(args, api_sos, iir_sos, have_torchfx):
                 t, err = torchfx_time_iir(API if w == "api_chain" else IIR, x, args.runs, want)
                 row["torchfx"] = t * 1e9 / (frames * ch * per)
                 row["torchfx_error"] = err
-            ref = c_reference(sos, ch, frames, max(args.runs, 3))
+            if args.anchor_exe:
+                sos_path = os.path.join(tempfile.gettempdir(), f"ferrofx_anchor_{w}.sos")
+                np.savetxt(sos_path, np.asarray(sos))
+                seconds = frames / FS
+                sides = [("ferrofx", lambda: ferrofx_cpu_time(args.xtask_exe, w, ch, seconds, args.runs)),
+                         ("c_f32_tdf2", lambda: anchor_time(args.anchor_exe, sos_path, ch, seconds, max(args.runs, 3)))]
+                for key, run in sides if round_index % 2 == 0 else sides[::-1]:
+                    row[key] = run() * 1e9 / (frames * ch * per)
+                row["c_f32_tdf2_error"] = anchor_error(args.anchor_exe, sos, ch)
+                ref = None
+            else:
+                ref = c_reference(sos, ch, frames, max(args.runs, 3))
             if ref:
                 row["c_f32_tdf2"] = ref[0] * 1e9 / (frames * ch * per)
                 row["c_f32_tdf2_error"] = ref[1]
@@ -279,7 +363,7 @@ def simd_level(_):
 
 def print_table(rows, meta):
     print(f"\nMeasured {meta['date']} on {meta['cpu']} ({meta['simd']}), one run of {meta['rounds']} rounds "
-          "(each engine's fastest round per cell), single thread.\n")
+          f"(each engine's fastest round per cell), single thread. C column: {meta['c_reference']}.\n")
     print("| workload | ch | s | FerroFX | SciPy | TorchFX | C f32 TDF-II | x SciPy | x TorchFX | x C |")
     print("|---|---|---|---|---|---|---|---|---|---|")
 
@@ -291,6 +375,14 @@ def print_table(rows, meta):
             f, sp, tf, c = r["ferrofx"], r.get("scipy"), r.get("torchfx"), r.get("c_f32_tdf2")
             print(f"| {r['workload']} | {r['channels']} | {r['seconds']} | {f:.3f} | {cell(sp, '.3f')} | {cell(tf, '.3f')} | "
                   f"{cell(c, '.3f')} | {cell(sp and sp / f, '.1f')} | {cell(tf and tf / f, '.1f')} | {cell(c and c / f, '.2f')} |")
+    anchored = [r for r in rows if r["workload"] in ("api_chain", "iir_chain") and r.get("c_f32_tdf2")]
+    if anchored and meta["c_reference"].startswith("../shared"):
+        for label, chans, goal in (("1-2 channels", (1, 2), 3.0), ("8-12 channels", (8, 12), 2.0)):
+            ratios = [r["c_f32_tdf2"] / r["ferrofx"] for r in anchored if r["channels"] in chans]
+            if ratios:
+                print(f"\nAgainst the shared C anchor, {label}: {min(ratios):.2f}-{max(ratios):.2f}x (goal {goal:g}x: "
+                      f"{'met' if min(ratios) >= goal else 'not met'}); the anchor's float32 error against SciPy float64 "
+                      f"up to {max(r.get('c_f32_tdf2_error', 0) for r in anchored if r['channels'] in chans):.1e} of the peak")
     errs = [(r["workload"], r["channels"], r["torchfx_error"]) for r in rows if "torchfx_error" in r]
     if errs:
         worst = {}

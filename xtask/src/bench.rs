@@ -102,9 +102,24 @@ pub struct BenchArgs {
     /// release bundles first.
     #[arg(long, requires = "plugin")]
     no_build: bool,
-    /// With --plugin: only these channel counts (of 1, 2, 8; repeatable).
-    #[arg(long = "channels", requires = "plugin")]
+    /// Only these channel counts (repeatable). With --plugin: of 1, 2, 8; otherwise the
+    /// engine workloads' cells with these counts (iir_chain and fir_chain: 1, 2, 8, 12;
+    /// api_chain: 8; long_fir: 2).
+    #[arg(long = "channels")]
     channels: Vec<usize>,
+    /// Engine workloads: every stream cell runs this many seconds of audio (one cell per
+    /// channel count) instead of the workload's durations.
+    #[arg(long, conflicts_with = "plugin")]
+    duration_s: Option<f64>,
+    /// Engine workloads on the CPU backend: time with the process's CPU clock
+    /// (`CLOCK_PROCESS_CPUTIME_ID`, as `../shared/bench/sos_bench.c` does: steadier than
+    /// wall time on a shared machine) instead of wall time.
+    #[arg(long, conflicts_with = "plugin")]
+    cpu_time: bool,
+    /// Engine workloads: timed runs per cell (their median is reported; default 7, 3 with
+    /// --quick).
+    #[arg(long, conflicts_with = "plugin")]
+    runs: Option<usize>,
     /// With --plugin: only these block sizes in frames (repeatable).
     #[arg(long = "block", requires = "plugin")]
     blocks: Vec<usize>,
@@ -229,6 +244,7 @@ fn time_stream(
     channels: usize,
     seconds: f64,
     runs: usize,
+    clock: Clock,
 ) -> Result<Measurement> {
     let designed = chain.design(FS).expect("bench chains are valid");
     let frames = (seconds * FS) as usize;
@@ -248,7 +264,7 @@ fn time_stream(
         for (b, i) in buf.iter_mut().zip(&input) {
             b.copy_from_slice(i);
         }
-        let t0 = Instant::now();
+        let t0 = clock.now();
         if let Some(g) = gpu.as_mut() {
             // Like `render --backend wgpu`: blocks of GPU_STREAM_BLOCK, two in flight.
             let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[..]).collect();
@@ -261,7 +277,7 @@ fn time_stream(
             engine.process(&mut slices);
             start = end;
         }
-        let dt = t0.elapsed().as_secs_f64();
+        let dt = clock.now() - t0;
         if run > 0 {
             times.push(dt); // run 0 warms caches and the allocator
         }
@@ -361,35 +377,72 @@ fn machine_tail(median_s: f64, count: usize) -> (f64, f64) {
     (times[times.len() / 2], percentile_999(&times))
 }
 
+/// The clock a stream cell is timed with, in seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    Wall,
+    /// The process's CPU time (`CLOCK_PROCESS_CPUTIME_ID`): the CPU engine is single-threaded.
+    ProcessCpu,
+}
+
+impl Clock {
+    fn now(self) -> f64 {
+        match self {
+            Clock::Wall => {
+                static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+                START.get_or_init(Instant::now).elapsed().as_secs_f64()
+            }
+            Clock::ProcessCpu => {
+                let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+                // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant the
+                // kernel supports on every Linux this runs on (the call cannot fail for it).
+                unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+                ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+            }
+        }
+    }
+}
+
+/// Which cells of the stream workloads run, and how they are timed.
+#[derive(Clone, Debug)]
+pub struct StreamOptions {
+    pub quick: bool,
+    /// Only cells with these channel counts (empty: all).
+    pub channels: Vec<usize>,
+    /// Every cell runs this long instead of the workload's durations.
+    pub duration_s: Option<f64>,
+    pub runs: Option<usize>,
+    pub clock: Clock,
+}
+
 /// Every measurement of one workload.
-pub fn run_workload(runner: Runner, w: Workload, quick: bool) -> Result<Vec<Measurement>> {
-    let runs = if quick { 3 } else { 7 };
+pub fn run_workload(runner: Runner, w: Workload, opts: &StreamOptions) -> Result<Vec<Measurement>> {
+    let quick = opts.quick;
+    let runs = opts.runs.unwrap_or(if quick { 3 } else { 7 });
     // Quick durations stay distinct (5, 60, 180 s -> 0.1, 1, 3 s): one row per grid cell.
-    let secs = |full: f64| if quick { (full / 60.0).clamp(0.1, 3.0) } else { full };
-    let stream = |name, chain: &Chain, ch, s, runs| time_stream(runner, name, chain, ch, s, runs);
+    let durations = |grid: &[f64]| -> Vec<f64> {
+        match opts.duration_s {
+            Some(d) => vec![d],
+            None => grid.iter().map(|&full| if quick { (full / 60.0).clamp(0.1, 3.0) } else { full }).collect(),
+        }
+    };
+    let wanted = |ch: usize| opts.channels.is_empty() || opts.channels.contains(&ch);
+    let grid = |name, chain: &Chain, channels: &[usize], seconds: &[f64], runs| -> Result<Vec<Measurement>> {
+        let mut out = Vec::new();
+        for &ch in channels.iter().filter(|&&ch| wanted(ch)) {
+            for s in durations(seconds) {
+                out.push(time_stream(runner, name, chain, ch, s, runs, opts.clock)?);
+            }
+        }
+        Ok(out)
+    };
     Ok(match w {
-        Workload::ApiChain => vec![stream("api_chain", &api_chain(), 8, secs(120.0), runs)?],
-        Workload::IirChain => {
-            let chain = iir_chain();
-            let mut out = Vec::new();
-            for ch in [1, 2, 8, 12] {
-                for s in [5.0, 60.0, 180.0] {
-                    out.push(stream("iir_chain", &chain, ch, secs(s), runs)?);
-                }
-            }
-            out
-        }
-        Workload::FirChain => {
-            let chain = fir_chain();
-            let mut out = Vec::new();
-            for ch in [1, 2, 8, 12] {
-                for s in [5.0, 60.0] {
-                    out.push(stream("fir_chain", &chain, ch, secs(s), runs)?);
-                }
-            }
-            out
-        }
-        Workload::LongFir => vec![stream("long_fir", &long_fir(), 2, secs(60.0), if quick { 1 } else { 3 })?],
+        Workload::ApiChain => grid("api_chain", &api_chain(), &[8], &[120.0], runs)?,
+        Workload::IirChain => grid("iir_chain", &iir_chain(), &[1, 2, 8, 12], &[5.0, 60.0, 180.0], runs)?,
+        Workload::FirChain => grid("fir_chain", &fir_chain(), &[1, 2, 8, 12], &[5.0, 60.0], runs)?,
+        Workload::LongFir => grid("long_fir", &long_fir(), &[2], &[60.0], opts.runs.unwrap_or(if quick { 1 } else { 3 }))?,
+        // Stereo blocks, per-block wall time: only the channel filter applies.
+        Workload::RealtimeBlock if !wanted(2) => Vec::new(),
         Workload::RealtimeBlock => {
             let chain = realtime_chain();
             let min_blocks = match (runner, quick) {
@@ -496,6 +549,16 @@ fn run_inner(args: BenchArgs) -> Result<()> {
         }
     }
     let workloads = if args.workloads.is_empty() { Workload::ALL.to_vec() } else { args.workloads.clone() };
+    if args.cpu_time && backends.iter().any(|b| *b != BenchBackend::Cpu) {
+        anyhow::bail!("--cpu-time times the CPU backend only (a GPU's work is not this process's CPU time)");
+    }
+    let opts = StreamOptions {
+        quick: args.quick,
+        channels: args.channels.clone(),
+        duration_s: args.duration_s,
+        runs: args.runs,
+        clock: if args.cpu_time { Clock::ProcessCpu } else { Clock::Wall },
+    };
     for b in &backends {
         let runner = match opened.iter().find(|(o, _)| o == b) {
             Some((_, backend)) => Runner::Gpu(backend.as_ref()),
@@ -530,7 +593,7 @@ fn run_inner(args: BenchArgs) -> Result<()> {
             if !args.json {
                 eprintln!("running {} ({}) ...", w.name(), runner.name());
             }
-            match run_workload(runner, w, args.quick) {
+            match run_workload(runner, w, &opts) {
                 Ok(ms) => ms.iter().for_each(|m| print(m, args.json)),
                 // A workload the GPU path cannot run is reported and skipped, not fatal.
                 Err(e) if matches!(runner, Runner::Gpu(_)) => eprintln!("skipped {} on {}: {e:#}", w.name(), runner.name()),
