@@ -21,7 +21,8 @@ FerroFX's figures, on float32 tensors, its IIR stages fused (`FusedSOSCascade`).
 The C column is the shared anchor `../shared/bench/sos_bench.c` when it is there (or
 `--anchor FILE.c`), else the repository's own `benchmarks/sos_tdf2_ref.c`. With the
 anchor, every IIR cell is timed the way the anchor times itself: FerroFX (`cargo xtask
-bench --cpu-time`, one cell per process) and the anchor run back to back, in alternating
+bench --cpu-time --block-frames 65536`, one cell per process: the whole-signal path of the
+Python package) and the anchor run back to back, in alternating
 order from round to round, each pinned to the same core (the last one this process may
 use) and timed in process CPU time; the anchor's float32 error against SciPy float64 is
 measured with its `verify` mode.
@@ -94,6 +95,9 @@ def noise(ch, frames):
 
 
 DEFAULT_ANCHOR = os.path.join(ROOT, "..", "shared", "bench", "sos_bench.c")
+# The anchor filters a whole signal at once; FerroFX's whole-signal path (the Python
+# package's filter, `render --block-size 65536`) feeds the engine 65,536-frame blocks.
+ANCHOR_BLOCK_FRAMES = 65536
 
 
 def pinned_cpu():
@@ -124,7 +128,8 @@ def anchor_time(exe, sos_path, ch, seconds, reps):
 def ferrofx_cpu_time(xtask_exe, workload, ch, seconds, runs):
     """FerroFX's median seconds for one cell, pinned and in process CPU time."""
     out = subprocess.run(["taskset", "-c", pinned_cpu(), xtask_exe, "bench", "--workload", workload, "--channels", str(ch),
-                          "--duration-s", repr(seconds), "--cpu-time", "--runs", str(runs), "--json"],
+                          "--duration-s", repr(seconds), "--cpu-time", "--runs", str(runs), "--json",
+                          "--block-frames", str(ANCHOR_BLOCK_FRAMES)],
                          cwd=ROOT, capture_output=True, text=True, check=True)
     rows = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
     assert len(rows) == 1, out.stdout
@@ -249,7 +254,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     meta = {"machine": platform.processor() or platform.machine(), "cpu": cpu_name(), "simd": simd_level(ours),
             "date": time.strftime("%Y-%m-%d"), "quick": args.quick, "torchfx": have_torchfx, "rounds": args.rounds,
-            "c_reference": "../shared/bench/sos_bench.c (pinned, process CPU time, interleaved with FerroFX)" if args.anchor_exe
+            "c_reference": "../shared/bench/sos_bench.c (pinned, process CPU time, interleaved with FerroFX in 65,536-frame blocks)" if args.anchor_exe
             else "benchmarks/sos_tdf2_ref.c (wall time)"}
     with open(os.path.join(args.out, "perf.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)

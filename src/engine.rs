@@ -36,6 +36,7 @@ use crate::design;
 use num_complex::Complex64;
 use crate::dsp::fir::{FirFilter, FirMode, TapCountMismatch};
 use crate::dsp::simd::Isa;
+use crate::dsp::sos::segments::Segments;
 use crate::dsp::sos::{SectionCountMismatch, SosCascade};
 
 /// Why new coefficients could not replace the running ones.
@@ -98,11 +99,42 @@ pub enum StateError {
 pub struct EngineOptions {
     /// How FIR stages run (default: by cost estimate).
     pub fir_mode: FirMode,
+    /// Offline only: up to this many time segments of a long block run side by side as
+    /// SIMD lanes (see [`crate::dsp::sos::segments`]); 0 or 1: never (the default, and the
+    /// only setting for an audio thread: a segmented block allocates a slice list). Each
+    /// output then differs from the unsegmented one by at most 1e-12 of the input's peak.
+    /// [`offline_segments`] gives the count for a channel count.
+    pub time_segments: usize,
+}
+
+impl EngineOptions {
+    /// The options of an offline engine over `channels` channels (the whole stream's
+    /// count, also when its channels are split over several engines, so that every split
+    /// computes the same bits).
+    pub fn offline(channels: usize) -> EngineOptions {
+        EngineOptions { time_segments: offline_segments(channels), ..EngineOptions::default() }
+    }
+}
+
+/// Time segments per channel that fill whole SIMD groups of 8 lanes: 8 / gcd(channels, 8)
+/// below 8 channels (mono 8, stereo 4, four channels 2), 1 (none) from 8 channels on,
+/// where the channels fill the lanes themselves.
+pub fn offline_segments(channels: usize) -> usize {
+    fn gcd(a: usize, b: usize) -> usize {
+        if b == 0 { a } else { gcd(b, a % b) }
+    }
+    if channels == 0 || channels >= 8 {
+        1
+    } else {
+        8 / gcd(channels, 8)
+    }
 }
 
 /// Preallocated processing of a designed chain on a fixed number of channels.
 pub struct Engine {
     processors: Vec<Processor>,
+    /// The segmented path of each SOS processor, when the options ask for time segments.
+    segments: Vec<Option<Segments>>,
     channels: usize,
     max_block_frames: usize,
 }
@@ -126,8 +158,15 @@ impl Engine {
                     Processor::Fir(FirFilter::new(taps, channels, options.fir_mode, max_block_frames))
                 }
             })
+            .collect::<Vec<_>>();
+        let segments = processors
+            .iter()
+            .map(|p| match p {
+                Processor::Sos(c) if options.time_segments > 1 => Some(Segments::new(c, options.time_segments, max_block_frames)),
+                _ => None,
+            })
             .collect();
-        Engine { processors, channels, max_block_frames }
+        Engine { processors, segments, channels, max_block_frames }
     }
 
     pub fn channels(&self) -> usize {
@@ -174,9 +213,13 @@ impl Engine {
         for buf in buffers.iter_mut() {
             sanitize_input(&mut buf[..frames]);
         }
-        for p in self.processors.iter_mut() {
+        for (p, segments) in self.processors.iter_mut().zip(self.segments.iter_mut()) {
             match p {
-                Processor::Sos(s) => s.process(buffers, frames),
+                Processor::Sos(s) => {
+                    if !segments.as_mut().is_some_and(|seg| seg.process(s, buffers, frames)) {
+                        s.process(buffers, frames)
+                    }
+                }
                 Processor::Fir(f) => f.process(buffers, frames),
             }
         }
@@ -209,10 +252,13 @@ impl Engine {
                 }
             }
         }
-        for (index, (p, s)) in self.processors.iter_mut().zip(&chain.stages).enumerate() {
+        for (index, ((p, s), segments)) in self.processors.iter_mut().zip(&chain.stages).zip(self.segments.iter_mut()).enumerate() {
             match (p, s) {
                 (Processor::Sos(c), DesignedStage::Sos(sections)) => {
-                    c.set_coefficients(sections).map_err(|source| UpdateError::Sections { index, source })?
+                    c.set_coefficients(sections).map_err(|source| UpdateError::Sections { index, source })?;
+                    if let Some(seg) = segments {
+                        seg.follow(c);
+                    }
                 }
                 (Processor::Fir(f), DesignedStage::Fir(taps)) => {
                     f.set_taps(taps).map_err(|source| UpdateError::Taps { index, source })?

@@ -122,7 +122,7 @@ fn fir_stages_and_mixed_chains_match_the_cpu_and_hand_state_back() {
     }
     // State hand-over: half the stream on the GPU, the rest on a CPU engine loaded with
     // the state the GPU returned.
-    let options = EngineOptions { fir_mode: FirMode::Direct };
+    let options = EngineOptions { fir_mode: FirMode::Direct, ..EngineOptions::default() };
     let mut engine = Engine::with_options(&designed, 3, 4096, options);
     let mut state: ChainState = engine.new_state().unwrap();
     let mut gpu = GpuChain::new(ctx, &designed, 3, 25_000).unwrap();

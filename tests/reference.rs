@@ -54,7 +54,7 @@ fn every_reference_case_meets_the_tolerances() {
                 .design(case.fs)
                 .unwrap_or_else(|e| panic!("{} ({source}): design failed: {e}", case.id));
             for &fir_mode in modes {
-                let options = EngineOptions { fir_mode };
+                let options = EngineOptions { fir_mode, ..EngineOptions::default() };
                 let engine = Engine::with_options(&designed, 2, 64, options);
                 let m = mag_error(&engine, case.fs, &freqs, &mag_ref);
                 if m > MAG_TOLERANCE {
@@ -62,13 +62,17 @@ fn every_reference_case_meets_the_tolerances() {
                 }
                 let w = worst.entry(case.family.clone()).or_default();
                 w.mag = w.mag.max(m);
-                for &block in &BLOCK_SIZES {
+                // The offline engine too: the whole input as one block, in time segments
+                // where the design's warm-up fits.
+                let offline = EngineOptions { time_segments: 8, ..options };
+                let whole = case.input[0].len();
+                for (block, options) in BLOCK_SIZES.iter().map(|&b| (b, options)).chain([(whole, offline)]) {
                     let y = run_engine(&designed, &case.input, block, options);
                     let e = rel_error(&y, &case.expected);
                     if e.is_nan() || e > TIME_TOLERANCE {
                         failures.push(format!(
-                            "{} ({source}, block {block}, {fir_mode:?}): time error {e:.3e}",
-                            case.id
+                            "{} ({source}, block {block}, {fir_mode:?}, time segments {}): time error {e:.3e}",
+                            case.id, options.time_segments
                         ));
                     }
                     w.time = w.time.max(e);
@@ -80,7 +84,7 @@ fn every_reference_case_meets_the_tolerances() {
             worst.get_mut(&case.family).unwrap().cases += 1;
         }
     }
-    println!("worst errors per family over spec+given designs, block sizes {BLOCK_SIZES:?}:");
+    println!("worst errors per family over spec+given designs, block sizes {BLOCK_SIZES:?} and the whole input offline (time segments):");
     let mut overall = Worst::default();
     for (family, w) in &worst {
         println!(

@@ -1,6 +1,7 @@
 //! The stress suite: seeded random designs over the whole chain-format contract (made,
 //! with SciPy's float64 output, by `scripts/scipy_reference.py stress DIR`), each run
-//! through the CPU engine at block sizes 1, 7 and 4096 and through the wgpu backend at
+//! through the CPU engine at block sizes 1, 7 and 4096 (and whole, in offline time
+//! segments where the warm-up fits) and through the wgpu backend at
 //! 64 and 65536, against SciPy within the reference tolerance (1e-4 of the output peak).
 //! A path may also decline a design with an error ("exact, or a clear refusal"); a
 //! wrong result is the only failure. Refusals are counted and must stay rare.
@@ -81,13 +82,17 @@ fn random_designs_over_the_whole_contract_match_scipy_or_are_refused() {
         };
         ran += 1;
         let expected = planar(read_f32(&dir.join(format!("expected/{}.f32", line["n"]))));
-        for block in CPU_BLOCKS {
-            let y = run_engine(&designed, &input, block, EngineOptions::default());
+        // The offline engine too: the whole input as one block, in time segments where the
+        // design's warm-up fits.
+        let offline = EngineOptions { time_segments: 8, ..EngineOptions::default() };
+        let runs = CPU_BLOCKS.iter().map(|&b| (b, EngineOptions::default())).chain([(input[0].len(), offline)]);
+        for (block, options) in runs {
+            let y = run_engine(&designed, &input, block, options);
             let e = rel_error(&y, &expected);
             worst_cpu = worst_cpu.max(e);
             #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN error fails too
             if !(e <= TIME_TOLERANCE) {
-                failures.push(format!("cpu block {block}: error {e:.3e}: {}", describe(&line)));
+                failures.push(format!("cpu block {block}, time segments {}: error {e:.3e}: {}", options.time_segments, describe(&line)));
             }
         }
         #[cfg(feature = "wgpu")]

@@ -10,14 +10,15 @@
 //!   `lfilter` with `a == [1]`), for float64 data: the engine's I/O is float32.
 
 use ferrofx::chain::{Chain as CoreChain, DesignedChain, DesignedStage};
-use ferrofx::engine::Engine;
+use ferrofx::engine::{Engine, EngineOptions};
 use numpy::ndarray::{Array2, Array3, ArrayView2};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// Largest block the engine is prepared for; longer inputs are filtered in pieces.
+/// Largest block the engine is prepared for; longer inputs are filtered in pieces (65,536
+/// frames: long enough for the time segments of most designs, short enough to stay in L2).
 const MAX_BLOCK: usize = 65_536;
 
 fn chain_error(e: ferrofx::ChainError) -> PyErr {
@@ -41,7 +42,9 @@ impl Chain {
 fn process_items(designed: &DesignedChain, data: &mut [f32], items: usize, channels: usize, frames: usize, threads: usize) {
     let per_item = channels * frames;
     let run = |item: &mut [f32]| {
-        let mut engine = Engine::new(designed, channels, frames.clamp(1, MAX_BLOCK));
+        // Offline: long blocks run their time segments side by side (see the core's
+        // `dsp::sos::segments`).
+        let mut engine = Engine::with_options(designed, channels, frames.clamp(1, MAX_BLOCK), EngineOptions::offline(channels));
         let mut start = 0;
         while start < frames {
             let end = (start + MAX_BLOCK).min(frames);

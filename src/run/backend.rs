@@ -14,7 +14,7 @@
 
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::dsp::fir::{choose_mode_for, FirMode};
-use crate::engine::Engine;
+use crate::engine::{Engine, EngineOptions};
 use crate::run::offload::Executor;
 
 /// Why a backend could not run a chain.
@@ -102,7 +102,10 @@ impl Backend for CpuBackend {
     }
     fn prepare(&self, chain: &DesignedChain, channels: usize, max_block: usize) -> Result<Box<dyn Prepared>, RunError> {
         let bounds = channel_groups(channels, self.threads, pairs_channels(chain));
-        let engines = bounds.windows(2).map(|g| Engine::new(chain, g[1] - g[0], max_block)).collect();
+        // Offline: time segments as SIMD lanes, counted for the whole stream's channels so
+        // that every split computes the same bits.
+        let options = EngineOptions::offline(channels);
+        let engines = bounds.windows(2).map(|g| Engine::with_options(chain, g[1] - g[0], max_block, options)).collect();
         Ok(Box::new(CpuPrepared { engines, channels, max_block }))
     }
     fn executor(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<Box<dyn Executor>, RunError> {

@@ -11,7 +11,7 @@ use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Fir};
 use ferrofx::backends::open_gpu;
 use ferrofx::run::backend::Backend;
 use ferrofx::run::stream::BlockStream;
-use ferrofx::Engine;
+use ferrofx::{Engine, EngineOptions};
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -116,6 +116,11 @@ pub struct BenchArgs {
     /// wall time on a shared machine) instead of wall time.
     #[arg(long, conflicts_with = "plugin")]
     cpu_time: bool,
+    /// Engine workloads on the CPU backend: frames per engine call (default 4096, the
+    /// renderer's default `--block-size`; the Python package filters whole arrays in
+    /// blocks of up to 262,144 frames).
+    #[arg(long, conflicts_with = "plugin")]
+    block_frames: Option<usize>,
     /// Engine workloads: timed runs per cell (their median is reported; default 7, 3 with
     /// --quick).
     #[arg(long, conflicts_with = "plugin")]
@@ -245,6 +250,7 @@ fn time_stream(
     seconds: f64,
     runs: usize,
     clock: Clock,
+    cpu_block: usize,
 ) -> Result<Measurement> {
     let designed = chain.design(FS).expect("bench chains are valid");
     let frames = (seconds * FS) as usize;
@@ -252,11 +258,12 @@ fn time_stream(
     let mut buf = input.clone();
     let mut times = Vec::with_capacity(runs);
     let block = match runner {
-        Runner::Cpu => RENDER_BLOCK,
+        Runner::Cpu => cpu_block,
         Runner::Gpu(_) => GPU_STREAM_BLOCK,
     };
     for run in 0..=runs {
-        let mut engine = Engine::new(&designed, channels, RENDER_BLOCK);
+        // As the renderer's CPU backend builds it: offline, time segments as lanes.
+        let mut engine = Engine::with_options(&designed, channels, cpu_block, EngineOptions::offline(channels));
         let mut gpu = match runner {
             Runner::Cpu => None,
             Runner::Gpu(backend) => Some(BlockStream::new(backend.prepare(&designed, channels, block)?, block)),
@@ -413,6 +420,8 @@ pub struct StreamOptions {
     pub duration_s: Option<f64>,
     pub runs: Option<usize>,
     pub clock: Clock,
+    /// Frames per engine call on the CPU.
+    pub cpu_block: usize,
 }
 
 /// Every measurement of one workload.
@@ -431,7 +440,7 @@ pub fn run_workload(runner: Runner, w: Workload, opts: &StreamOptions) -> Result
         let mut out = Vec::new();
         for &ch in channels.iter().filter(|&&ch| wanted(ch)) {
             for s in durations(seconds) {
-                out.push(time_stream(runner, name, chain, ch, s, runs, opts.clock)?);
+                out.push(time_stream(runner, name, chain, ch, s, runs, opts.clock, opts.cpu_block)?);
             }
         }
         Ok(out)
@@ -558,6 +567,7 @@ fn run_inner(args: BenchArgs) -> Result<()> {
         duration_s: args.duration_s,
         runs: args.runs,
         clock: if args.cpu_time { Clock::ProcessCpu } else { Clock::Wall },
+        cpu_block: args.block_frames.unwrap_or(RENDER_BLOCK).max(1),
     };
     for b in &backends {
         let runner = match opened.iter().find(|(o, _)| o == b) {

@@ -48,6 +48,7 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod kernel;
+pub mod segments;
 
 /// Frames per pass through the scratch.
 pub const SUB_BLOCK: usize = 256;
@@ -213,6 +214,27 @@ impl SosCascade {
         // The same count is within capacity and keeps every section's state.
         let _ = self.set_sections(sections);
         Ok(())
+    }
+
+    /// Replaces the coefficients with normalised ones (up to the capacity; more are
+    /// ignored) and clears the state. No allocation. For cascades whose state is always
+    /// loaded before use (the segmented path's lanes).
+    pub(crate) fn set_coefs(&mut self, coefs: &[SosCoefs]) {
+        self.coefs.clear();
+        self.coefs.extend_from_slice(&coefs[..coefs.len().min(self.capacity)]);
+        self.state.fill([0.0; 2]);
+    }
+
+    /// One channel's `[s1, s2]` per section.
+    pub(crate) fn channel_state(&self, channel: usize) -> &[[f64; 2]] {
+        let n = self.coefs.len();
+        &self.state[channel * n..(channel + 1) * n]
+    }
+
+    /// One channel's `[s1, s2]` per section, to load.
+    pub(crate) fn channel_state_mut(&mut self, channel: usize) -> &mut [[f64; 2]] {
+        let n = self.coefs.len();
+        &mut self.state[channel * n..(channel + 1) * n]
     }
 
     /// Clears the state of every channel.
