@@ -99,11 +99,12 @@ pub enum StateError {
 pub struct EngineOptions {
     /// How FIR stages run (default: by cost estimate).
     pub fir_mode: FirMode,
-    /// Offline only: up to this many time segments of a long block run side by side as
-    /// SIMD lanes (see [`crate::dsp::sos::segments`]); 0 or 1: never (the default, and the
-    /// only setting for an audio thread: a segmented block allocates a slice list). Each
-    /// output then differs from the unsegmented one by at most 1e-12 of the input's peak.
-    /// [`offline_segments`] gives the count for a channel count.
+    /// Offline: up to this many time segments of a long block run side by side as SIMD
+    /// lanes (see [`crate::dsp::sos::segments`]); 0 or 1: never (the default: a host's
+    /// small blocks are never segmented anyway). Each output then differs from the
+    /// unsegmented one by at most 1e-12 of the input's peak, so results depend on the
+    /// block length only that far. [`offline_segments`] gives the count for a channel
+    /// count. No allocation either way.
     pub time_segments: usize,
 }
 

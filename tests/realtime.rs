@@ -258,3 +258,29 @@ fn an_offload_arriving_after_a_plain_delay_continues_without_a_repeat() {
         assert!(first.is_none(), "switch after {switch_after_calls} calls (block {s}): first difference at {first:?} (block {:?})", first.map(|f| f / BLOCK));
     }
 }
+
+/// An offline engine's segmented blocks (time segments run as lanes, with their warm-ups)
+/// allocate nothing after construction either.
+#[test]
+fn offline_time_segments_do_not_allocate() {
+    use ferrofx::dsp::sos::segments::Segments;
+    use ferrofx::engine::{EngineOptions, Processor};
+    // Short impulse responses (warm-ups of under a thousand frames), so a 65,536-frame
+    // block is segmented at every channel count below.
+    let chain = (Butterworth::lowpass(5000.0, 4) | Biquad::peaking(2000.0, 1.0, 4.0)).design(FS).unwrap();
+    let frames = 1 << 16;
+    for channels in [1, 2, 3] {
+        let mut engine = Engine::with_options(&chain, channels, frames, EngineOptions::offline(channels));
+        let segmented = engine.processors().iter().any(|p| match p {
+            Processor::Sos(c) => Segments::new(c, EngineOptions::offline(channels).time_segments, frames).segments_for(frames) > 1,
+            Processor::Fir(_) => false,
+        });
+        assert!(segmented, "{channels} channels: the block is not segmented, so this tests nothing");
+        let mut x = input(frames);
+        x.push(noise(frames, 99));
+        let mut s: Vec<&mut [f32]> = x.iter_mut().take(channels).map(|c| &mut c[..]).collect();
+        let before = violation_count();
+        assert_no_alloc(|| engine.process(&mut s));
+        assert_eq!(violation_count(), before, "{channels} channels: the segmented block allocated");
+    }
+}

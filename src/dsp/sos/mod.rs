@@ -27,6 +27,9 @@
 //! touches no state memory. The instruction set is detected at run time (portable
 //! binaries: SSE2 baseline, AVX2+FMA and AVX-512 kernels selected when the CPU has them).
 //!
+//! Offline engines may also run a long block's time segments side by side as lanes (one
+//! to seven channels then fill whole SIMD groups): see [`segments`].
+//!
 //! # Realtime rules
 //!
 //! [`SosCascade::new`] is the only place memory is allocated. [`SosCascade::process`],

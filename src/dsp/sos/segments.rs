@@ -24,8 +24,9 @@
 //! per lane), so the only difference from unsegmented processing is that bounded tail.
 //!
 //! Engines use this only when built with [`crate::engine::EngineOptions::time_segments`]
-//! (offline rendering, the Python package, benchmarks); it allocates one slice list per
-//! segmented block, so it is never enabled on an audio thread.
+//! (offline rendering, the Python package, benchmarks). Like the rest of `dsp`, it
+//! allocates only when built; a segmented block costs its warm-ups (at most a quarter of
+//! the block) and so is for offline work, not an audio thread's small blocks.
 
 use super::{SosCascade, SosCoefs};
 
@@ -34,6 +35,10 @@ pub const TAIL_BOUND: f64 = 1e-12;
 
 /// The longest warm-up considered, in frames (about 2.7 s at 48 kHz).
 pub const MAX_WARMUP_FRAMES: usize = 1 << 17;
+
+/// Most lanes (channels x segments) a segmented block may use; more are not segmented.
+/// [`crate::engine::offline_segments`] stays within it (7 channels x 8 segments at most).
+pub const MAX_LANES: usize = 64;
 
 /// A block is segmented only when all warm-ups together cost at most this share of it.
 const WARMUP_SHARE: usize = 4; // 1/4
@@ -124,7 +129,7 @@ impl Segments {
     pub fn process(&mut self, main: &mut SosCascade, buffers: &mut [&mut [f32]], frames: usize) -> bool {
         let s = self.segments_for(frames);
         let used = buffers.len().min(self.channels);
-        if s < 2 || used == 0 || main.sections() == 0 {
+        if s < 2 || used == 0 || main.sections() == 0 || used * s > MAX_LANES {
             return false;
         }
         let (d, len) = (self.warmup.unwrap_or(0), frames / s);
@@ -141,8 +146,8 @@ impl Segments {
             }
         }
         self.warm.reset();
-        let mut warm: Vec<&mut [f32]> = self.warm_input.chunks_exact_mut(slot_len).take(used * (s - 1)).collect();
-        self.warm.process(&mut warm, d);
+        let mut warm = slice_list(self.warm_input.chunks_exact_mut(slot_len).take(used * (s - 1)));
+        self.warm.process(&mut warm.0[..warm.1], d);
         // Lane (c, 0) carries the block's state in, lane (c, k) its warm-up's.
         for c in 0..used {
             self.lanes.channel_state_mut(c * s).copy_from_slice(main.channel_state(c));
@@ -150,15 +155,25 @@ impl Segments {
                 self.lanes.channel_state_mut(c * s + k).copy_from_slice(self.warm.channel_state(c * (s - 1) + k - 1));
             }
         }
-        let mut lanes: Vec<&mut [f32]> =
-            buffers.iter_mut().flat_map(|b| b[..s * len].chunks_exact_mut(len)).collect();
-        self.lanes.process(&mut lanes, len);
+        let mut lanes = slice_list(buffers.iter_mut().flat_map(|b| b[..s * len].chunks_exact_mut(len)));
+        self.lanes.process(&mut lanes.0[..lanes.1], len);
         for c in 0..used {
             main.channel_state_mut(c).copy_from_slice(self.lanes.channel_state(c * s + s - 1));
         }
         main.process_at(buffers, s * len, frames - s * len);
         true
     }
+}
+
+/// Up to [`MAX_LANES`] slices in a list on the stack (no allocation), and how many.
+fn slice_list<'a>(slices: impl Iterator<Item = &'a mut [f32]>) -> ([&'a mut [f32]; MAX_LANES], usize) {
+    let mut list: [&'a mut [f32]; MAX_LANES] = std::array::from_fn(|_| Default::default());
+    let mut n = 0;
+    for (slot, slice) in list.iter_mut().zip(slices) {
+        *slot = slice;
+        n += 1;
+    }
+    (list, n)
 }
 
 /// The warm-up length `D` (frames) after which the tail of the cascade's impulse response
