@@ -21,8 +21,8 @@ FerroFX's figures, on float32 tensors, its IIR stages fused (`FusedSOSCascade`).
 The C column is the shared anchor `../shared/bench/sos_bench.c` when it is there (or
 `--anchor FILE.c`), else the repository's own `benchmarks/sos_tdf2_ref.c`. With the
 anchor, every IIR cell is timed the way the anchor times itself: FerroFX (`cargo xtask
-bench --cpu-time --block-frames 65536`, one cell per process: the whole-signal path of the
-Python package) and the anchor run back to back, in alternating
+bench --cpu-time --block-frames 65536`, one cell per process: the engine's whole-signal
+path) and the anchor run back to back, in alternating
 order from round to round, each pinned to the same core (the last one this process may
 use) and timed in process CPU time; the anchor's float32 error against SciPy float64 is
 measured with its `verify` mode.
@@ -95,8 +95,9 @@ def noise(ch, frames):
 
 
 DEFAULT_ANCHOR = os.path.join(ROOT, "..", "shared", "bench", "sos_bench.c")
-# The anchor filters a whole signal at once; FerroFX's whole-signal path (the Python
-# package's filter, `render --block-size 65536`) feeds the engine 65,536-frame blocks.
+# The anchor filters a whole signal at once; FerroFX's whole-signal path feeds the engine
+# long blocks (`render --block-size 65536`; the Python package up to 262,144 frames,
+# measured as fast per sample).
 ANCHOR_BLOCK_FRAMES = 65536
 
 

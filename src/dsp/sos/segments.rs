@@ -37,8 +37,9 @@ pub const TAIL_BOUND: f64 = 1e-12;
 pub const MAX_WARMUP_FRAMES: usize = 1 << 17;
 
 /// Most lanes (channels x segments) a segmented block may use; more are not segmented.
-/// [`crate::engine::offline_segments`] stays within it (7 channels x 8 segments at most).
-pub const MAX_LANES: usize = 64;
+/// Room for 64 channels of one item, or eight 7-channel items in 8 segments each (the
+/// Python package's groups).
+pub const MAX_LANES: usize = 512;
 
 /// A block is segmented only when all warm-ups together cost at most this share of it.
 const WARMUP_SHARE: usize = 4; // 1/4
@@ -55,7 +56,7 @@ pub struct Segments {
     channels: usize,
     /// `D`, or `None` when this cascade is not segmented.
     warmup: Option<usize>,
-    /// The longest warm-up measured for (two segments: a quarter of the largest block).
+    /// The longest warm-up measured for (what all segments allow in the largest block).
     max_warmup: usize,
     /// `channels * max_segments` lanes.
     lanes: SosCascade,
@@ -75,7 +76,10 @@ impl Segments {
     pub fn new(main: &SosCascade, max_segments: usize, max_block_frames: usize) -> Segments {
         let max_segments = if max_segments < 2 { 1 } else { 1 << max_segments.ilog2() };
         let channels = main.channels();
-        let max_warmup = if max_segments < 2 { 0 } else { (max_block_frames / WARMUP_SHARE).min(MAX_WARMUP_FRAMES) };
+        // Only all segments are ever used (see `segments_for`), so the warm-up is measured
+        // up to what they allow in the largest block.
+        let max_warmup =
+            if max_segments < 2 { 0 } else { (max_block_frames / WARMUP_SHARE / (max_segments - 1)).min(MAX_WARMUP_FRAMES) };
         let sections = main.capacity();
         let mut s = Segments {
             max_segments,
@@ -201,9 +205,11 @@ pub fn warmup_frames(coefs: &[SosCoefs], max_frames: usize, sums: &mut [f64], st
         let mut acc = 0.0;
         for _ in 0..SUM_BLOCK {
             let mut v = x;
+            // Plain products and sums (`mul_add` is a library call in the baseline build);
+            // the bound has margin far beyond their rounding.
             for (c, s) in coefs.iter().zip(state.iter_mut()) {
-                let y = c.b0.mul_add(v, s[0]);
-                s[0] = c.b1.mul_add(v, s[1]) - c.a1 * y;
+                let y = c.b0 * v + s[0];
+                s[0] = c.b1 * v + s[1] - c.a1 * y;
                 s[1] = c.b2 * v - c.a2 * y;
                 v = y;
             }
