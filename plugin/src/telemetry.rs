@@ -61,24 +61,29 @@ pub struct ChannelMeter {
 impl ChannelMeter {
     /// Adds a block (audio thread); returns its peak.
     pub fn add(&self, samples: &[f32]) -> f32 {
-        // Eight independent lanes (vectorised; one sequential sum would be a chain of
-        // dependent adds as long as the block).
-        const LANES: usize = 8;
-        let (mut peaks, mut sums) = ([0.0f32; LANES], [0.0f64; LANES]);
-        let chunks = samples.chunks_exact(LANES);
-        let tail = chunks.remainder();
-        for chunk in chunks {
-            for k in 0..LANES {
-                peaks[k] = peaks[k].max(chunk[k].abs());
-                sums[k] += f64::from(chunk[k]) * f64::from(chunk[k]);
+        // Sixteen independent float32 lanes (vectorised; one sequential sum would be a
+        // chain of dependent adds as long as the block), summed in float64 per 4096
+        // samples: a relative error under 1e-5 of the level, for a display, at half the
+        // cost of float64 lanes in the baseline build (measured).
+        const LANES: usize = 16;
+        let (mut peak, mut sum) = (0.0f32, 0.0f64);
+        for part in samples.chunks(4096) {
+            let (mut peaks, mut sums) = ([0.0f32; LANES], [0.0f32; LANES]);
+            let chunks = part.chunks_exact(LANES);
+            let tail = chunks.remainder();
+            for chunk in chunks {
+                for k in 0..LANES {
+                    peaks[k] = peaks[k].max(chunk[k].abs());
+                    sums[k] += chunk[k] * chunk[k];
+                }
             }
+            for (k, &s) in tail.iter().enumerate() {
+                peaks[k] = peaks[k].max(s.abs());
+                sums[k] += s * s;
+            }
+            peak = peaks.iter().fold(peak, |m, &p| m.max(p));
+            sum += sums.iter().map(|&s| f64::from(s)).sum::<f64>();
         }
-        for (k, &s) in tail.iter().enumerate() {
-            peaks[k] = peaks[k].max(s.abs());
-            sums[k] += f64::from(s) * f64::from(s);
-        }
-        let peak = peaks.iter().fold(0.0f32, |m, &p| m.max(p));
-        let sum: f64 = sums.iter().sum();
         self.peak_bits.fetch_max(peak.to_bits(), Ordering::Relaxed);
         let total = f64::from_bits(self.sum_squares_bits.load(Ordering::Relaxed)) + sum;
         self.sum_squares_bits.store(total.to_bits(), Ordering::Relaxed);
@@ -187,11 +192,12 @@ impl Telemetry {
 mod tests {
     use super::ChannelMeter;
 
-    /// The lane-wise meter gives the block's peak exactly and its sum of squares to
-    /// float64 rounding, for every length.
+    /// The lane-wise meter gives the block's peak exactly and its sum of squares within
+    /// 1e-5 (float32 partial sums, a display's precision), for every length, across the
+    /// 4096-sample parts too.
     #[test]
     fn meter_sums_equal_a_sequential_sum() {
-        for len in 0..50usize {
+        for len in (0..50usize).chain([4095, 4096, 4097, 10_000]) {
             let x: Vec<f32> = (0..len).map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0).collect();
             let meter = ChannelMeter::default();
             let peak = meter.add(&x);
@@ -199,7 +205,7 @@ mod tests {
             let want_sum: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
             assert_eq!(peak, want_peak, "len {len}");
             let (sum, frames) = meter.sums();
-            assert!((sum - want_sum).abs() <= 1e-12 * want_sum.max(1.0), "len {len}: {sum} vs {want_sum}");
+            assert!((sum - want_sum).abs() <= 1e-5 * want_sum.max(1e-30), "len {len}: {sum} vs {want_sum}");
             assert_eq!(frames, len as u64);
         }
     }
