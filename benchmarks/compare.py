@@ -18,14 +18,14 @@ importable and working, skipped otherwise (torchfx 0.8.0's compiled extension fa
 torch 2.15 with "CUDA extension not compiled" even for CPU tensors: a torch ABI change;
 torch 2.11.0 works). TorchFX runs single-threaded (`torch.set_num_threads(1)`) like
 FerroFX's figures, on float32 tensors, its IIR stages fused (`FusedSOSCascade`).
-The C column is the shared anchor `../shared/bench/sos_bench.c` when it is there (or
-`--anchor FILE.c`), else the repository's own `benchmarks/sos_tdf2_ref.c`. With the
-anchor, every IIR cell is timed the way the anchor times itself: FerroFX (`cargo xtask
+The C column is a C anchor named by `--anchor FILE.c` (or `FERROFX_C_ANCHOR`; the
+project's CPU anchor is a float32 TDF-II cascade with this command line: `bench`, `verify`)
+when one is given, else the repository's own `benchmarks/sos_tdf2_ref.c`. With an anchor,
+every IIR cell is timed the way the anchor times itself: FerroFX (`cargo xtask
 bench --cpu-time --block-frames 65536`, one cell per process: the engine's whole-signal
-path) and the anchor run back to back, in alternating
-order from round to round, each pinned to the same core (the last one this process may
-use) and timed in process CPU time; the anchor's float32 error against SciPy float64 is
-measured with its `verify` mode.
+path) and the anchor run back to back, in alternating order from round to round, each
+pinned to the same core (the last one this process may use) and timed in process CPU
+time; the anchor's float32 error against SciPy float64 is measured with its `verify` mode.
 
 Prints a markdown table of ns per sample per channel (per section for IIR, per FIR for
 fir_chain) and the ratios the CPU-speed issue sets goals on; writes OUT/perf.json and
@@ -94,7 +94,6 @@ def noise(ch, frames):
     return np.random.default_rng(1).uniform(-1, 1, (ch, frames)).astype(np.float32)
 
 
-DEFAULT_ANCHOR = os.path.join(ROOT, "..", "shared", "bench", "sos_bench.c")
 # The anchor filters a whole signal at once; FerroFX's whole-signal path feeds the engine
 # long blocks (`render --block-size 65536`; the Python package up to 262,144 frames,
 # measured as fast per sample).
@@ -114,7 +113,7 @@ def xtask_binary():
 
 
 def build_anchor(src):
-    exe = os.path.join(tempfile.gettempdir(), "ferrofx_shared_sos_bench")
+    exe = os.path.join(tempfile.gettempdir(), "ferrofx_c_anchor")
     subprocess.run(["gcc", "-O3", "-march=native", "-o", exe, src, "-lm"], check=True)
     return exe
 
@@ -231,17 +230,20 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="passes over all engines; each engine's fastest round is kept")
     ap.add_argument("--out", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "compare"),
                     help="folder for perf.json and perf_iir.png (default: target/compare; docs/ holds the committed figures)")
-    ap.add_argument("--anchor", default=DEFAULT_ANCHOR,
-                    help="the C anchor's source (default ../shared/bench/sos_bench.c; absent: benchmarks/sos_tdf2_ref.c is the C column)")
+    ap.add_argument("--anchor", default=os.environ.get("FERROFX_C_ANCHOR"),
+                    help="a C anchor's source to time beside FerroFX (default: $FERROFX_C_ANCHOR; none: benchmarks/sos_tdf2_ref.c is the C column)")
     args = ap.parse_args()
     args.anchor_exe = None
-    if os.path.exists(args.anchor) and shutil.which("gcc") and shutil.which("taskset"):
+    if args.anchor:
+        if not os.path.exists(args.anchor):
+            sys.exit(f"--anchor {args.anchor}: no such file")
+        if not (shutil.which("gcc") and shutil.which("taskset")):
+            sys.exit("--anchor needs gcc and taskset")
         args.anchor_exe = build_anchor(args.anchor)
         args.xtask_exe = xtask_binary()
-        print(f"C column: the anchor {os.path.normpath(args.anchor)}, both sides pinned to CPU {pinned_cpu()}, process CPU time",
-              file=sys.stderr)
+        print(f"C column: the anchor {args.anchor}, both sides pinned to CPU {pinned_cpu()}, process CPU time", file=sys.stderr)
     else:
-        print(f"C column: benchmarks/sos_tdf2_ref.c (no anchor at {os.path.normpath(args.anchor)}, or no gcc/taskset)", file=sys.stderr)
+        print("C column: benchmarks/sos_tdf2_ref.c (no --anchor given)", file=sys.stderr)
     scale = 0.05 if args.quick else 1.0
     api_sos = np.vstack([s["sos"] for s in design(API)])
     iir_sos = np.vstack([s["sos"] for s in design(IIR)])
@@ -255,8 +257,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     meta = {"machine": platform.processor() or platform.machine(), "cpu": cpu_name(), "simd": simd_level(ours),
             "date": time.strftime("%Y-%m-%d"), "quick": args.quick, "torchfx": have_torchfx, "rounds": args.rounds,
-            "c_reference": "../shared/bench/sos_bench.c (pinned, process CPU time, interleaved with FerroFX in 65,536-frame blocks)" if args.anchor_exe
-            else "benchmarks/sos_tdf2_ref.c (wall time)"}
+            "c_reference": f"{args.anchor} (pinned, process CPU time, interleaved with FerroFX in 65,536-frame blocks)" if args.anchor_exe
+            else "benchmarks/sos_tdf2_ref.c (wall time)", "anchor": bool(args.anchor_exe)}
     with open(os.path.join(args.out, "perf.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     print_table(rows, meta)
@@ -265,7 +267,7 @@ def main():
 
 def measure_round(args, api_sos, iir_sos, have_torchfx, round_index):
     """One pass over every workload: FerroFX (`cargo xtask bench --json`), then each
-    other engine on the same cells. Returns (rows, FerroFX's raw lines). With the shared
+    other engine on the same cells. Returns (rows, FerroFX's raw lines). With a C
     anchor, each IIR cell's FerroFX figure is re-timed beside the anchor's (see the
     module's summary), in the order this round's index gives."""
     print("running cargo xtask bench ...", file=sys.stderr)
@@ -382,11 +384,11 @@ def print_table(rows, meta):
             print(f"| {r['workload']} | {r['channels']} | {r['seconds']} | {f:.3f} | {cell(sp, '.3f')} | {cell(tf, '.3f')} | "
                   f"{cell(c, '.3f')} | {cell(sp and sp / f, '.1f')} | {cell(tf and tf / f, '.1f')} | {cell(c and c / f, '.2f')} |")
     anchored = [r for r in rows if r["workload"] in ("api_chain", "iir_chain") and r.get("c_f32_tdf2")]
-    if anchored and meta["c_reference"].startswith("../shared"):
+    if anchored and meta["anchor"]:
         for label, chans, goal in (("1-2 channels", (1, 2), 3.0), ("8-12 channels", (8, 12), 2.0)):
             ratios = [r["c_f32_tdf2"] / r["ferrofx"] for r in anchored if r["channels"] in chans]
             if ratios:
-                print(f"\nAgainst the shared C anchor, {label}: {min(ratios):.2f}-{max(ratios):.2f}x (goal {goal:g}x: "
+                print(f"\nAgainst the C anchor, {label}: {min(ratios):.2f}-{max(ratios):.2f}x (goal {goal:g}x: "
                       f"{'met' if min(ratios) >= goal else 'not met'}); the anchor's float32 error against SciPy float64 "
                       f"up to {max(r.get('c_f32_tdf2_error', 0) for r in anchored if r['channels'] in chans):.1e} of the peak")
     errs = [(r["workload"], r["channels"], r["torchfx_error"]) for r in rows if "torchfx_error" in r]

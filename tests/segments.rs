@@ -4,6 +4,8 @@
 //! the families, orders, cutoffs (low-frequency ones included) and sample rates, and the
 //! warm-up's tail bound against the impulse response itself.
 
+mod common;
+
 use ferrofx::chain::{Bessel, Biquad, Butterworth, Chain, Chebyshev1, Chebyshev2, Elliptic, LinkwitzRiley, Stage};
 use ferrofx::design::Sos;
 use ferrofx::dsp::sos::segments::{warmup_frames, Segments, TAIL_BOUND};
@@ -26,20 +28,7 @@ fn sections(chain: &Chain, fs: f64) -> Option<Vec<Sos>> {
 
 /// The cascade in float64, sample by sample, from zero state: the sequential truth.
 fn reference(sections: &[Sos], x: &[f32]) -> Vec<f64> {
-    let coefs: Vec<SosCoefs> = sections.iter().map(SosCoefs::from).collect();
-    let mut s = vec![[0.0f64; 2]; coefs.len()];
-    x.iter()
-        .map(|&v| {
-            let mut v = f64::from(v);
-            for (c, st) in coefs.iter().zip(s.iter_mut()) {
-                let y = c.b0.mul_add(v, st[0]);
-                st[0] = c.b1.mul_add(v, st[1]) - c.a1 * y;
-                st[1] = c.b2 * v - c.a2 * y;
-                v = y;
-            }
-            v
-        })
-        .collect()
+    common::sos_f64(sections, x)
 }
 
 /// A random design over the chain format's IIR families, cutoffs log-uniform from
@@ -76,19 +65,7 @@ fn noise(frames: usize, seed: u64) -> Vec<f32> {
 
 /// `input` (planar) through `engine` in blocks of the given lengths, cycled.
 fn run(engine: &mut Engine, input: &[Vec<f32>], cuts: &[usize]) -> Vec<Vec<f32>> {
-    let frames = input[0].len();
-    let mut out = input.to_vec();
-    let mut start = 0;
-    for len in cuts.iter().cycle() {
-        if start >= frames {
-            break;
-        }
-        let end = (start + len).min(frames);
-        let mut s: Vec<&mut [f32]> = out.iter_mut().map(|b| &mut b[start..end]).collect();
-        engine.process(&mut s);
-        start = end;
-    }
-    out
+    common::in_cuts(input, cuts, |s, _| engine.process(s))
 }
 
 /// The warm-up's claim, checked on the impulse response itself: past `D` frames, the

@@ -6,20 +6,11 @@ use ferrofx::chain::{Butterworth, Chain, Chebyshev2, Elliptic};
 use ferrofx::design::Sos;
 use ferrofx::dsp::sos::{Isa, SosCascade};
 
+mod common;
+
+/// The plain float64 loop, rounded to float32 like the kernels' output.
 fn reference(sections: &[Sos], x: &[f32]) -> Vec<f32> {
-    let mut s = vec![[0.0f64; 2]; sections.len()];
-    x.iter()
-        .map(|&v| {
-            let mut v = v as f64;
-            for (c, st) in sections.iter().map(|c| c.normalized()).zip(s.iter_mut()) {
-                let y = c.b[0] * v + st[0];
-                st[0] = c.b[1] * v - c.a[1] * y + st[1];
-                st[1] = c.b[2] * v - c.a[2] * y;
-                v = y;
-            }
-            v as f32
-        })
-        .collect()
+    common::sos_f64(sections, x).into_iter().map(|v| v as f32).collect()
 }
 
 fn sections_of(chain: Chain) -> Vec<Sos> {
@@ -37,19 +28,7 @@ fn uniform(seed: u32) -> impl FnMut() -> f32 {
 
 /// `input` through `c` in blocks of the given lengths, repeated until the end.
 fn process_in_cuts(c: &mut SosCascade, input: &[Vec<f32>], cuts: &[usize]) -> Vec<Vec<f32>> {
-    let frames = input.iter().map(|b| b.len()).min().unwrap_or(0);
-    let mut out = input.to_vec();
-    let mut start = 0;
-    for len in cuts.iter().cycle() {
-        if start >= frames {
-            break;
-        }
-        let end = (start + len).min(frames);
-        let mut s: Vec<&mut [f32]> = out.iter_mut().map(|b| &mut b[start..end]).collect();
-        c.process(&mut s, end - start);
-        start = end;
-    }
-    out
+    common::in_cuts(input, cuts, |s, n| c.process(s, n))
 }
 
 #[test]

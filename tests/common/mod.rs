@@ -200,3 +200,40 @@ pub fn rel_error(y: &[Vec<f32>], y_ref: &[Vec<f32>]) -> f64 {
 pub fn chain_of(stage: Stage) -> Chain {
     Chain::from(stage)
 }
+
+/// A cascade in plain float64 transposed direct form II, sample by sample from zero
+/// state: the sequential truth the SIMD kernels are held to.
+pub fn sos_f64(sections: &[ferrofx::design::Sos], x: &[f32]) -> Vec<f64> {
+    let coefs: Vec<ferrofx::design::Sos> = sections.iter().map(|c| c.normalized()).collect();
+    let mut s = vec![[0.0f64; 2]; coefs.len()];
+    x.iter()
+        .map(|&v| {
+            let mut v = f64::from(v);
+            for (c, st) in coefs.iter().zip(s.iter_mut()) {
+                let y = c.b[0] * v + st[0];
+                st[0] = c.b[1] * v - c.a[1] * y + st[1];
+                st[1] = c.b[2] * v - c.a[2] * y;
+                v = y;
+            }
+            v
+        })
+        .collect()
+}
+
+/// `input` (planar) through `process` in place, in blocks of the given lengths cycled
+/// until the end; `process` gets each block's channel slices and its length.
+pub fn in_cuts(input: &[Vec<f32>], cuts: &[usize], mut process: impl FnMut(&mut [&mut [f32]], usize)) -> Vec<Vec<f32>> {
+    let frames = input.iter().map(|b| b.len()).min().unwrap_or(0);
+    let mut out = input.to_vec();
+    let mut start = 0;
+    for len in cuts.iter().cycle() {
+        if start >= frames {
+            break;
+        }
+        let end = (start + len).min(frames);
+        let mut s: Vec<&mut [f32]> = out.iter_mut().map(|b| &mut b[start..end]).collect();
+        process(&mut s, end - start);
+        start = end;
+    }
+    out
+}

@@ -112,8 +112,8 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "plugin")]
     duration_s: Option<f64>,
     /// Engine workloads on the CPU backend: time with the process's CPU clock
-    /// (`CLOCK_PROCESS_CPUTIME_ID`, as `../shared/bench/sos_bench.c` does: steadier than
-    /// wall time on a shared machine) instead of wall time.
+    /// (`CLOCK_PROCESS_CPUTIME_ID`, as the C anchor `benchmarks/compare.py --anchor` runs
+    /// times itself: steadier than wall time on a shared machine) instead of wall time.
     #[arg(long, conflicts_with = "plugin")]
     cpu_time: bool,
     /// Engine workloads on the CPU backend: frames per engine call (default 4096, the

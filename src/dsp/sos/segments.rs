@@ -39,7 +39,7 @@ pub const MAX_WARMUP_FRAMES: usize = 1 << 17;
 /// Most lanes (channels x segments) a segmented block may use; more are not segmented.
 /// Room for 64 channels of one item, or eight 7-channel items in 8 segments each (the
 /// Python package's groups).
-pub const MAX_LANES: usize = 512;
+pub const MAX_SEGMENT_LANES: usize = 512;
 
 /// A block is segmented only when all warm-ups together cost at most this share of it.
 const WARMUP_SHARE: usize = 4; // 1/4
@@ -133,7 +133,7 @@ impl Segments {
     pub fn process(&mut self, main: &mut SosCascade, buffers: &mut [&mut [f32]], frames: usize) -> bool {
         let s = self.segments_for(frames);
         let used = buffers.len().min(self.channels);
-        if s < 2 || used == 0 || main.sections() == 0 || used * s > MAX_LANES {
+        if s < 2 || used == 0 || main.sections() == 0 || used * s > MAX_SEGMENT_LANES {
             return false;
         }
         let (d, len) = (self.warmup.unwrap_or(0), frames / s);
@@ -169,9 +169,9 @@ impl Segments {
     }
 }
 
-/// Up to [`MAX_LANES`] slices in a list on the stack (no allocation), and how many.
-fn slice_list<'a>(slices: impl Iterator<Item = &'a mut [f32]>) -> ([&'a mut [f32]; MAX_LANES], usize) {
-    let mut list: [&'a mut [f32]; MAX_LANES] = std::array::from_fn(|_| Default::default());
+/// Up to [`MAX_SEGMENT_LANES`] slices in a list on the stack (no allocation), and how many.
+fn slice_list<'a>(slices: impl Iterator<Item = &'a mut [f32]>) -> ([&'a mut [f32]; MAX_SEGMENT_LANES], usize) {
+    let mut list: [&'a mut [f32]; MAX_SEGMENT_LANES] = std::array::from_fn(|_| Default::default());
     let mut n = 0;
     for (slot, slice) in list.iter_mut().zip(slices) {
         *slot = slice;
