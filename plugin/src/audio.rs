@@ -424,8 +424,9 @@ impl AudioState {
                 delay.process(&mut self.dry, frames);
             }
         }
-        // Sub-slices without allocating: at most 64 channels (the widest layout is 8).
-        const MAX: usize = 64;
+        // Sub-slices without allocating, as many as the widest layout has channels (a list
+        // of 64 cost a kilobyte of stores per block).
+        const MAX: usize = crate::MAX_CHANNELS;
         let mut refs: [&mut [f32]; MAX] = std::array::from_fn(|_| &mut [][..]);
         let used = buffers.len().min(MAX);
         for (r, b) in refs.iter_mut().zip(buffers.iter_mut()) {

@@ -73,6 +73,10 @@ const SIDECHAIN_LAYOUT: AudioIOLayout = AudioIOLayout {
     ..AudioIOLayout::const_default()
 };
 
+/// The most channels any of the plugin's layouts has (7.1-sized): the audio thread's
+/// per-block lists of channel slices have this many entries.
+pub const MAX_CHANNELS: usize = 8;
+
 /// A layout of `channels` in and out on the main ports.
 const fn io_layout(channels: u32) -> AudioIOLayout {
     AudioIOLayout {
@@ -273,3 +277,21 @@ impl Vst3Plugin for FerroFx {
 
 nice_export_clap!(FerroFx);
 nice_export_vst3!(FerroFx);
+
+#[cfg(test)]
+mod tests {
+    use super::{FerroFx, MAX_CHANNELS};
+    use nice_plug::prelude::Plugin;
+
+    /// The audio thread lists at most `MAX_CHANNELS` channel slices per block: no layout
+    /// may have more, on any port.
+    #[test]
+    fn no_layout_has_more_channels_than_the_audio_thread_lists() {
+        for layout in FerroFx::AUDIO_IO_LAYOUTS {
+            let ports = [layout.main_input_channels, layout.main_output_channels].into_iter().chain(layout.aux_input_ports.iter().map(|&p| Some(p)));
+            for channels in ports.flatten() {
+                assert!(channels.get() as usize <= MAX_CHANNELS, "a layout port has {channels} channels");
+            }
+        }
+    }
+}
