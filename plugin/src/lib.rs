@@ -119,7 +119,7 @@ impl Plugin for FerroFx {
     // first, and nice-plug 0.4.2's CLAP wrapper must not see a host pass fewer input ports
     // than the chosen layout declares.
     const AUDIO_IO_LAYOUTS: &'static [AudioIOLayout] =
-        &[io_layout(2), io_layout(1), io_layout(4), io_layout(6), io_layout(8), SIDECHAIN_LAYOUT];
+        &[io_layout(2), io_layout(1), io_layout(4), io_layout(6), io_layout(MAX_CHANNELS as u32), SIDECHAIN_LAYOUT];
 
     type Editor = nice_plug_egui::EguiEditor<editor::EditorApp>;
     type SysExMessage = ();

@@ -43,8 +43,8 @@ pub struct Telemetry {
     pub spectrum: SpectrumFeed,
 }
 
-/// Channels with a meter.
-pub const METERED_CHANNELS: usize = 8;
+/// Channels with a meter: every channel of every layout.
+pub const METERED_CHANNELS: usize = crate::MAX_CHANNELS;
 
 /// One channel's output level. The audio thread raises `peak` (f32 bits of a
 /// non-negative number, whose order as integers is their order as numbers) and adds to
@@ -52,8 +52,8 @@ pub const METERED_CHANNELS: usize = 8;
 ///
 /// One writer, the audio thread ([`ChannelMeter::add`]); the editor reads, and resets only
 /// the peak. So the audio thread updates the sums and the frame count with plain loads
-/// and stores (a locked read-modify-write costs ~20 cycles, and two per channel were a
-/// tenth of an idle 64-frame block), and takes the peak's atomic maximum only when the
+/// and stores (a locked read-modify-write costs ~20 cycles, and two per channel were
+/// about a fifteenth of an idle stereo 64-frame block), and takes the peak's atomic maximum only when the
 /// block's peak is above the one held.
 #[derive(Default)]
 pub struct ChannelMeter {
@@ -138,9 +138,13 @@ fn peak_and_squares(part: &[f32]) -> (f32, f32) {
     (peak, (sums[0] + sums[1]) + (sums[2] + sums[3]))
 }
 
-/// [`peak_and_squares`] without explicit vectors: the same sixteen lanes.
+/// [`peak_and_squares`] without explicit vectors: the same sixteen lanes (the meter off
+/// x86-64; compiled for the tests everywhere, which hold the two to each other).
 #[cfg(not(target_arch = "x86_64"))]
-fn peak_and_squares(part: &[f32]) -> (f32, f32) {
+use peak_and_squares_portable as peak_and_squares;
+
+#[cfg(any(test, not(target_arch = "x86_64")))]
+fn peak_and_squares_portable(part: &[f32]) -> (f32, f32) {
     const LANES: usize = 16;
     let (mut peaks, mut sums) = ([0.0f32; LANES], [0.0f32; LANES]);
     let chunks = part.chunks_exact(LANES);
@@ -265,6 +269,30 @@ mod tests {
             assert!((sum - want_sum).abs() <= 1e-5 * want_sum.max(1e-30), "len {len}: {sum} vs {want_sum}");
             assert_eq!(frames, len as u64);
         }
+    }
+
+    /// The explicit-vector lanes and the portable ones agree: the same peak, the same
+    /// sum of squares up to float32 rounding of the lanes' order, NaN samples included.
+    #[test]
+    fn both_lane_kernels_agree() {
+        for len in (0..70usize).chain([255, 256, 4096]) {
+            let mut x: Vec<f32> = (0..len).map(|i| ((i * 53 % 29) as f32 - 14.0) / 9.0).collect();
+            if len > 5 {
+                x[len / 3] = f32::NAN;
+            }
+            let (pa, sa) = super::peak_and_squares(&x);
+            let (pb, sb) = super::peak_and_squares_portable(&x);
+            assert_eq!(pa, pb, "len {len}");
+            if len <= 5 {
+                assert!((sa - sb).abs() <= 1e-6 * sb.max(1e-30), "len {len}: {sa} vs {sb}");
+            } else {
+                assert!(sa.is_nan() && sb.is_nan(), "len {len}: a NaN sample's square is NaN in both");
+            }
+        }
+        let x: Vec<f32> = (0..1000).map(|i| ((i * 53 % 29) as f32 - 14.0) / 9.0).collect();
+        let ((pa, sa), (pb, sb)) = (super::peak_and_squares(&x), super::peak_and_squares_portable(&x));
+        assert_eq!(pa, pb);
+        assert!((sa - sb).abs() <= 1e-6 * sb, "{sa} vs {sb}");
     }
 
     /// A NaN sample leaves the peak to the other samples (as `f32::max` does); the peak

@@ -34,16 +34,7 @@ const PLUGIN_ID: &str = "org.ferrofx.equaliser";
 use ferrofx_testkit::clap::{Host as TestHost, MainThread, Shared};
 
 fn bundle() -> Option<PathBuf> {
-    match ferrofx_testkit::clap::find_bundle("FerroFX.clap") {
-        Ok(p) => Some(p),
-        Err(msg) => {
-            if std::env::var("FERROFX_REQUIRE_BUNDLES").as_deref() == Ok("1") {
-                panic!("{msg}");
-            }
-            println!("SKIPPED: {msg}");
-            None
-        }
-    }
+    ferrofx_testkit::clap::bundle_or_skip("FerroFX.clap")
 }
 
 fn entry() -> Option<&'static PluginEntry> {

@@ -14,7 +14,8 @@ mod vst3_host;
 
 use std::ffi::CString;
 use std::path::Path;
-use vst3_host::{bundle, Vst3Plugin};
+use ferrofx_testkit::clap::bundle_or_skip;
+use vst3_host::Vst3Plugin;
 
 /// Whether the shared library at `path` is still mapped in this process.
 fn resident(path: &Path) -> bool {
@@ -41,7 +42,7 @@ fn resident(path: &Path) -> bool {
 #[test]
 fn host_threads_that_unload_the_vst3_plugin_end_cleanly() {
     use std::sync::mpsc::channel;
-    let Some(path) = bundle("FerroFX.vst3") else { return };
+    let Some(path) = bundle_or_skip("FerroFX.vst3") else { return };
     let so = path.join("Contents/x86_64-linux/FerroFX.so");
     assert!(!resident(&so), "{} is loaded before the test loads it", so.display());
     // Each thread: load and create, report, wait for its turn, close and end.
@@ -72,7 +73,7 @@ fn host_threads_that_unload_the_vst3_plugin_end_cleanly() {
 /// mapped.
 #[test]
 fn the_clap_binary_stays_mapped_after_its_last_close() {
-    let Some(path) = bundle("FerroFX.clap") else { return };
+    let Some(path) = bundle_or_skip("FerroFX.clap") else { return };
     assert!(!resident(&path), "{} is loaded before the test loads it", path.display());
     // SAFETY: loading a shared library runs its initialisers; this is FerroFX's own
     // bundle, built from this workspace. Nothing is called in it.

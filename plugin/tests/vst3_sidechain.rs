@@ -17,7 +17,8 @@ mod vst3_host;
 use common::{tail_level_db, tone};
 use vst3::Steinberg::kResultOk;
 use vst3::Steinberg::Vst::IAudioProcessorTrait;
-use vst3_host::{bundle, Vst3Plugin, STEREO};
+use ferrofx_testkit::clap::bundle_or_skip;
+use vst3_host::{Vst3Plugin, STEREO};
 
 /// Sets the shared dynamic band (`common::dynamic_band`): plain values through the
 /// plugin's own conversion, normalised ones as they are.
@@ -39,7 +40,7 @@ fn set_dynamic_band(p: &Vst3Plugin, sidechain: f64) {
 /// loud main signal goes down whatever the sidechain does.
 #[test]
 fn vst3_sidechain_input_drives_the_dynamic_band() {
-    let Some(path) = bundle("FerroFX.vst3") else { return };
+    let Some(path) = bundle_or_skip("FerroFX.vst3") else { return };
     let fs = 48_000.0;
     // (main level, sidechain level, band listens to the sidechain, expected change)
     for (main_db, side_db, listens, want_db) in common::SIDECHAIN_CASES {
@@ -60,7 +61,7 @@ fn vst3_sidechain_input_drives_the_dynamic_band() {
 /// takes a loud sine down).
 #[test]
 fn vst3_without_a_sidechain_bus_the_band_listens_to_its_input() {
-    let Some(path) = bundle("FerroFX.vst3") else { return };
+    let Some(path) = bundle_or_skip("FerroFX.vst3") else { return };
     let fs = 48_000.0;
     let plugin = Vst3Plugin::load(&path);
     let mut inputs = [STEREO];

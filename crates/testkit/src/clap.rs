@@ -107,6 +107,22 @@ pub fn find_bundle(file: &str) -> Result<std::path::PathBuf, String> {
         .ok_or_else(|| format!("{file} not found in {dirs:?}; run `cargo xtask bundle ferrofx` first"))
 }
 
+/// [`find_bundle`] for a host test: without the bundle, prints why and gives `None` (the
+/// test passes), unless `FERROFX_REQUIRE_BUNDLES=1` (scripts/test.sh sets it), when it
+/// panics with the reason instead.
+pub fn bundle_or_skip(file: &str) -> Option<std::path::PathBuf> {
+    match find_bundle(file) {
+        Ok(p) => Some(p),
+        Err(msg) => {
+            if std::env::var("FERROFX_REQUIRE_BUNDLES").as_deref() == Ok("1") {
+                panic!("{msg}");
+            }
+            println!("SKIPPED: {msg}");
+            None
+        }
+    }
+}
+
 /// Loads a `.clap` bundle's entry.
 pub fn load_entry(path: &Path) -> Result<PluginEntry, String> {
     // SAFETY: loading a shared library runs its initialisers; the callers load FerroFX's

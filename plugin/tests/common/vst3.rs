@@ -173,18 +173,3 @@ impl Drop for Vst3Plugin {
         }
     }
 }
-
-/// The bundle `file` (`FerroFX.vst3`, `FerroFX.clap`) from `cargo xtask bundle`; without
-/// it, prints why and gives `None` (the test passes), unless `FERROFX_REQUIRE_BUNDLES=1`.
-pub fn bundle(file: &str) -> Option<std::path::PathBuf> {
-    match ferrofx_testkit::clap::find_bundle(file) {
-        Ok(p) => Some(p),
-        Err(msg) => {
-            if std::env::var("FERROFX_REQUIRE_BUNDLES").as_deref() == Ok("1") {
-                panic!("{msg}");
-            }
-            println!("SKIPPED: {msg}");
-            None
-        }
-    }
-}

@@ -227,6 +227,7 @@ pub fn warmup_frames(coefs: &[SosCoefs], max_frames: usize, sums: &mut [f64], st
     // Sums this small are at the floor of f64 (subnormal steps, flushed states): their
     // ratio says nothing; the slowest pole's decay still bounds what could follow.
     let ratio = if last < 1e-200 { pole_ratio } else { (last / before).max(pole_ratio) };
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN ratio (0/0) declines too
     if !(ratio < 0.5) {
         return None;
     }
