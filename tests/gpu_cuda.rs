@@ -4,7 +4,8 @@
 //! device (the lent GPU machine; `FERROFX_REQUIRE_CUDA=1` makes skipping a failure) they
 //! run: every reference case at blocks of 64, 4,096 and 65,536 frames against SciPy,
 //! graph replay equal to plain launches bit for bit, both SOS kernels equal to the CPU,
-//! FIRs with state handed over, and the offload worker with the exact CPU fallback.
+//! FIRs with state handed over, the offload worker with the exact CPU fallback, and the
+//! router's decisions on the device's real round trips.
 //! The kernels' arithmetic itself is tested without a GPU in crates/kernel-host.
 
 mod common;
@@ -15,6 +16,8 @@ use ferrofx::engine::Engine;
 use ferrofx::gpu::cuda::{context::driver_present, CudaBackend, CudaChain, CudaError};
 use ferrofx::run::backend::Backend;
 use ferrofx::run::offload::{Offload, OFFLOAD_ENGINE_OPTIONS};
+use ferrofx::run::realtime::{Policy, RealtimeOffload};
+use ferrofx::run::router::{Reason, Route, RouterConfig};
 use ferrofx::DesignedChain;
 use std::sync::OnceLock;
 
@@ -185,4 +188,90 @@ fn the_offload_worker_runs_cuda_jobs_and_matches_the_cpu() {
     println!("offload on cuda: {:?}, error {e:.2e}", off.stats());
     assert!(e <= TIME_TOLERANCE, "{e:.3e}");
     assert!(!off.worker_lost());
+}
+
+/// A realtime stream under `Policy::Auto` over a CUDA offload, host blocks of `block`
+/// frames paced at real time (48 kHz): the router's decision after `blocks` blocks, the
+/// counters, and the output's error against the CPU stream one block late.
+fn auto_stream(
+    b: &CudaBackend,
+    designed: &DesignedChain,
+    channels: usize,
+    block: usize,
+    blocks: usize,
+) -> (ferrofx::run::router::Decision, ferrofx::run::realtime::RealtimeStats, f64) {
+    let exec = CudaChain::new(b.device(), designed, channels, block).unwrap();
+    let mut off = Offload::new(designed, channels, block, exec).unwrap();
+    let mut stream = RealtimeOffload::new(channels, block, 48_000.0, Policy::Auto);
+    let frames = blocks * block;
+    let input = ferrofx_testkit::noise_channels(channels, frames, 21, 0.8);
+    let mut out = input.clone();
+    let period = std::time::Duration::from_secs_f64(block as f64 / 48_000.0);
+    let t0 = std::time::Instant::now();
+    for k in 0..blocks {
+        let mut bufs: Vec<&mut [f32]> = out.iter_mut().map(|c| &mut c[k * block..(k + 1) * block]).collect();
+        stream.process(Some(&mut off), &mut bufs);
+        // Real-time pacing: the next call when the next block is due.
+        let due = period * (k as u32 + 1);
+        if let Some(wait) = due.checked_sub(t0.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+    let mut cpu = Engine::with_options(designed, channels, block, OFFLOAD_ENGINE_OPTIONS);
+    let mut y = input;
+    let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..]).collect();
+    cpu.process(&mut s);
+    let delayed: Vec<Vec<f32>> = y
+        .into_iter()
+        .map(|c| {
+            let mut d = vec![0.0f32; block];
+            d.extend_from_slice(&c[..frames - block]);
+            d
+        })
+        .collect();
+    (stream.decision(), stream.stats(), rel_error(&out, &delayed))
+}
+
+/// The decision is the one its own figures call for (the router's rules, restated).
+fn assert_coherent(d: &ferrofx::run::router::Decision, what: &str) {
+    let c = RouterConfig::default();
+    assert!(d.cpu_median_s.is_finite() && d.gpu_median_s.is_finite(), "{what}: both paths measured: {d:?}");
+    let gpu_wins = d.gpu_median_s * c.margin <= d.cpu_median_s && d.gpu_tail_s <= c.deadline_share * d.deadline_s;
+    match (d.route, d.reason) {
+        (Route::Gpu, Reason::GpuFaster) => assert!(gpu_wins, "{what}: {d:?}"),
+        (Route::Cpu, Reason::GpuNotFastEnough) => assert!(d.gpu_median_s * c.margin > d.cpu_median_s, "{what}: {d:?}"),
+        (Route::Cpu, Reason::GpuTailTooLong) => assert!(d.gpu_tail_s > c.deadline_share * d.deadline_s, "{what}: {d:?}"),
+        (_, Reason::Holding) => {}
+        _ => panic!("{what}: an unexpected decision {d:?}"),
+    }
+}
+
+#[test]
+fn the_router_decides_on_the_devices_real_round_trips() {
+    let Some(b) = backend() else { return };
+    // One biquad, stereo, 64 frames: the CPU takes a fraction of a microsecond, a GPU
+    // round trip (upload, launch, download, synchronise) several microseconds at least,
+    // so the router must keep the CPU, and say why.
+    let small = chain_of(Biquad::peaking(1000.0, 1.0, 3.0)).design(48_000.0).unwrap();
+    let (d, st, e) = auto_stream(b, &small, 2, 64, 1500);
+    println!("1 section, 2 ch, 64 frames: {st:?}\n  {d:?} ({})", d.reason);
+    assert!(e <= TIME_TOLERANCE, "small chain: {e:.3e}");
+    assert_coherent(&d, "small chain");
+    assert_eq!((d.route, d.reason), (Route::Cpu, Reason::GpuNotFastEnough), "{d:?}");
+    assert!(st.on_cpu > st.blocks / 2, "{st:?}");
+    // A heavy chain (FIR, IIR and bells) on 8 channels in blocks of 4,096: whichever path
+    // wins on this machine, the decision follows the measured figures and the stream is
+    // exact.
+    let heavy = (Butterworth::highpass(20.0, 8)
+        | Fir::lowpass(511, 12_000.0)
+        | Chebyshev1::lowpass(9000.0, 12, 0.5)
+        | Biquad::peaking(1000.0, 2.0, 6.0)
+        | Biquad::peaking(3000.0, 2.0, -4.0))
+    .design(48_000.0)
+    .unwrap();
+    let (d, st, e) = auto_stream(b, &heavy, 8, 4096, 60);
+    println!("heavy chain, 8 ch, 4096 frames: {st:?}\n  {d:?} ({})", d.reason);
+    assert!(e <= TIME_TOLERANCE, "heavy chain: {e:.3e}");
+    assert_coherent(&d, "heavy chain");
+    assert!(st.on_worker > 0 && st.on_cpu > 0, "both paths ran: {st:?}");
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine lent by the `device` tool, over what `scripts/gpu-carry.sh`
+# prepared (carry [".gpu-carry", ".gl"]): the CUDA and wgpu test binaries against the
+# SciPy reference set, a CUDA and a CPU render of the demo compared, and the
+# command-line.md workloads on CPU, wgpu and CUDA in one run (60 s cells, 3 runs each;
+# realtime blocks of 32-4096 frames). Every step has its own time limit, so one that
+# hangs costs only its own share; logs go to $OUT (at most 8 files come back).
+set -u
+root="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="${OUT:-/tmp/gpu-check}"
+mkdir -p "$OUT"
+cd "$root/.gpu-carry"
+info="$OUT/info.log"
+# The Vulkan loader for wgpu (the device image has the NVIDIA ICD but maybe no loader).
+if [ -d "$root/.gl" ] && ! ldconfig -p | grep -q libvulkan.so.1; then
+    for f in "$root"/.gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+fi
+icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -f "$icd" ] && export VK_DRIVER_FILES="$icd"
+{
+    date -u; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv
+    lscpu | grep -E 'Model name|^CPU\(s\)'; ldconfig -p | grep -E 'libcuda.so|libvulkan.so' | head -4
+} > "$info" 2>&1
+export FERROFX_REFERENCE_DIR="$PWD/reference" FERROFX_REQUIRE_CUDA=1 FERROFX_REQUIRE_GPU=1
+step() { # name, seconds, command...
+    local name=$1 limit=$2; shift 2
+    local t0=$SECONDS
+    timeout -k 5 "$limit" "$@"
+    echo "== $name: exit $?, $((SECONDS - t0)) s" | tee -a "$info" >&2
+}
+# One test at a time: the router test times real round trips.
+step gpu_cuda 120 ./gpu_cuda --nocapture --test-threads=1 > "$OUT/gpu_cuda.log" 2>&1
+step gpu_wgpu 120 ./gpu_wgpu --nocapture --test-threads=1 > "$OUT/gpu_wgpu.log" 2>&1
+# The demo rendered on CUDA and on the CPU: the largest difference, relative to the peak.
+demo_chain="$root/examples/chains/demo.json" demo_in="$root/examples/audio/demo.wav"
+step render_cuda 40 ./xtask render --backend cuda --chain "$demo_chain" --output /tmp/demo_cuda.wav "$demo_in" >> "$info" 2>&1
+step render_cpu 40 ./xtask render --chain "$demo_chain" --output /tmp/demo_cpu.wav "$demo_in" >> "$info" 2>&1
+python3 - >> "$info" 2>&1 <<'PY'
+import numpy as np
+from scipy.io import wavfile
+_, a = wavfile.read('/tmp/demo_cuda.wav'); _, c = wavfile.read('/tmp/demo_cpu.wav')
+a, c = a.astype(np.float64), c.astype(np.float64)
+print('render cuda vs cpu: max |diff| / peak =', float(np.max(np.abs(a - c)) / np.max(np.abs(c))), 'shape', a.shape)
+PY
+for b in cuda wgpu cpu; do
+    step "bench_$b" 90 ./xtask bench --backend "$b" --duration-s 60 --runs 3 --json > "$OUT/bench_$b.json" 2>> "$OUT/bench.err"
+done
+# TorchFX on the same GPU (its wheels carried in .whl: the machine reaches no registry).
+if [ -d "$root/.whl" ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$root"/.whl/*.whl 2>> "$OUT/bench.err"
+    PYTHONPATH=/tmp/site step torchfx 90 python3 "$root/benchmarks/torchfx_gpu.py" --seconds 60 --runs 5 > "$OUT/torchfx.json" 2>> "$OUT/bench.err"
+fi
