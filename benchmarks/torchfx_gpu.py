@@ -11,7 +11,11 @@ host-to-device and device-to-host copies counted ("round_trip", FerroFX's bench 
 that way: host memory in, host memory out); the median of `runs` timed passes after a
 warm-up, each synchronised; and its error against SciPy's float64 `sosfilt` of SciPy's
 own design, relative to the output's peak (FerroFX's reference tolerance is 1e-4).
-Needs torch with CUDA, torchfx (0.8.0 measured), numpy and scipy.
+Needs torch with CUDA, torchfx (0.8.0 measured), numpy and scipy. torchfx 0.8.0's wheel
+ships its native extension built without CUDA ("CUDA extension not compiled; move
+tensors to CPU"); `--build-cuda-ext` compiles the extension from the CUDA and C++ sources
+the wheel includes (`torchfx/_csrc`, with `-DWITH_CUDA`, through
+`torch.utils.cpp_extension.load`: needs nvcc) and uses it in place of the shipped one.
 """
 
 import argparse
@@ -37,14 +41,45 @@ def scipy_sos(stages):
     return np.vstack(parts)
 
 
+def build_cuda_ext():
+    """TorchFX's own extension sources, compiled with CUDA, registered as its module."""
+    import glob
+    import importlib.util
+    import os
+    import time as _t
+
+    from torch.utils.cpp_extension import load
+
+    spec = importlib.util.find_spec("torchfx")
+    csrc = os.path.join(os.path.dirname(spec.origin), "_csrc")
+    sources = [os.path.join(csrc, "binding.cpp")] + sorted(glob.glob(os.path.join(csrc, "cpu", "*.cpp"))) + sorted(
+        glob.glob(os.path.join(csrc, "cuda", "*.cu"))
+    )
+    t0 = _t.perf_counter()
+    ext = load(
+        name="torchfx_ext",
+        sources=sources,
+        extra_include_paths=[os.path.join(csrc, "include")],
+        extra_cflags=["-O3", "-DWITH_CUDA"],
+        extra_cuda_cflags=["-O3", "-DWITH_CUDA"],
+        verbose=False,
+    )
+    sys.modules["torchfx.torchfx_ext"] = ext
+    print(f"built TorchFX's CUDA extension in {_t.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--channels", type=int, default=8)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--device", default="cuda", help="torch device (cpu: a check of this script without a GPU)")
+    ap.add_argument("--build-cuda-ext", action="store_true", help="compile TorchFX's extension with its CUDA kernels first")
     args = ap.parse_args()
     import torch
+
+    if args.build_cuda_ext:
+        build_cuda_ext()
 
     dev = torch.device(args.device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)

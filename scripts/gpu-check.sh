@@ -5,7 +5,12 @@
 # command-line.md workloads on CPU, wgpu and CUDA in one run (60 s cells, 3 runs each;
 # realtime blocks of 32-4096 frames). Every step has its own time limit, so one that
 # hangs costs only its own share; logs go to $OUT (at most 8 files come back).
+#   scripts/gpu-check.sh [all|cuda]
+# `cuda` skips the wgpu tests and bench and the demo render (a rerun after a CUDA
+# change) and times realtime_block once more with every block on the scan kernel
+# (FERROFX_CUDA_SEQUENTIAL_MAX=0) into bench_cuda_scan.json.
 set -u
+mode="${1:-all}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${OUT:-/tmp/gpu-check}"
 mkdir -p "$OUT"
@@ -31,7 +36,8 @@ step() { # name, seconds, command...
 }
 # One test at a time: the router test times real round trips.
 step gpu_cuda 120 ./gpu_cuda --nocapture --test-threads=1 > "$OUT/gpu_cuda.log" 2>&1
-step gpu_wgpu 120 ./gpu_wgpu --nocapture --test-threads=1 > "$OUT/gpu_wgpu.log" 2>&1
+[ "$mode" = all ] && step gpu_wgpu 120 ./gpu_wgpu --nocapture --test-threads=1 > "$OUT/gpu_wgpu.log" 2>&1
+if [ "$mode" = all ]; then
 # The demo rendered on CUDA and on the CPU: the largest difference, relative to the peak.
 demo_chain="$root/examples/chains/demo.json" demo_in="$root/examples/audio/demo.wav"
 step render_cuda 40 ./xtask render --backend cuda --chain "$demo_chain" --output /tmp/demo_cuda.wav "$demo_in" >> "$info" 2>&1
@@ -43,11 +49,17 @@ _, a = wavfile.read('/tmp/demo_cuda.wav'); _, c = wavfile.read('/tmp/demo_cpu.wa
 a, c = a.astype(np.float64), c.astype(np.float64)
 print('render cuda vs cpu: max |diff| / peak =', float(np.max(np.abs(a - c)) / np.max(np.abs(c))), 'shape', a.shape)
 PY
-for b in cuda wgpu cpu; do
+fi
+backends="cuda wgpu cpu"
+[ "$mode" = all ] || backends="cuda cpu"
+for b in $backends; do
     step "bench_$b" 90 ./xtask bench --backend "$b" --duration-s 60 --runs 3 --json > "$OUT/bench_$b.json" 2>> "$OUT/bench.err"
 done
+if [ "$mode" != all ]; then
+    FERROFX_CUDA_SEQUENTIAL_MAX=0 step bench_cuda_scan 60 ./xtask bench --backend cuda --workload realtime_block --json > "$OUT/bench_cuda_scan.json" 2>> "$OUT/bench.err"
+fi
 # TorchFX on the same GPU (its wheels carried in .whl: the machine reaches no registry).
 if [ -d "$root/.whl" ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$root"/.whl/*.whl 2>> "$OUT/bench.err"
-    PYTHONPATH=/tmp/site step torchfx 90 python3 "$root/benchmarks/torchfx_gpu.py" --seconds 60 --runs 5 > "$OUT/torchfx.json" 2>> "$OUT/bench.err"
+    PYTHONPATH=/tmp/site TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 step torchfx 240 python3 "$root/benchmarks/torchfx_gpu.py" --build-cuda-ext --seconds 60 --runs 5 > "$OUT/torchfx.json" 2>> "$OUT/bench.err"
 fi

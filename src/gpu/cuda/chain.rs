@@ -5,7 +5,7 @@
 //! and replayed per job; scan tables live in device buffers the graph reads, so a new
 //! block length rewrites them without touching the graphs of other lengths.
 
-use super::{CudaDevice, CudaError, DIRECT_MAX_TAPS, MAX_CUDA_FIR_TAPS, SEQUENTIAL_MAX_FRAMES};
+use super::{sequential_max_frames, CudaDevice, CudaError, DIRECT_MAX_TAPS, MAX_CUDA_FIR_TAPS};
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::engine::ChainState;
 use crate::gpu::realize::{chunking, fft_partition_for, partition_spectra, realize_cascade, Realization, SCAN_STEPS};
@@ -155,11 +155,12 @@ impl CudaChain {
         let mut fir_len = 0usize;
         let mut kernel_spectra: Vec<[f32; 2]> = Vec::new();
         let mut spec_len = 0usize;
+        let sequential_max = sequential_max_frames();
         for (index, stage) in chain.stages.iter().enumerate() {
             match stage {
                 DesignedStage::Sos(sections) => {
                     // Exact or declined: the CPU keeps a cascade float32 would miss.
-                    let delta = realize_cascade(sections, index, max_frames, SEQUENTIAL_MAX_FRAMES)?;
+                    let delta = realize_cascade(sections, index, max_frames, sequential_max)?;
                     plans.push(Plan::Sos { first: realizations.len(), count: sections.len() });
                     realizations.extend(delta);
                 }
@@ -251,7 +252,7 @@ impl CudaChain {
             fir_len,
             table_chunk_len: 0,
             table_scratch: vec![0.0; total * SCAN_STEPS * 4],
-            sequential_max: SEQUENTIAL_MAX_FRAMES,
+            sequential_max,
             graphs: Some(Vec::new()),
             graph_note: String::new(),
         };

@@ -34,6 +34,19 @@ use crate::gpu::GpuError;
 /// Blocks up to this many frames run on the channel-parallel kernel (one thread per
 /// channel); longer ones on the time-parallel scan (the wgpu backend's threshold).
 pub const SEQUENTIAL_MAX_FRAMES: usize = 512;
+
+/// The environment variable that overrides [`SEQUENTIAL_MAX_FRAMES`] for chains created
+/// afterwards (a whole number of frames; 0: every block on the scan). For measuring the
+/// two kernels on a given GPU (`cargo xtask bench --backend cuda --workload
+/// realtime_block`); the float32 estimate that declines a cascade is made for the value
+/// in force.
+pub const SEQUENTIAL_MAX_ENV: &str = "FERROFX_CUDA_SEQUENTIAL_MAX";
+
+/// The channel-parallel kernel's limit in force: [`SEQUENTIAL_MAX_ENV`] where it holds a
+/// whole number, else [`SEQUENTIAL_MAX_FRAMES`].
+pub fn sequential_max_frames() -> usize {
+    std::env::var(SEQUENTIAL_MAX_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(SEQUENTIAL_MAX_FRAMES)
+}
 /// FIRs up to this many taps run by direct convolution, longer ones by FFT (as on wgpu).
 pub const DIRECT_MAX_TAPS: usize = 512;
 /// The longest FIR the backend runs: the chain format's limit.
