@@ -9,7 +9,9 @@
  *   from zero state (chunk 0 from the real state) and keeps the end state; (2) a
  *   Hillis-Steele inclusive scan of the end states with the chunk transfer matrices
  *   A^(L 2^k) (stored as A^(L 2^k) - I); (3) each thread re-runs its chunk from its
- *   true start state, in place. A thread only ever reads samples it wrote itself.
+ *   true start state, in place. The chunks' samples move through shared memory a
+ *   segment at a time, a warp's 32 chunks together (fx_seg_index in sos_math.h), so
+ *   global memory is read and written in contiguous runs.
  */
 #include "sos_math.h"
 
@@ -25,23 +27,60 @@ FX_GLOBAL void ferrofx_sos_channels(fx_sos_params p, float* work, const fx_secti
     }
 }
 
+/* One segment of this warp's 32 chunks into their rows (see fx_seg_index). */
+FX_DEVICE void fx_seg_load(const fx_sos_params* p, const float* x, float* rows, unsigned first, unsigned lane, unsigned seg) {
+    for (unsigned i = 0; i < 16; i++) {
+        unsigned slot;
+        unsigned n = fx_seg_index(p, first, lane, i, seg, &slot);
+        rows[slot] = n < p->frames ? x[n] : 0.0f;
+    }
+}
+
+/* The rows back into the block, where they hold samples of it. */
+FX_DEVICE void fx_seg_store(const fx_sos_params* p, float* x, const float* rows, unsigned first, unsigned lane, unsigned seg) {
+    for (unsigned i = 0; i < 16; i++) {
+        unsigned slot;
+        unsigned n = fx_seg_index(p, first, lane, i, seg, &slot);
+        if (n < p->frames) {
+            x[n] = rows[slot];
+        }
+    }
+}
+
 FX_GLOBAL void ferrofx_sos_scan(fx_sos_params p, float* work, const fx_section* sections, const float* tables, fx_vec2* states) {
     FX_SHARED fx_vec2 ends[FX_SOS_THREADS];
+    FX_SHARED float tile[FX_SOS_THREADS * FX_ROW];
     unsigned ch = fx_bid();
     unsigned j = fx_tid();
+    unsigned lane = j & 31;
+    unsigned first = j & ~31u; /* this warp's first chunk */
+    float* rows = tile + first * FX_ROW;
+    float* row = tile + j * FX_ROW;
     float* x = work + ch * p.stride;
     unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
     unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
+    unsigned len = end - start;
+    unsigned segs = (p.chunk_len + FX_SEG - 1) / FX_SEG;
     for (unsigned i = 0; i < p.count; i++) {
-        const fx_section* sec = &sections[p.first + i];
+        const fx_section sec = sections[p.first + i];
         unsigned st = p.state_base + ch * p.count + i;
         fx_vec2 s_init = states[st];
-        fx_vec2 s1 = {0.0f, 0.0f};
+        fx_vec2 s = {0.0f, 0.0f};
         if (j == 0) {
-            s1 = s_init;
+            s = s_init;
         }
         /* 1. each chunk's end state */
-        ends[j] = fx_chunk_end(sec, s1, x, start, end);
+        for (unsigned g = 0; g < segs; g++) {
+            fx_seg_load(&p, x, rows, first, lane, g);
+            fx_sync();
+            unsigned done = g * FX_SEG;
+            unsigned m = len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
+            for (unsigned k = 0; k < m; k++) {
+                fx_sos_advance_state(&sec, &s, row[k]);
+            }
+            fx_sync();
+        }
+        ends[j] = s;
         fx_sync();
         /* 2. inclusive scan of the end states */
         unsigned offset = 1;
@@ -56,14 +95,25 @@ FX_GLOBAL void ferrofx_sos_scan(fx_sos_params p, float* work, const fx_section* 
             offset *= 2;
         }
         /* 3. every chunk again from its true start state */
-        fx_vec2 s3 = s_init;
+        s = s_init;
         if (j > 0) {
-            s3 = ends[j - 1];
+            s = ends[j - 1];
         }
         fx_sync(); /* all have read `ends` before the next section writes it */
-        s3 = fx_chunk_run(sec, s3, x, start, end);
+        for (unsigned g = 0; g < segs; g++) {
+            fx_seg_load(&p, x, rows, first, lane, g);
+            fx_sync();
+            unsigned done = g * FX_SEG;
+            unsigned m = len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
+            for (unsigned k = 0; k < m; k++) {
+                row[k] = fx_sos_step(&sec, &s, row[k]);
+            }
+            fx_sync();
+            fx_seg_store(&p, x, rows, first, lane, g);
+            fx_sync();
+        }
         if (j == p.chunks - 1) {
-            states[st] = s3;
+            states[st] = s;
         }
     }
 }

@@ -20,26 +20,58 @@ void fx_host_sos_channels(fx_sos_params p, float* work, const fx_section* sectio
     }
 }
 
-/* ferrofx_sos_scan: one block of FX_SOS_THREADS threads per channel. */
+/* ferrofx_sos_scan's staging: every warp's rows filled from segment `seg` of its
+ * chunks (fx_seg_load), or written back (fx_seg_store), lane by lane and round by round. */
+static void fx_host_seg_move(const fx_sos_params* p, float* x, float* tile, unsigned seg, int store) {
+    for (unsigned first = 0; first < FX_SOS_THREADS; first += 32) {
+        float* rows = tile + first * FX_ROW;
+        for (unsigned lane = 0; lane < 32; lane++) {
+            for (unsigned i = 0; i < 16; i++) {
+                unsigned slot;
+                unsigned n = fx_seg_index(p, first, lane, i, seg, &slot);
+                if (store) {
+                    if (n < p->frames) {
+                        x[n] = rows[slot];
+                    }
+                } else {
+                    rows[slot] = n < p->frames ? x[n] : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* ferrofx_sos_scan: one block of FX_SOS_THREADS threads per channel; the chunks' samples
+ * move through the shared rows a segment at a time. */
 void fx_host_sos_scan(fx_sos_params p, float* work, const fx_section* sections, const float* tables, fx_vec2* states) {
     fx_vec2 ends[FX_SOS_THREADS];
     fx_vec2 next[FX_SOS_THREADS];
-    fx_vec2 s3[FX_SOS_THREADS];
+    fx_vec2 s[FX_SOS_THREADS];
+    float tile[FX_SOS_THREADS * FX_ROW]; /* on the stack: the tests call this from several threads */
+    unsigned segs = (p.chunk_len + FX_SEG - 1) / FX_SEG;
     for (unsigned ch = 0; ch < p.channels; ch++) {
         float* x = work + ch * p.stride;
         for (unsigned i = 0; i < p.count; i++) {
-            const fx_section* sec = &sections[p.first + i];
+            const fx_section sec = sections[p.first + i];
             unsigned st = p.state_base + ch * p.count + i;
             fx_vec2 s_init = states[st];
             for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
-                unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
-                unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
-                fx_vec2 s1 = {0.0f, 0.0f};
-                if (j == 0) {
-                    s1 = s_init;
-                }
-                ends[j] = fx_chunk_end(sec, s1, x, start, end);
+                fx_vec2 zero = {0.0f, 0.0f};
+                s[j] = j == 0 ? s_init : zero;
             }
+            for (unsigned g = 0; g < segs; g++) {
+                fx_host_seg_move(&p, x, tile, g, 0);
+                for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+                    unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+                    unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
+                    unsigned len = end - start, done = g * FX_SEG;
+                    unsigned m = len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
+                    for (unsigned k = 0; k < m; k++) {
+                        fx_sos_advance_state(&sec, &s[j], tile[j * FX_ROW + k]);
+                    }
+                }
+            }
+            memcpy(ends, s, sizeof ends);
             unsigned offset = 1;
             for (unsigned k = 0; k < FX_SCAN_STEPS && offset < p.chunks; k++) {
                 for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
@@ -52,15 +84,23 @@ void fx_host_sos_scan(fx_sos_params p, float* work, const fx_section* sections, 
                 offset *= 2;
             }
             for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
-                s3[j] = j > 0 ? ends[j - 1] : s_init;
+                s[j] = j > 0 ? ends[j - 1] : s_init;
             }
-            for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
-                unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
-                unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
-                fx_vec2 s = fx_chunk_run(sec, s3[j], x, start, end);
-                if (j == p.chunks - 1) {
-                    states[st] = s;
+            for (unsigned g = 0; g < segs; g++) {
+                fx_host_seg_move(&p, x, tile, g, 0);
+                for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+                    unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+                    unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
+                    unsigned len = end - start, done = g * FX_SEG;
+                    unsigned m = len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
+                    for (unsigned k = 0; k < m; k++) {
+                        tile[j * FX_ROW + k] = fx_sos_step(&sec, &s[j], tile[j * FX_ROW + k]);
+                    }
                 }
+                fx_host_seg_move(&p, x, tile, g, 1);
+            }
+            if (p.chunks >= 1) {
+                states[st] = s[p.chunks - 1];
             }
         }
     }
