@@ -117,3 +117,95 @@ FX_GLOBAL void ferrofx_sos_scan(fx_sos_params p, float* work, const fx_section* 
         }
     }
 }
+
+/* The same scan split into three launches per section, so that a channel's 256 chunks
+ * run on eight thread blocks (one warp each, on as many multiprocessors) instead of one:
+ * for long blocks, where one block per channel leaves most of the GPU idle. Grid
+ * (channels, ceil(chunks / 32)) for the passes, (channels) x 256 threads for the scan;
+ * `ends` holds FX_SOS_THREADS states per channel. Section `i` of the stage `p`. The
+ * arithmetic is ferrofx_sos_scan's, operation for operation. */
+
+/* 1. each chunk's end state (chunk 0 from the real state) into `ends`. */
+FX_GLOBAL void ferrofx_sos_split_ends(fx_sos_params p, unsigned i, const float* work, const fx_section* sections, const fx_vec2* states, fx_vec2* ends) {
+    FX_SHARED float tile[32 * FX_ROW];
+    unsigned ch = fx_bid();
+    unsigned lane = fx_tid();
+    unsigned first = fx_bid_y() * 32;
+    unsigned j = first + lane;
+    const float* x = work + ch * p.stride;
+    float* row = tile + lane * FX_ROW;
+    unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+    unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
+    unsigned len = end - start;
+    unsigned segs = (p.chunk_len + FX_SEG - 1) / FX_SEG;
+    const fx_section sec = sections[p.first + i];
+    fx_vec2 s = {0.0f, 0.0f};
+    if (j == 0) {
+        s = states[p.state_base + ch * p.count + i];
+    }
+    for (unsigned g = 0; g < segs; g++) {
+        fx_seg_load(&p, x, tile, first, lane, g);
+        fx_sync();
+        unsigned done = g * FX_SEG;
+        unsigned m = len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
+        for (unsigned k = 0; k < m; k++) {
+            fx_sos_advance_state(&sec, &s, row[k]);
+        }
+        fx_sync();
+    }
+    ends[ch * FX_SOS_THREADS + j] = s;
+}
+
+/* 2. the inclusive scan of the end states, stored as each chunk's true start state. */
+FX_GLOBAL void ferrofx_sos_split_scan(fx_sos_params p, unsigned i, const float* tables, const fx_vec2* states, fx_vec2* ends) {
+    FX_SHARED fx_vec2 e[FX_SOS_THREADS];
+    unsigned ch = fx_bid();
+    unsigned j = fx_tid();
+    e[j] = ends[ch * FX_SOS_THREADS + j];
+    fx_sync();
+    unsigned offset = 1;
+    for (unsigned k = 0; k < FX_SCAN_STEPS && offset < p.chunks; k++) {
+        fx_vec2 v = e[j];
+        if (j >= offset) {
+            v = fx_scan_combine(&tables[((p.first + i) * FX_SCAN_STEPS + k) * 4], v, e[j - offset]);
+        }
+        fx_sync();
+        e[j] = v;
+        fx_sync();
+        offset *= 2;
+    }
+    ends[ch * FX_SOS_THREADS + j] = j > 0 ? e[j - 1] : states[p.state_base + ch * p.count + i];
+}
+
+/* 3. every chunk again from its true start state, in place; the last one's end state is
+ * the section's new state. */
+FX_GLOBAL void ferrofx_sos_split_run(fx_sos_params p, unsigned i, float* work, const fx_section* sections, const fx_vec2* ends, fx_vec2* states) {
+    FX_SHARED float tile[32 * FX_ROW];
+    unsigned ch = fx_bid();
+    unsigned lane = fx_tid();
+    unsigned first = fx_bid_y() * 32;
+    unsigned j = first + lane;
+    float* x = work + ch * p.stride;
+    float* row = tile + lane * FX_ROW;
+    unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+    unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
+    unsigned len = end - start;
+    unsigned segs = (p.chunk_len + FX_SEG - 1) / FX_SEG;
+    const fx_section sec = sections[p.first + i];
+    fx_vec2 s = ends[ch * FX_SOS_THREADS + j];
+    for (unsigned g = 0; g < segs; g++) {
+        fx_seg_load(&p, x, tile, first, lane, g);
+        fx_sync();
+        unsigned done = g * FX_SEG;
+        unsigned m = len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
+        for (unsigned k = 0; k < m; k++) {
+            row[k] = fx_sos_step(&sec, &s, row[k]);
+        }
+        fx_sync();
+        fx_seg_store(&p, x, tile, first, lane, g);
+        fx_sync();
+    }
+    if (j == p.chunks - 1) {
+        states[p.state_base + ch * p.count + i] = s;
+    }
+}

@@ -32,8 +32,21 @@ pub use context::CudaDevice;
 use crate::gpu::GpuError;
 
 /// Blocks up to this many frames run on the channel-parallel kernel (one thread per
-/// channel); longer ones on the time-parallel scan (the wgpu backend's threshold).
-pub const SEQUENTIAL_MAX_FRAMES: usize = 512;
+/// channel); longer ones on the time-parallel scan. Measured on an H200 (realtime_block,
+/// 24 sections, stereo, round trip): the channel-parallel kernel 41 and 57 us at 32 and
+/// 64 frames against the scan's 73; at 128 frames the scan is ahead (82 against 90 us),
+/// and from 256 frames far ahead (90 against 156 us).
+pub const SEQUENTIAL_MAX_FRAMES: usize = 64;
+
+/// Scanned blocks of at least this many frames run the scan as three launches per
+/// section, each channel's chunks spread over eight thread blocks
+/// (`ferrofx_sos_split_*`); shorter ones as one launch, one thread block per channel
+/// (`ferrofx_sos_scan`). The same arithmetic either way, bit for bit.
+pub const SPLIT_MIN_FRAMES: usize = 16_384;
+
+/// The environment variable that overrides [`SPLIT_MIN_FRAMES`] for chains created
+/// afterwards (frames; for measurements, like [`SEQUENTIAL_MAX_ENV`]).
+pub const SPLIT_MIN_ENV: &str = "FERROFX_CUDA_SPLIT_MIN";
 
 /// The environment variable that overrides [`SEQUENTIAL_MAX_FRAMES`] for chains created
 /// afterwards (a whole number of frames; 0: every block on the scan). For measuring the
@@ -45,7 +58,16 @@ pub const SEQUENTIAL_MAX_ENV: &str = "FERROFX_CUDA_SEQUENTIAL_MAX";
 /// The channel-parallel kernel's limit in force: [`SEQUENTIAL_MAX_ENV`] where it holds a
 /// whole number, else [`SEQUENTIAL_MAX_FRAMES`].
 pub fn sequential_max_frames() -> usize {
-    std::env::var(SEQUENTIAL_MAX_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(SEQUENTIAL_MAX_FRAMES)
+    env_frames(SEQUENTIAL_MAX_ENV).unwrap_or(SEQUENTIAL_MAX_FRAMES)
+}
+
+/// The split scan's threshold in force: [`SPLIT_MIN_ENV`] or [`SPLIT_MIN_FRAMES`].
+pub fn split_min_frames() -> usize {
+    env_frames(SPLIT_MIN_ENV).unwrap_or(SPLIT_MIN_FRAMES)
+}
+
+fn env_frames(name: &str) -> Option<usize> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 /// FIRs up to this many taps run by direct convolution, longer ones by FFT (as on wgpu).
 pub const DIRECT_MAX_TAPS: usize = 512;
