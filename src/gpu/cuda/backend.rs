@@ -42,7 +42,7 @@ impl Backend for CudaBackend {
     fn prepare(&self, chain: &DesignedChain, channels: usize, max_block: usize) -> Result<Box<dyn Prepared>, RunError> {
         let chain = CudaChain::new(&self.dev, chain, channels, max_block).map_err(declined)?;
         let state = chain.new_state();
-        Ok(Box::new(CudaPrepared { scratch: vec![0.0; chain.channels() * chain.max_frames()], chain, state }))
+        Ok(Box::new(CudaPrepared { chain, state }))
     }
     fn executor(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<Box<dyn Executor>, RunError> {
         Ok(Box::new(CudaChain::new(&self.dev, chain, channels, block).map_err(declined)?))
@@ -64,7 +64,6 @@ impl Executor for CudaChain {
 struct CudaPrepared {
     chain: CudaChain,
     state: ChainState,
-    scratch: Vec<f32>,
 }
 
 impl Prepared for CudaPrepared {
@@ -85,21 +84,8 @@ impl Prepared for CudaPrepared {
         if buffers.len() != channels {
             return Err(RunError::Channels { expected: channels, found: buffers.len() });
         }
-        let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
-        let max = self.chain.max_frames();
-        let mut start = 0;
-        while start < frames {
-            let len = (frames - start).min(max);
-            for (c, b) in buffers.iter().enumerate() {
-                self.scratch[c * len..(c + 1) * len].copy_from_slice(&b[start..start + len]);
-            }
-            self.chain.process(&mut self.scratch[..channels * len], len, &mut self.state).map_err(declined)?;
-            for (c, b) in buffers.iter_mut().enumerate() {
-                b[start..start + len].copy_from_slice(&self.scratch[c * len..(c + 1) * len]);
-            }
-            start += len;
-        }
-        Ok(())
+        // Blocks of up to the chain's largest, the host's copies overlapping the device.
+        self.chain.process_slices(buffers, &mut self.state).map_err(declined)
     }
     fn reset(&mut self) {
         self.state = self.chain.new_state();

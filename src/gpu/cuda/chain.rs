@@ -83,7 +83,8 @@ struct FftPlan {
 const BLOCK_THREADS: u32 = 256;
 /// Threads per block of the channel-parallel kernel.
 const CHANNEL_THREADS: u32 = 64;
-/// Graphs kept, one per block length (a stream's last block is usually shorter).
+/// Graphs kept, one per block length and staging slot (a stream's last block is usually
+/// shorter).
 const GRAPHS_KEPT: usize = 4;
 
 /// A captured graph, owned by one chain.
@@ -135,7 +136,7 @@ pub struct CudaChain {
     sequential_max: usize,
     split_min: usize,
     /// Captured graphs by block length; `None` once capture failed (plain launches then).
-    graphs: Option<Vec<(usize, Graph)>>,
+    graphs: Option<Vec<((usize, usize), Graph)>>,
     graph_note: String,
 }
 
@@ -230,7 +231,8 @@ impl CudaChain {
         }
         // SAFETY: page-locked host memory for the staging buffer; it is only read or
         // written while no copy that uses it is in flight (every job synchronises).
-        let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(block + 2 * channels * total + fir_len) }?;
+        // Two slots, so the host stages one job while the device runs the other.
+        let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(2 * (block + 2 * channels * total + fir_len)) }?;
         let chain = CudaChain {
             work: zeros(block)?,
             tmp: zeros(block)?,
@@ -304,14 +306,81 @@ impl CudaChain {
     /// Filters `data` (planar, `channels x frames`, `frames <= max_frames`) in place from
     /// `state`, leaving the end state there. Blocks this thread until the device is done.
     pub fn process(&mut self, data: &mut [f32], frames: usize, state: &mut ChainState) -> Result<(), CudaError> {
-        let (channels, total) = (self.channels, self.realizations.len());
+        let channels = self.channels;
         if frames == 0 {
             return Ok(());
         }
-        if frames > self.max_frames || data.len() < channels * frames {
+        if data.len() < channels * frames {
             return Err(gpu(GpuError::Job {
                 why: format!("{} samples for {channels} channels x {frames} frames (largest block {})", data.len(), self.max_frames),
             }));
+        }
+        self.check_job(frames, state)?;
+        {
+            let host = self.slot_mut(0)?;
+            host[..channels * frames].copy_from_slice(&data[..channels * frames]);
+        }
+        self.stage_state(0, state)?;
+        self.launch(0, frames)?;
+        self.stream.synchronize()?;
+        let host = self.slot(0)?;
+        data[..channels * frames].copy_from_slice(&host[..channels * frames]);
+        self.read_state(0, state)
+    }
+
+    /// Filters `frames` frames of every channel slice from `start` on, in blocks of up to
+    /// `max_frames`, in place, from `state` (left at the end state). The host's copies
+    /// into and out of pinned memory overlap the device's work: two staging slots take
+    /// turns, so block k+1 is copied in (and block k-1 out) while the device runs block k.
+    pub fn process_slices(&mut self, buffers: &mut [&mut [f32]], state: &mut ChainState) -> Result<(), CudaError> {
+        let channels = self.channels;
+        let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
+        if buffers.len() != channels {
+            return Err(gpu(GpuError::Job { why: format!("{} channel buffers for a chain of {channels} channels", buffers.len()) }));
+        }
+        if frames == 0 {
+            return Ok(());
+        }
+        self.check_job(1, state)?;
+        let max = self.max_frames;
+        let blocks: Vec<(usize, usize)> = (0..frames).step_by(max).map(|s| (s, max.min(frames - s))).collect();
+        let stage_in = |chain: &mut CudaChain, slot: usize, (start, len): (usize, usize), buffers: &[&mut [f32]]| -> Result<(), CudaError> {
+            let host = chain.slot_mut(slot)?;
+            for (c, b) in buffers.iter().enumerate() {
+                host[c * len..(c + 1) * len].copy_from_slice(&b[start..start + len]);
+            }
+            Ok(())
+        };
+        stage_in(self, 0, blocks[0], buffers)?;
+        self.stage_state(0, state)?;
+        self.launch(0, blocks[0].1)?;
+        for k in 1..=blocks.len() {
+            let (slot, prev) = (k % 2, (k - 1) % 2);
+            if k < blocks.len() {
+                // Overlaps the device's work on block k-1.
+                stage_in(self, slot, blocks[k], buffers)?;
+            }
+            self.stream.synchronize()?;
+            self.read_state(prev, state)?;
+            if k < blocks.len() {
+                self.stage_state(slot, state)?;
+                self.launch(slot, blocks[k].1)?;
+            }
+            // Overlaps the device's work on block k.
+            let (start, len) = blocks[k - 1];
+            let host = self.slot(prev)?;
+            for (c, b) in buffers.iter_mut().enumerate() {
+                b[start..start + len].copy_from_slice(&host[c * len..(c + 1) * len]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a job of `frames` frames from `state` fits this chain.
+    fn check_job(&self, frames: usize, state: &ChainState) -> Result<(), CudaError> {
+        let (channels, total) = (self.channels, self.realizations.len());
+        if frames > self.max_frames {
+            return Err(gpu(GpuError::Job { why: format!("{frames} frames (largest block {})", self.max_frames) }));
         }
         if state.sos.len() != channels * total || state.fir.len() != self.fir_len {
             return Err(gpu(GpuError::Job {
@@ -324,44 +393,50 @@ impl CudaChain {
                 ),
             }));
         }
-        let (chunks, chunk_len) = chunking(frames, self.sequential_max);
-        if chunks > 1 && chunk_len != self.table_chunk_len && total > 0 {
-            for (r, out) in self.realizations.iter().zip(self.table_scratch.chunks_exact_mut(SCAN_STEPS * 4)) {
-                for (k, m) in r.scan_table(chunk_len).iter().enumerate() {
-                    out[4 * k..4 * k + 4].copy_from_slice(m);
-                }
-            }
-            self.stream.memcpy_htod(&self.table_scratch, &mut self.tables)?;
-            self.table_chunk_len = chunk_len;
-        }
-        // Stage in: the block, the states in each section's delta form, the histories.
-        let block = channels * self.max_frames;
-        {
-            let host = self.pinned.as_mut_slice()?;
-            host[..channels * frames].copy_from_slice(&data[..channels * frames]);
-            let mut at = 0;
-            for plan in &self.plans {
-                if let Plan::Sos { first, count } = *plan {
-                    for _ in 0..channels {
-                        for r in &self.realizations[first..first + count] {
-                            let s = r.state_to_gpu(state.sos[at]);
-                            host[block + 2 * at..block + 2 * at + 2].copy_from_slice(&s);
-                            at += 1;
-                        }
+        Ok(())
+    }
+
+    /// Floats in one staging slot: the block, the SOS states, the FIR histories.
+    fn slot_len(&self) -> usize {
+        self.channels * self.max_frames + 2 * self.channels * self.realizations.len() + self.fir_len
+    }
+
+    fn slot(&self, slot: usize) -> Result<&[f32], CudaError> {
+        let n = self.slot_len();
+        Ok(&self.pinned.as_slice()?[slot * n..(slot + 1) * n])
+    }
+
+    fn slot_mut(&mut self, slot: usize) -> Result<&mut [f32], CudaError> {
+        let n = self.slot_len();
+        Ok(&mut self.pinned.as_mut_slice()?[slot * n..(slot + 1) * n])
+    }
+
+    /// `state` into a slot, each section's in its delta form, the FIR histories as they are.
+    fn stage_state(&mut self, slot: usize, state: &ChainState) -> Result<(), CudaError> {
+        let (channels, total, block, fir_len) = (self.channels, self.realizations.len(), self.channels * self.max_frames, self.fir_len);
+        let n = self.slot_len();
+        let host = &mut self.pinned.as_mut_slice()?[slot * n..(slot + 1) * n];
+        let mut at = 0;
+        for plan in &self.plans {
+            if let Plan::Sos { first, count } = *plan {
+                for _ in 0..channels {
+                    for r in &self.realizations[first..first + count] {
+                        let s = r.state_to_gpu(state.sos[at]);
+                        host[block + 2 * at..block + 2 * at + 2].copy_from_slice(&s);
+                        at += 1;
                     }
                 }
             }
-            let hist = block + 2 * channels * total;
-            host[hist..hist + self.fir_len].copy_from_slice(&state.fir);
         }
-        // The staging buffer's address, taken before any capture (taking it synchronises
-        // on the buffer's event, which a capturing stream must not see).
-        let base = self.pinned.as_mut_ptr()?;
-        self.run(frames, chunks, chunk_len, base)?;
-        self.stream.synchronize()?;
-        // Stage out.
-        let host = self.pinned.as_slice()?;
-        data[..channels * frames].copy_from_slice(&host[..channels * frames]);
+        let hist = block + 2 * channels * total;
+        host[hist..hist + fir_len].copy_from_slice(&state.fir);
+        Ok(())
+    }
+
+    /// The end state of the job last run from `slot` (after its stream synchronised).
+    fn read_state(&self, slot: usize, state: &mut ChainState) -> Result<(), CudaError> {
+        let (channels, total, block) = (self.channels, self.realizations.len(), self.channels * self.max_frames);
+        let host = self.slot(slot)?;
         let mut at = 0;
         for plan in &self.plans {
             if let Plan::Sos { first, count } = *plan {
@@ -382,13 +457,38 @@ impl CudaChain {
         Ok(())
     }
 
+    /// Enqueues the job staged in `slot` (`frames` frames): the scan tables for its chunk
+    /// length where they changed, then its graph (upload, kernels, download). Returns
+    /// before the device is done; synchronise the stream before reading the slot.
+    fn launch(&mut self, slot: usize, frames: usize) -> Result<(), CudaError> {
+        let total = self.realizations.len();
+        let (chunks, chunk_len) = chunking(frames, self.sequential_max);
+        if chunks > 1 && chunk_len != self.table_chunk_len && total > 0 {
+            for (r, out) in self.realizations.iter().zip(self.table_scratch.chunks_exact_mut(SCAN_STEPS * 4)) {
+                for (k, m) in r.scan_table(chunk_len).iter().enumerate() {
+                    out[4 * k..4 * k + 4].copy_from_slice(m);
+                }
+            }
+            // Stream-ordered after the jobs already enqueued, which read the old tables.
+            self.stream.memcpy_htod(&self.table_scratch, &mut self.tables)?;
+            self.table_chunk_len = chunk_len;
+        }
+        // The slot's address, taken before any capture (taking it synchronises on the
+        // buffer's event, which a capturing stream must not see).
+        let n = self.slot_len();
+        let base = self.pinned.as_mut_ptr()?;
+        // SAFETY: the allocation holds two slots of `n` floats.
+        let base = unsafe { base.add(slot * n) };
+        self.run(frames, slot, chunks, chunk_len, base)
+    }
+
     /// The job's device work: a graph replay, or a capture then replay, or plain launches
     /// where capture failed.
-    fn run(&mut self, frames: usize, chunks: usize, chunk_len: usize, base: *mut f32) -> Result<(), CudaError> {
+    fn run(&mut self, frames: usize, slot: usize, chunks: usize, chunk_len: usize, base: *mut f32) -> Result<(), CudaError> {
         let Some(graphs) = self.graphs.as_mut() else {
             return self.enqueue(frames, chunks, chunk_len, base);
         };
-        if let Some((_, graph)) = graphs.iter().find(|(f, _)| *f == frames) {
+        if let Some((_, graph)) = graphs.iter().find(|(key, _)| *key == (frames, slot)) {
             graph.0.launch()?;
             return Ok(());
         }
@@ -402,7 +502,7 @@ impl CudaChain {
                 if graphs.len() == GRAPHS_KEPT {
                     graphs.remove(0);
                 }
-                graphs.push((frames, Graph(graph)));
+                graphs.push(((frames, slot), Graph(graph)));
                 Ok(())
             }
             (enqueued, captured) => {
@@ -432,9 +532,9 @@ impl CudaChain {
         let n = channels * frames;
         let block = channels * *max_frames;
         let ns = 2 * channels * realizations.len();
-        // SAFETY: `base` points to the pinned allocation of `block + ns + fir_len` floats;
-        // these views only hand its addresses to the asynchronous copies below, and the
-        // host touches the memory again only after the stream is synchronised.
+        // SAFETY: `base` points to a staging slot of `block + ns + fir_len` floats in the
+        // pinned allocation; these views only hand its addresses to the asynchronous copies
+        // below, and the host touches that slot again only after the stream is synchronised.
         let (host_block, host_states, host_hist) = unsafe {
             (
                 std::slice::from_raw_parts_mut(base, n),
