@@ -7,9 +7,9 @@
 # hangs costs only its own share; logs go to $OUT (at most 8 files come back).
 #   scripts/gpu-check.sh [all|cuda]
 # `cuda` skips the wgpu tests and bench and the demo render (a rerun after a CUDA
-# change) and times the IIR workloads once more with the scan in one launch per section
-# (FERROFX_CUDA_SPLIT_MIN above any block) into bench_cuda_fused.json. The GPU's SM clock
-# is sampled during the CUDA bench (info.log).
+# change) and times realtime_block once more with every block on the scan kernel
+# (FERROFX_CUDA_SEQUENTIAL_MAX=0) into bench_cuda_scan.json. The GPU's SM clock is sampled
+# during the CUDA bench (info.log).
 set -u
 mode="${1:-all}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -62,7 +62,7 @@ done
 kill "$clocks" 2>/dev/null
 sort /tmp/clocks.csv | uniq -c | sort -rn | head -8 | sed 's/^/clocks (samples, SM clock, utilisation): /' >> "$info"
 if [ "$mode" != all ]; then
-    FERROFX_CUDA_SPLIT_MIN=4294967295 step bench_cuda_fused 60 ./xtask bench --backend cuda --workload api_chain --workload iir_chain --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_fused.json" 2>> "$OUT/bench.err"
+    FERROFX_CUDA_SEQUENTIAL_MAX=0 step bench_cuda_scan 60 ./xtask bench --backend cuda --workload realtime_block --json > "$OUT/bench_cuda_scan.json" 2>> "$OUT/bench.err"
 fi
 # TorchFX on the same GPU (its wheels carried in .whl: the machine reaches no registry).
 if [ -d "$root/.whl" ]; then

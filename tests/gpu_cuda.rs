@@ -4,7 +4,7 @@
 //! device (the lent GPU machine; `FERROFX_REQUIRE_CUDA=1` makes skipping a failure) they
 //! run: every reference case at blocks of 64, 4,096 and 65,536 frames against SciPy,
 //! graph replay equal to plain launches bit for bit, both SOS kernels equal to the CPU,
-//! the split scan equal to the one-launch scan bit for bit, the two-slot pipelined
+//! the two-slot pipelined
 //! stream equal to job-by-job processing bit for bit,
 //! FIRs with state handed over, the offload worker with the exact CPU fallback, and the
 //! router's decisions on the device's real round trips.
@@ -112,13 +112,10 @@ fn graphs_equal_plain_launches_and_both_kernels_equal_the_cpu() {
     let mut want = input.clone();
     let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
     cpu.process(&mut s);
-    for (graphs, sequential_max, split_min) in
-        [(true, usize::MAX, usize::MAX), (true, 64, usize::MAX), (true, 64, 0), (false, usize::MAX, usize::MAX), (false, 64, 0)]
-    {
+    for (graphs, sequential_max) in [(true, usize::MAX), (true, 64), (false, usize::MAX), (false, 64)] {
         let mut chain = CudaChain::new(b.device(), &designed, 3, 4096).unwrap();
         chain.set_graphs(graphs);
         chain.set_sequential_max(sequential_max);
-        chain.set_split_min(split_min);
         let mut state = chain.new_state();
         let mut out = Vec::new();
         for start in (0..40_000).step_by(4096) {
@@ -127,7 +124,7 @@ fn graphs_equal_plain_launches_and_both_kernels_equal_the_cpu() {
             chain.process(&mut block, len, &mut state).unwrap();
             out.push(block);
         }
-        println!("graphs {graphs}, sequential up to {sequential_max}, split from {split_min}: {:?}", chain.graph_status());
+        println!("graphs {graphs}, sequential up to {sequential_max}: {:?}", chain.graph_status());
         let got: Vec<Vec<f32>> = (0..3)
             .map(|c| {
                 let mut v = Vec::new();
@@ -139,38 +136,7 @@ fn graphs_equal_plain_launches_and_both_kernels_equal_the_cpu() {
             })
             .collect();
         let e = rel_error(&got, &want);
-        assert!(e <= TIME_TOLERANCE, "graphs {graphs}, sequential up to {sequential_max}, split from {split_min}: {e:.3e}");
-    }
-}
-
-#[test]
-fn the_split_scan_equals_the_one_launch_scan_bit_for_bit() {
-    let Some(b) = backend() else { return };
-    let designed = mixed_chain(48_000.0);
-    // Blocks of 65,536 (256 chunks), 40,000 (a short last chunk) and 9,000 frames (fewer
-    // chunks than the eight groups of 32 hold), three channels, state carried over.
-    for block in [65_536usize, 40_000, 9_000] {
-        let frames = 3 * block + 1234;
-        let input = ferrofx_testkit::noise_channels(3, frames, 17, 0.8);
-        let mut outs = Vec::new();
-        for split_min in [usize::MAX, 0] {
-            let mut chain = CudaChain::new(b.device(), &designed, 3, block).unwrap();
-            chain.set_split_min(split_min);
-            let mut state = chain.new_state();
-            let mut out = Vec::new();
-            for start in (0..frames).step_by(block) {
-                let len = block.min(frames - start);
-                let mut data: Vec<f32> = input.iter().flat_map(|c| c[start..start + len].iter().copied()).collect();
-                chain.process(&mut data, len, &mut state).unwrap();
-                out.extend(data);
-            }
-            outs.push((out, state));
-        }
-        let (one, split) = (&outs[0], &outs[1]);
-        let differ = one.0.iter().zip(&split.0).position(|(a, b)| a.to_bits() != b.to_bits());
-        assert_eq!(differ, None, "blocks of {block}: the split scan's output differs");
-        assert_eq!(one.1.sos, split.1.sos, "blocks of {block}: the end states differ");
-        println!("blocks of {block}: split and one-launch scans equal bit for bit");
+        assert!(e <= TIME_TOLERANCE, "graphs {graphs}, sequential up to {sequential_max}: {e:.3e}");
     }
 }
 

@@ -5,7 +5,7 @@
 //! and replayed per job; scan tables live in device buffers the graph reads, so a new
 //! block length rewrites them without touching the graphs of other lengths.
 
-use super::{sequential_max_frames, split_min_frames, CudaDevice, CudaError, DIRECT_MAX_TAPS, MAX_CUDA_FIR_TAPS};
+use super::{sequential_max_frames, CudaDevice, CudaError, DIRECT_MAX_TAPS, MAX_CUDA_FIR_TAPS};
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::engine::ChainState;
 use crate::gpu::realize::{chunking, fft_partition_for, partition_spectra, realize_cascade, Realization, SCAN_STEPS};
@@ -114,8 +114,6 @@ pub struct CudaChain {
     sections: CudaSlice<f32>,
     tables: CudaSlice<f32>,
     states: CudaSlice<f32>,
-    /// The split scan's chunk states: 256 per channel (2 floats each).
-    ends: CudaSlice<f32>,
     taps: CudaSlice<f32>,
     history: CudaSlice<f32>,
     hist_out: CudaSlice<f32>,
@@ -134,7 +132,6 @@ pub struct CudaChain {
     table_chunk_len: usize,
     table_scratch: Vec<f32>,
     sequential_max: usize,
-    split_min: usize,
     /// Captured graphs by block length; `None` once capture failed (plain launches then).
     graphs: Option<Vec<((usize, usize), Graph)>>,
     graph_note: String,
@@ -238,7 +235,6 @@ impl CudaChain {
             tmp: zeros(block)?,
             tables: zeros(total * SCAN_STEPS * 4)?,
             states: zeros(2 * channels * total)?,
-            ends: zeros(2 * channels * BLOCK_THREADS as usize)?,
             history: zeros(fir_len)?,
             hist_out: zeros(fir_len)?,
             spec_a: zeros(2 * spec_len)?,
@@ -259,7 +255,6 @@ impl CudaChain {
             table_chunk_len: 0,
             table_scratch: vec![0.0; total * SCAN_STEPS * 4],
             sequential_max,
-            split_min: split_min_frames(),
             graphs: Some(Vec::new()),
             graph_note: String::new(),
         };
@@ -284,12 +279,6 @@ impl CudaChain {
     /// Blocks up to `frames` take the channel-parallel kernel (tests force either path).
     pub fn set_sequential_max(&mut self, frames: usize) {
         self.sequential_max = frames;
-        self.graphs = self.graphs.take().map(|_| Vec::new());
-    }
-
-    /// Scanned blocks of at least `frames` frames take the split scan (tests force either).
-    pub fn set_split_min(&mut self, frames: usize) {
-        self.split_min = frames;
         self.graphs = self.graphs.take().map(|_| Vec::new());
     }
 
@@ -525,9 +514,8 @@ impl CudaChain {
     /// pinned staging buffer's address.
     fn enqueue(&mut self, frames: usize, chunks: usize, chunk_len: usize, base: *mut f32) -> Result<(), CudaError> {
         let CudaChain {
-            dev, stream, channels, max_frames, plans, realizations, work, tmp, sections, tables, states, ends, taps, history, hist_out, fir_len, kernel, twiddles, spec_a, spec_b, n_max, split_min, ..
+            dev, stream, channels, max_frames, plans, realizations, work, tmp, sections, tables, states, taps, history, hist_out, fir_len, kernel, twiddles, spec_a, spec_b, n_max, ..
         } = self;
-        let split = frames >= *split_min;
         let (channels, fir_len) = (*channels, *fir_len);
         let n = channels * frames;
         let block = channels * *max_frames;
@@ -580,28 +568,6 @@ impl CudaChain {
                         // frames, `sections` every section, `states` 2 floats per section
                         // and channel, the indices the kernel forms from `p`.
                         unsafe { launch.launch(cfg) }?;
-                    } else if split {
-                        let groups = (chunks as u32).div_ceil(32);
-                        let pass = LaunchConfig { grid_dim: (channels as u32, groups, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
-                        let scan = LaunchConfig { grid_dim: (channels as u32, 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
-                        for i in 0..count as u32 {
-                            let mut launch = stream.launch_builder(&dev.sos_split_ends);
-                            launch.arg(&p).arg(&i).arg(&*work).arg(&*sections).arg(&*states).arg(&mut *ends);
-                            // SAFETY: the arguments match ferrofx_sos_split_ends(fx_sos_params,
-                            // unsigned, const float*, const fx_section*, const fx_vec2*,
-                            // fx_vec2*); `ends` holds 256 states per channel, i < count.
-                            unsafe { launch.launch(pass) }?;
-                            let mut launch = stream.launch_builder(&dev.sos_split_scan);
-                            launch.arg(&p).arg(&i).arg(&*tables).arg(&*states).arg(&mut *ends);
-                            // SAFETY: as above for ferrofx_sos_split_scan(fx_sos_params,
-                            // unsigned, const float*, const fx_vec2*, fx_vec2*).
-                            unsafe { launch.launch(scan) }?;
-                            let mut launch = stream.launch_builder(&dev.sos_split_run);
-                            launch.arg(&p).arg(&i).arg(&mut *work).arg(&*sections).arg(&*ends).arg(&mut *states);
-                            // SAFETY: as above for ferrofx_sos_split_run(fx_sos_params,
-                            // unsigned, float*, const fx_section*, const fx_vec2*, fx_vec2*).
-                            unsafe { launch.launch(pass) }?;
-                        }
                     } else {
                         let cfg = LaunchConfig { grid_dim: (channels as u32, 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
                         let mut launch = stream.launch_builder(&dev.sos_scan);

@@ -38,16 +38,6 @@ use crate::gpu::GpuError;
 /// and from 256 frames far ahead (90 against 156 us).
 pub const SEQUENTIAL_MAX_FRAMES: usize = 64;
 
-/// Scanned blocks of at least this many frames run the scan as three launches per
-/// section, each channel's chunks spread over eight thread blocks
-/// (`ferrofx_sos_split_*`); shorter ones as one launch, one thread block per channel
-/// (`ferrofx_sos_scan`). The same arithmetic either way, bit for bit.
-pub const SPLIT_MIN_FRAMES: usize = 16_384;
-
-/// The environment variable that overrides [`SPLIT_MIN_FRAMES`] for chains created
-/// afterwards (frames; for measurements, like [`SEQUENTIAL_MAX_ENV`]).
-pub const SPLIT_MIN_ENV: &str = "FERROFX_CUDA_SPLIT_MIN";
-
 /// The environment variable that overrides [`SEQUENTIAL_MAX_FRAMES`] for chains created
 /// afterwards (a whole number of frames; 0: every block on the scan). For measuring the
 /// two kernels on a given GPU (`cargo xtask bench --backend cuda --workload
@@ -59,11 +49,6 @@ pub const SEQUENTIAL_MAX_ENV: &str = "FERROFX_CUDA_SEQUENTIAL_MAX";
 /// whole number, else [`SEQUENTIAL_MAX_FRAMES`].
 pub fn sequential_max_frames() -> usize {
     env_frames(SEQUENTIAL_MAX_ENV).unwrap_or(SEQUENTIAL_MAX_FRAMES)
-}
-
-/// The split scan's threshold in force: [`SPLIT_MIN_ENV`] or [`SPLIT_MIN_FRAMES`].
-pub fn split_min_frames() -> usize {
-    env_frames(SPLIT_MIN_ENV).unwrap_or(SPLIT_MIN_FRAMES)
 }
 
 fn env_frames(name: &str) -> Option<usize> {
