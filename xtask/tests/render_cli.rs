@@ -424,7 +424,7 @@ fn bench_runs_the_workloads_on_wgpu_and_says_what_the_adapter_is() {
     let o = run(xtask().args(["bench", "--quick", "--json", "--backend", "wgpu", "--workload", "iir_chain", "--workload", "realtime_block", "--workload", "long_fir"]));
     assert!(o.status.success(), "{}", stderr(&o));
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.len(), 12 + 6 + 1, "iir_chain grid, 6 realtime block sizes, long_fir");
+    assert_eq!(lines.len(), 12 + 8 + 1, "iir_chain grid, 8 realtime block sizes on a GPU (32-4096 frames), long_fir");
     assert!(lines.iter().all(|v| v["backend"] == "wgpu" && v["median_s"].as_f64().unwrap() > 0.0));
     assert!(lines.iter().any(|v| v["workload"] == "long_fir" && v["taps"] == 262_144));
     let err = stderr(&o);
