@@ -1,7 +1,7 @@
 //! FIR paths against a plain float64 convolution: every partition size and host block
-//! pattern, a million-tap kernel, and the cost-model choice.
+//! pattern, random partition layouts, a million-tap kernel, and the cost-model choice.
 
-use ferrofx::dsp::fir::{choose_mode, choose_mode_for, FirFilter, FirMode};
+use ferrofx::dsp::fir::{choose_mode, choose_mode_for, FirFilter, FirMode, Layout};
 use ferrofx::dsp::simd::Isa;
 
 /// Uniform samples in `[-1, 1)` from the shared seeded generator.
@@ -48,6 +48,40 @@ fn every_path_equals_plain_convolution_for_any_block_pattern() {
                 let err = y.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((*a as f64 - b).abs())) / peak;
                 assert!(err < 2e-6, "taps {taps} {mode:?} (running {:?}) blocks {pattern:?}: error {err:e}", f.mode());
             }
+        }
+    }
+}
+
+#[test]
+fn random_layouts_equal_plain_convolution_on_paired_channels() {
+    // Heads and level growths drawn at random (the layouts the planner may pick, and
+    // others), three channels (a complex pair and one alone), irregular host blocks.
+    let mut rng = ferrofx_testkit::Rng::new(77);
+    let mut rnd = uniform(78);
+    for case in 0..24 {
+        let taps = 200 + (rng.unit() * 6000.0) as usize;
+        let head = 8usize << (rng.unit() * 6.0) as usize;
+        let ratios: Vec<usize> = (0..(rng.unit() * 5.0) as usize).map(|_| 2usize << (rng.unit() * 5.0) as usize).collect();
+        let layout = Layout { head, ratios };
+        let h: Vec<f64> = (0..taps).map(|i| rnd() * (-(i as f64) / 800.0).exp()).collect();
+        let x: Vec<Vec<f32>> = (0..3).map(|_| (0..9000).map(|_| rnd() as f32).collect()).collect();
+        let mut f = FirFilter::with_layout(&h, 3, &layout, 512);
+        let mut y = x.clone();
+        let pattern = [1usize, 500, 3, 64, 1000, 2, 4096];
+        let (mut start, mut i) = (0, 0);
+        while start < 9000 {
+            let end = (start + pattern[i % pattern.len()]).min(9000);
+            let (a, rest) = y.split_at_mut(1);
+            let (b, c) = rest.split_at_mut(1);
+            f.process(&mut [&mut a[0][start..end], &mut b[0][start..end], &mut c[0][start..end]], end - start);
+            start = end;
+            i += 1;
+        }
+        for (c, (yc, xc)) in y.iter().zip(&x).enumerate() {
+            let want = convolve(&h, xc);
+            let peak = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let err = yc.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((*a as f64 - b).abs())) / peak;
+            assert!(err < 2e-6, "case {case}: {taps} taps, {layout:?} ({:?}), channel {c}: error {err:e}", f.mode());
         }
     }
 }

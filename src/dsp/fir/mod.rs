@@ -48,25 +48,63 @@ pub enum FirMode {
     /// Time-domain convolution.
     Direct,
     /// Direct head of `partition` taps, then FFT levels of `partition * 8^i` samples
-    /// (`partition` a power of two, at least 8).
+    /// ([`Layout::fixed`]; `partition` a power of two, at least 8).
     Partitioned { partition: usize },
 }
 
-/// The levels `(block, first_tap, parts)` for a kernel of `taps` taps with head `b`.
-fn levels(taps: usize, b: usize) -> Vec<(usize, usize, usize)> {
-    let mut out = Vec::new();
-    let mut block = b;
-    while block < taps {
-        let next = block * LEVEL_RATIO;
-        // The last level takes the rest when a further level would not pay.
-        let end = if next * 2 >= taps { taps } else { next.min(taps) };
-        out.push((block, block, (end - block).div_ceil(block)));
-        if end == taps {
-            break;
+/// How the partitioned path splits a kernel: a direct head of `head` taps, then FFT
+/// levels, each with blocks `ratios[i]` times those of the level before (a power of two,
+/// at least 2; level `i` holds `ratios[i] - 1` partitions), the last level taking the
+/// rest of the kernel in partitions of its block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub head: usize,
+    pub ratios: Vec<usize>,
+}
+
+impl Layout {
+    /// Growth of [`LEVEL_RATIO`] from level to level, the last level taking the rest once
+    /// a further level would not cover twice its block.
+    pub fn fixed(taps: usize, head: usize) -> Layout {
+        let mut ratios = Vec::new();
+        let mut block = head;
+        while block < taps && block * LEVEL_RATIO * 2 < taps {
+            ratios.push(LEVEL_RATIO);
+            block *= LEVEL_RATIO;
         }
-        block = next;
+        Layout { head, ratios }
     }
-    out
+
+    /// The levels `(block, first_tap, parts)` for a kernel of `taps` taps: level `i`
+    /// starts one block in (`first_tap == block`, what zero latency needs), so the
+    /// levels cover taps `head..` once each; ratios past the kernel's end are ignored.
+    pub fn levels(&self, taps: usize) -> Vec<(usize, usize, usize)> {
+        let mut out = Vec::new();
+        let mut block = self.head;
+        for &r in &self.ratios {
+            if block * r >= taps {
+                break;
+            }
+            out.push((block, block, r - 1));
+            block *= r;
+        }
+        if block < taps {
+            out.push((block, block, (taps - block).div_ceil(block)));
+        }
+        out
+    }
+
+    /// Whether the head and every ratio are powers of two (head at least 8, ratios at
+    /// least 2), as the levels' FFTs need.
+    pub fn is_valid(&self) -> bool {
+        self.head >= 8 && self.head.is_power_of_two() && self.ratios.iter().all(|&r| r >= 2 && r.is_power_of_two())
+    }
+}
+
+/// The levels of the fixed layout (see [`Layout::fixed`]).
+#[cfg(test)]
+fn levels(taps: usize, b: usize) -> Vec<(usize, usize, usize)> {
+    Layout::fixed(taps, b).levels(taps)
 }
 
 /// Head size of the partitioned path chosen by [`choose_mode`].
@@ -169,11 +207,23 @@ impl FirFilter {
         let taps_f32: Vec<f32> = taps.iter().map(|&t| t as f32).collect();
         let kind = match mode {
             FirMode::Partitioned { partition } => {
-                Kind::Partitioned(Box::new(Partitioned::new(taps, channels, partition)))
+                Kind::Partitioned(Box::new(Partitioned::new(taps, channels, &Layout::fixed(taps_len, partition))))
             }
             _ => Kind::Direct(Direct::new(&taps_f32, channels, max_chunk.clamp(64, 4096))),
         };
         FirFilter { taps_f32, isa: isa.or_portable(), kind }
+    }
+
+    /// The partitioned path with a given layout (for measurements: [`FirMode`] chooses
+    /// the layout otherwise). An invalid layout, or a head not shorter than the kernel,
+    /// gives the direct path.
+    pub fn with_layout(taps: &[f64], channels: usize, layout: &Layout, max_chunk: usize) -> FirFilter {
+        if !layout.is_valid() || layout.head >= taps.len() {
+            return FirFilter::new(taps, channels, FirMode::Direct, max_chunk);
+        }
+        let taps_f32: Vec<f32> = taps.iter().map(|&t| t as f32).collect();
+        let kind = Kind::Partitioned(Box::new(Partitioned::new(taps, channels, layout)));
+        FirFilter { taps_f32, isa: Isa::detect().or_portable(), kind }
     }
 
     /// Number of taps.

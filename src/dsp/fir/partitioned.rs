@@ -2,7 +2,7 @@
 //! head, then levels of growing partition size, channels in complex pairs.
 
 use super::direct::convolve;
-use super::levels;
+use super::Layout;
 #[cfg(target_arch = "x86_64")]
 use crate::dsp::simd::Fused;
 use crate::dsp::simd::{Isa, MulAdd, PortableMulAdd};
@@ -349,9 +349,11 @@ pub(super) struct Partitioned {
 }
 
 impl Partitioned {
-    pub(super) fn new(taps: &[f64], channels: usize, b: usize) -> Partitioned {
+    pub(super) fn new(taps: &[f64], channels: usize, layout: &Layout) -> Partitioned {
+        let b = layout.head;
         let mut planners = Planners { complex: FftPlanner::new(), real: RealFftPlanner::new() };
-        let levels = levels(taps.len(), b)
+        let levels = layout
+            .levels(taps.len())
             .into_iter()
             .map(|(block, first, parts)| Level::new(&mut planners, taps, channels, block, first, parts))
             .collect();
@@ -423,6 +425,7 @@ impl Partitioned {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dsp::fir::levels;
 
     #[test]
     fn keep_real_part_leaves_the_spectrum_of_the_real_channel() {
