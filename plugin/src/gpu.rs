@@ -1,6 +1,7 @@
-//! The plugin's GPU path: one wgpu device shared by every instance in the process, the
-//! offload (with its worker thread) built for a chain, and what the audio thread tells
-//! the editor about the route.
+//! The plugin's GPU path: one GPU backend shared by every instance in the process (the
+//! first of the core's list that opens: CUDA where an NVIDIA driver and device are
+//! present, else wgpu), the offload (with its worker thread) built for a chain, and what
+//! the audio thread tells the editor about the route.
 //!
 //! The GPU path runs the *chain-file stages*: the equaliser's bands move per sample
 //! while automated and stay on the CPU (a few microseconds a block). With the `GPU` or
