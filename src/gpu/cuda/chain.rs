@@ -226,9 +226,10 @@ impl CudaChain {
         if !flat.is_empty() {
             stream.memcpy_htod(&flat, &mut kernel)?;
         }
-        // SAFETY: page-locked host memory for the staging buffer; it is only read or
-        // written while no copy that uses it is in flight (every job synchronises).
-        // Two slots, so the host stages one job while the device runs the other.
+        // SAFETY: page-locked host memory for the staging buffer, two slots so the host
+        // stages one job while the device runs the other. The host reads or writes a slot
+        // only while no copy that uses it is in flight: a slot's job is synchronised
+        // before the slot is read back or reused (`process`, `process_slices`).
         let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(2 * (block + 2 * channels * total + fir_len)) }?;
         let chain = CudaChain {
             work: zeros(block)?,
@@ -317,10 +318,11 @@ impl CudaChain {
         self.read_state(0, state)
     }
 
-    /// Filters `frames` frames of every channel slice from `start` on, in blocks of up to
-    /// `max_frames`, in place, from `state` (left at the end state). The host's copies
-    /// into and out of pinned memory overlap the device's work: two staging slots take
-    /// turns, so block k+1 is copied in (and block k-1 out) while the device runs block k.
+    /// Filters the channel slices (as many frames as the shortest holds) in place, in
+    /// blocks of up to `max_frames`, from `state` (left at the end state). The host's
+    /// copies into and out of pinned memory overlap the device's work: two staging slots
+    /// take turns, so block k+1 is copied in (and block k-1 out) while the device runs
+    /// block k from the other slot.
     pub fn process_slices(&mut self, buffers: &mut [&mut [f32]], state: &mut ChainState) -> Result<(), CudaError> {
         let channels = self.channels;
         let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
