@@ -2,12 +2,11 @@
 //! opening says `CUDA unavailable: ...`, nothing panics, and the router's list still
 //! opens the other backends; the GPU tests print why they skip. With a driver and a
 //! device (the lent GPU machine; `FERROFX_REQUIRE_CUDA=1` makes skipping a failure) they
-//! run: every reference case at blocks of 64, 4,096 and 65,536 frames against SciPy,
-//! graph replay equal to plain launches bit for bit, both SOS kernels equal to the CPU,
-//! the two-slot pipelined
-//! stream equal to job-by-job processing bit for bit,
-//! FIRs with state handed over, the offload worker with the exact CPU fallback, and the
-//! router's decisions on the device's real round trips.
+//! run: every reference case at blocks of 64, 4,096 and 65,536 frames against SciPy;
+//! graph replay and plain launches, with either SOS kernel, each within the tolerance of
+//! the CPU engine; the two-slot pipelined stream equal to job-by-job processing bit for
+//! bit; FIRs with state handed over; the offload worker with the exact CPU fallback; and
+//! the router's decisions on the device's real round trips.
 //! The kernels' arithmetic itself is tested without a GPU in crates/kernel-host.
 
 mod common;
