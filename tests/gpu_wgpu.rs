@@ -124,7 +124,7 @@ fn the_scan_shader_follows_the_cpu_model() {
     let input = noise(3, 100_003, 11);
     for block in [65_536usize, 10_007, 4096] {
         let got = run_gpu(ctx, &designed, &input, block, None);
-        let want = model_stream(&designed, &input, block, ferrofx::gpu::wgpu::SEQUENTIAL_MAX_FRAMES);
+        let want = model_stream(&designed, &input, block, ferrofx::gpu::wgpu::sequential_max_for(ctx.report()));
         let differ: usize = got.iter().zip(&want).map(|(g, w)| g.iter().zip(w).filter(|(a, b)| a.to_bits() != b.to_bits()).count()).sum();
         let e = rel_error(&got, &want);
         println!("blocks of {block}: {differ} of {} samples differ from the model, by at most {e:.2e} of the peak", 3 * 100_003);

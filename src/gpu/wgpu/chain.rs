@@ -4,7 +4,7 @@
 
 use super::fir::{encode_fft, partition_spectra, write_fft_params, FftKit, FftPlan};
 use super::{AdapterReport, WgpuContext};
-use super::{DIRECT_MAX_TAPS, JOB_TIMEOUT, MAX_GPU_FIR_TAPS, PARAM_SLOT, SEQUENTIAL_MAX_FRAMES};
+use super::{sequential_max_for, DIRECT_MAX_TAPS, JOB_TIMEOUT, MAX_GPU_FIR_TAPS, PARAM_SLOT};
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::engine::ChainState;
 use crate::gpu::realize::{chunking, realize_cascade, Realization, SCAN_STEPS};
@@ -77,12 +77,13 @@ impl GpuChain {
         let mut kernel_spectra: Vec<[f32; 2]> = Vec::new();
         let mut fft_slots = 0usize;
         let mut spec_len = 0usize;
+        let sequential_max = sequential_max_for(ctx.report());
         for (index, stage) in chain.stages.iter().enumerate() {
             match stage {
                 DesignedStage::Sos(sections) => {
                     // Exact or declined: a cascade whose float32 form would miss the
                     // tolerance is not run here (the caller keeps it on the CPU).
-                    let delta = realize_cascade(sections, index, max_frames, SEQUENTIAL_MAX_FRAMES)?;
+                    let delta = realize_cascade(sections, index, max_frames, sequential_max)?;
                     fft_plans.push(None);
                     layout.push((true, realizations.len(), sections.len(), 0));
                     realizations.extend(delta);
@@ -278,7 +279,7 @@ impl GpuChain {
             fir_len,
             state_f32: vec![[0.0; 2]; channels * total_sections],
             table_scratch: vec![[0.0; 4]; total_sections * SCAN_STEPS],
-            sequential_max: SEQUENTIAL_MAX_FRAMES,
+            sequential_max,
             fft,
         })
     }

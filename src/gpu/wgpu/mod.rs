@@ -40,8 +40,24 @@ const SOS_WGSL: &str = include_str!("../../../shaders/sos.wgsl");
 const FIR_WGSL: &str = concat!(include_str!("../../../shaders/fir.wgsl"), include_str!("../../../shaders/fir_input.wgsl"));
 const FFT_WGSL: &str = concat!(include_str!("../../../shaders/fft_fir.wgsl"), include_str!("../../../shaders/fir_input.wgsl"));
 
-/// Blocks up to this many frames take the sequential path; longer ones the scan.
-pub const SEQUENTIAL_MAX_FRAMES: usize = 512;
+/// On a GPU, blocks up to this many frames take the sequential path (one invocation per
+/// channel); longer ones the scan. On an NVIDIA H200 (Vulkan) the sequential path took
+/// 286, 474 and 856 us per round trip at 128, 256 and 512 frames (24 sections, stereo)
+/// while the scan took 161 us at 1,024 frames, more work; CUDA's two kernels, measured
+/// side by side there, cross between 64 and 128 frames.
+pub const SEQUENTIAL_MAX_FRAMES: usize = 64;
+/// The same on a CPU adapter (lavapipe), where the scan's barriers are costly: measured
+/// there, the scan took 1.9-2.3x the sequential path's time from 128 to 512 frames.
+pub const SEQUENTIAL_MAX_FRAMES_CPU: usize = 512;
+
+/// The sequential path's limit for `report`'s adapter.
+pub fn sequential_max_for(report: &AdapterReport) -> usize {
+    if report.is_cpu() {
+        SEQUENTIAL_MAX_FRAMES_CPU
+    } else {
+        SEQUENTIAL_MAX_FRAMES
+    }
+}
 /// Longest FIR the GPU runs (the chain format's limit).
 pub const MAX_GPU_FIR_TAPS: usize = crate::dsp::fir::MAX_TAPS;
 /// FIRs up to this many taps run by direct convolution, longer ones FFT-partitioned.
