@@ -580,7 +580,7 @@ mod tests {
                 let x: Vec<f32> = (0..len)
                     .map(|i| {
                         seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                        if seed % 7 == 0 { specials[i % specials.len()] } else { (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5 }
+                        if seed.is_multiple_of(7) { specials[i % specials.len()] } else { (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5 }
                     })
                     .collect();
                 let mut got = x.clone();

@@ -527,8 +527,7 @@ fn linear_phase_reports_its_latency_and_its_impulse_is_symmetric_about_it() {
     assert_eq!(latency, 2048, "half the FIR length");
     let taps = ferrofx_plugin::linear::design(&settings_bands(), fs, 4096, true);
     let g = 10f64.powf(-3.0 / 20.0);
-    for c in 0..2 {
-        let y = &out[c];
+    for (c, y) in out.iter().enumerate().take(2) {
         assert!(y[..t0].iter().all(|&v| v == 0.0), "nothing before the impulse");
         let err = (0..4096).map(|k| (f64::from(y[t0 + k]) - g * taps[k]).abs()).fold(0.0, f64::max);
         assert!(err <= 1e-6, "channel {c}: impulse response vs the designed FIR: {err:e}");

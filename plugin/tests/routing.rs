@@ -145,7 +145,7 @@ fn mid_side_round_trip_is_exact_to_float_rounding() {
     for trial in 0..200 {
         let n = 1024;
         // Amplitudes from 1e-30 to 1e30, both signs, and some equal or opposite pairs.
-        let mut l: Vec<f32> = (0..n).map(|_| ((rng.next_u64() % 121) as f32 - 60.0).exp2() * if rng.next_u64() % 2 == 0 { 1.0 } else { -1.0 }).collect();
+        let mut l: Vec<f32> = (0..n).map(|_| ((rng.next_u64() % 121) as f32 - 60.0).exp2() * if rng.next_u64().is_multiple_of(2) { 1.0 } else { -1.0 }).collect();
         let mut r: Vec<f32> = l.iter().map(|&v| match rng.next_u64() % 4 {
             0 => v,
             1 => -v,
@@ -223,10 +223,10 @@ fn route_changes_cross_fade_and_settle_to_the_new_routing() {
     assert!(max_abs_diff(&y[0][w.clone()], &full_l[w.clone()]) <= 1e-4, "back to stereo");
     // No clicks: around each switch the output's curvature stays within a few times that
     // of the settled output before it (a sample jump of 1e-2 would be ten times above it).
-    for c in 0..2 {
+    for (c, yc) in y.iter().enumerate().take(2) {
         for s in [1.0, 2.0, 3.0] {
             let r = at(s) - 2 * fade..at(s) + 4 * fade;
-            let (around, before) = (max_curvature(&y[c][r.clone()]), max_curvature(&y[c][r.start - 4800..r.start]));
+            let (around, before) = (max_curvature(&yc[r.clone()]), max_curvature(&yc[r.start - 4800..r.start]));
             println!("channel {c}, switch at {s} s: curvature {around:e} around it, {before:e} before");
             assert!(around <= 3.0 * before.max(1e-3), "channel {c}: curvature {around:e} around the switch at {s} s, {before:e} before");
         }
@@ -278,15 +278,15 @@ fn random_routes_and_settings_stay_finite_and_bounded() {
         for _ in 0..2 {
             let i = (rng.next_u64() % BANDS as u64) as usize;
             let b = Band {
-                enabled: rng.next_u64() % 6 != 0,
-                bypassed: rng.next_u64() % 20 == 0,
+                enabled: !rng.next_u64().is_multiple_of(6),
+                bypassed: rng.next_u64().is_multiple_of(20),
                 shape: shapes[(rng.next_u64() % 9) as usize],
                 freq_hz: 20.0 * 1000f64.powf((rng.next_u64() % 1000) as f64 / 1000.0),
                 gain_db: (rng.next_u64() % 25) as f64 - 12.0,
                 q: 0.3 + (rng.next_u64() % 50) as f64 / 10.0,
-                slope: Slope { db_per_oct: 6 * (1 + (rng.next_u64() % 8) as u32), linkwitz_riley: rng.next_u64() % 2 == 0 },
+                slope: Slope { db_per_oct: 6 * (1 + (rng.next_u64() % 8) as u32), linkwitz_riley: rng.next_u64().is_multiple_of(2) },
                 route: Route::ALL[(rng.next_u64() % 5) as usize],
-                matched: rng.next_u64() % 2 == 0,
+                matched: rng.next_u64().is_multiple_of(2),
                 dynamic: false,
             };
             eq.set_band(i, b);

@@ -242,6 +242,7 @@ fn shape(chain: &Chain) -> (usize, usize) {
 }
 
 /// Times whole-buffer processing of `chain` on `channels x seconds` of noise.
+#[allow(clippy::too_many_arguments)] // one cell's whole description, passed once
 fn time_stream(
     runner: Runner,
     workload: &'static str,

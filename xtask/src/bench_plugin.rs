@@ -409,11 +409,10 @@ fn find<'a>(rows: &'a [Row], subject: &str, channels: usize, block: usize, bands
 
 fn print_tables(rows: &[Row], opts: &PluginBenchOptions) {
     println!(
-        "plugin benchmark: {} s of audio per case at 48 kHz, CLAP through clack-host, {} ({} bands); {}",
+        "plugin benchmark: {} s of audio per case at 48 kHz, CLAP through clack-host, {} ({} bands); per-block microseconds: median (min / p99.9)",
         opts.seconds,
         cpu_name(),
-        if opts.matched { "analog-matched" } else { "cookbook" },
-        "per-block microseconds: median (min / p99.9)"
+        if opts.matched { "analog-matched" } else { "cookbook" }
     );
     for automated in [false, true] {
         println!();

@@ -84,7 +84,7 @@ fn main() {
         };
         let ports: HashMap<String, livi::PortIndex> =
             plugin.ports().filter(|p| p.port_type == PortType::ControlInput).map(|p| (p.symbol.clone(), p.index)).collect();
-        let counts = plugin.port_counts().clone();
+        let counts = *plugin.port_counts();
         for &block in &args.blocks {
             let features = match world.try_build_features(FeaturesBuilder { min_block_length: 1, max_block_length: block }) {
                 Ok(f) => f,

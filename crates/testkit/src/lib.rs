@@ -110,7 +110,7 @@ pub mod bench {
     /// band: their geometric middle), +3/-3 dB alternating; `(freq_hz, gain_db)`.
     pub fn bell(i: usize, n: usize) -> (f64, f64) {
         let freq_hz = if n <= 1 { (40.0f64 * 16_000.0).sqrt() } else { 40.0 * 400f64.powf(i as f64 / (n - 1) as f64) };
-        (freq_hz, if i % 2 == 0 { 3.0 } else { -3.0 })
+        (freq_hz, if i.is_multiple_of(2) { 3.0 } else { -3.0 })
     }
 
     /// Per-block times in seconds as `(min, median, p99.9)` in microseconds (order
