@@ -429,3 +429,37 @@ fn designs_float64_cannot_run_are_refused_and_ordinary_high_orders_are_not() {
         Chain::from(stage.clone()).design(48_000.0).unwrap_or_else(|e| panic!("{stage:?}: {e}"));
     }
 }
+
+#[test]
+fn huge_values_and_names_are_quoted_short_and_the_place_still_named() {
+    // A mutated or mistaken file can hold megabytes in one value, key or type name; the
+    // error stays one readable line (it once quoted the whole value, and a renderer's
+    // stderr pipe could fill before the process exited) and still says where.
+    let big_list = format!("[{}]", vec![r#"{"type": 1e-300}"#; 20_000].join(","));
+    let big_name = "x".repeat(200_000);
+    let cases: Vec<(String, &str)> = vec![
+        (format!(r#"{{"format": "ferrofx-chain", "version": {big_list}, "stages": []}}"#), "version"),
+        (format!(r#"{{"format": "ferrofx-chain", "version": 1, "stages": {{"a": {big_list}}}}}"#), "stages"),
+        (format!(r#"{{"format": {big_list}, "version": 1, "stages": []}}"#), "format"),
+        (file(&[GOOD, &format!(r#"{{"type": {big_list}}}"#)]), "stage 1"),
+        (file(&[GOOD, &format!(r#"{{"type": "gain", "enabled": {big_list}}}"#)]), "enabled"),
+        (file(&[GOOD, &format!(r#"{{"type": "gain", "label": {big_list}}}"#)]), "label"),
+        (file(&[GOOD, &format!(r#"{{"type": "{big_name}"}}"#)]), "is not a stage type"),
+        (file(&[GOOD, &format!(r#"{{"type": "gain", "gain_db": "{big_name}"}}"#)]), "gain_db"),
+        (file(&[GOOD, &format!(r#"{{"type": "gain", "gain_db": 1, "{big_name}": 2}}"#)]), "unknown field"),
+        (file(&[GOOD, &format!(r#"{{"type": "gain", "{big_name}": 1, "{big_name}": 2}}"#)]), "duplicate key"),
+    ];
+    for (text, place) in cases {
+        let e = Chain::from_json(&text).expect_err(place);
+        let message = e.to_string();
+        assert!(message.len() < 1000, "{place}: a message of {} bytes: {}…", message.len(), &message[..200]);
+        assert!(message.contains(place), "{place} not named: {message}");
+        assert!(!message.contains('\n'), "{message}");
+        if message.contains(" … ") {
+            assert!(message.contains(" characters)"), "a cut quote says how long it was: {message}");
+        }
+    }
+    // Short values are quoted whole, as before.
+    let e = Chain::from_json(r#"{"format": "ferrofx-chain", "version": [1], "stages": []}"#).unwrap_err();
+    assert!(e.to_string().contains("must be an integer, found [1]"), "{e}");
+}

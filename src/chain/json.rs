@@ -240,12 +240,41 @@ struct GainWire {
     gain_db: f64,
 }
 
+/// Quoted file content longer than this many characters is cut in error messages.
+const QUOTE_MAX_CHARS: usize = 100;
+/// Parser messages (which quote the offending value themselves) longer than this are cut.
+const MESSAGE_MAX_CHARS: usize = 400;
+
+/// `text` for an error message, at most about `max_chars` characters: a longer one keeps
+/// its beginning and its end around ` … ` and says how long it was. A mutated or mistaken
+/// file can hold megabytes in one value or key, and a message must stay one line a person
+/// can read (the place it names is what matters).
+fn excerpt(text: &str, max_chars: usize) -> String {
+    let count = text.chars().count();
+    if count <= max_chars {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max_chars * 2 / 3).collect();
+    let tail: String = text.chars().skip(count - max_chars / 3).collect();
+    format!("{head} … {tail} ({count} characters)")
+}
+
+/// A JSON value from the file, for an error message.
+fn quoted(value: &Value) -> String {
+    excerpt(&value.to_string(), QUOTE_MAX_CHARS)
+}
+
 fn not_a_chain(field: &str, message: impl Into<String>) -> ChainError {
     ChainError::NotAChain { field: field.to_string(), message: message.into() }
 }
 
 fn stage_error(index: usize, stage_type: &str, field: &str, message: String) -> ChainError {
-    ChainError::Stage { index, stage_type: stage_type.to_string(), field: field.to_string(), message }
+    ChainError::Stage {
+        index,
+        stage_type: excerpt(stage_type, QUOTE_MAX_CHARS),
+        field: excerpt(field, QUOTE_MAX_CHARS),
+        message: excerpt(&message, MESSAGE_MAX_CHARS),
+    }
 }
 
 /// The name between the first pair of backticks of a serde message (`unknown field `x``).
@@ -265,7 +294,7 @@ fn fields<T: DeserializeOwned>(index: usize, stage_type: &str, map: Map<String, 
             stage_error(index, stage_type, &field, inner)
         } else {
             let field = path.split(['.', '[']).next().unwrap_or(&path).to_string();
-            stage_error(index, stage_type, &field, format!("{path}: {inner}"))
+            stage_error(index, stage_type, &field, format!("{}: {inner}", excerpt(&path, QUOTE_MAX_CHARS)))
         }
     })
 }
@@ -288,19 +317,19 @@ fn parse_stage(index: usize, value: Value, version: u64) -> Result<Stage, ChainE
     };
     let type_name = match map.remove("type") {
         Some(Value::String(s)) => s,
-        Some(other) => return Err(stage_error(index, "?", "type", format!("type must be a string, found {other}"))),
+        Some(other) => return Err(stage_error(index, "?", "type", format!("type must be a string, found {}", quoted(&other)))),
         None => return Err(stage_error(index, "?", "type", "missing field `type`".into())),
     };
     let t = type_name.as_str();
     let enabled = match map.remove("enabled") {
         None => true,
         Some(Value::Bool(b)) => b,
-        Some(other) => return Err(stage_error(index, t, "enabled", format!("enabled must be true or false, found {other}"))),
+        Some(other) => return Err(stage_error(index, t, "enabled", format!("enabled must be true or false, found {}", quoted(&other)))),
     };
     let label = match map.remove("label") {
         None => None,
         Some(Value::String(s)) => Some(s),
-        Some(other) => return Err(stage_error(index, t, "label", format!("label must be a string, found {other}"))),
+        Some(other) => return Err(stage_error(index, t, "label", format!("label must be a string, found {}", quoted(&other)))),
     };
     let kind = match t {
         "butterworth" => {
@@ -364,7 +393,7 @@ fn parse_stage(index: usize, value: Value, version: u64) -> Result<Stage, ChainE
                 index,
                 other,
                 "type",
-                format!("type `{other}` is not a stage type (expected one of: {STAGE_TYPES}; see docs/chain-format.md)"),
+                format!("type `{}` is not a stage type (expected one of: {STAGE_TYPES}; see docs/chain-format.md)", excerpt(other, QUOTE_MAX_CHARS)),
             ))
         }
     };
@@ -487,7 +516,7 @@ fn read_value(text: &str) -> Result<Value, ChainError> {
     value.map_err(|e| {
         match duplicate.take() {
             Some(Refused::Duplicate(stage, key)) => {
-                return ChainError::DuplicateKey { stage, key, line: e.line(), column: e.column() }
+                return ChainError::DuplicateKey { stage, key: excerpt(&key, QUOTE_MAX_CHARS), line: e.line(), column: e.column() }
             }
             Some(Refused::TooManyStages) => {
                 return ChainError::Limit { what: format!("the chain has more than {MAX_STAGES} stages") }
@@ -511,7 +540,7 @@ pub(super) fn parse(text: &str) -> Result<Chain, ChainError> {
     };
     match top.remove("format") {
         Some(Value::String(f)) if f == FORMAT_NAME => {}
-        Some(other) => return Err(not_a_chain("format", format!("is {other}, expected \"{FORMAT_NAME}\""))),
+        Some(other) => return Err(not_a_chain("format", format!("is {}, expected \"{FORMAT_NAME}\"", quoted(&other)))),
         None => return Err(not_a_chain("format", "is missing")),
     }
     let version = match top.remove("version") {
@@ -520,12 +549,12 @@ pub(super) fn parse(text: &str) -> Result<Chain, ChainError> {
             Some(v) if v > FORMAT_VERSION => return Err(ChainError::NewerVersion { found: v }),
             _ => return Err(not_a_chain("version", format!("{n} is not a version of this format"))),
         },
-        Some(other) => return Err(not_a_chain("version", format!("must be an integer, found {other}"))),
+        Some(other) => return Err(not_a_chain("version", format!("must be an integer, found {}", quoted(&other)))),
         None => return Err(not_a_chain("version", "is missing")),
     };
     let stages = match top.remove("stages") {
         Some(Value::Array(stages)) => stages,
-        Some(other) => return Err(not_a_chain("stages", format!("must be a list, found {other}"))),
+        Some(other) => return Err(not_a_chain("stages", format!("must be a list, found {}", quoted(&other)))),
         None => return Err(not_a_chain("stages", "is missing")),
     };
     if let Some(unknown) = top.keys().next() {

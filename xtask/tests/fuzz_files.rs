@@ -18,21 +18,34 @@ fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// Runs with a deadline: a run past it is killed and reported as a hang.
+/// Runs with a deadline: a run past it is killed and reported as a hang. Its output is
+/// read while it runs, so a long message cannot fill a pipe and stall it.
 fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
+    use std::io::Read;
     let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start xtask");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = r.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("piped stderr")));
     let t = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
         }
         if t.elapsed() > limit {
             child.kill().unwrap();
-            let o = child.wait_with_output().unwrap();
-            panic!("hang: killed after {limit:?}; stderr: {}", String::from_utf8_lossy(&o.stderr));
+            let _ = child.wait();
+            let stderr = err.join().unwrap_or_default();
+            panic!("hang: killed after {limit:?}; stderr: {}", String::from_utf8_lossy(&stderr[..stderr.len().min(2000)]));
         }
         std::thread::sleep(Duration::from_millis(5));
-    }
+    };
+    Output { status, stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() }
 }
 
 /// Seed files: 16-bit stereo, 24-bit 3-channel, float32 mono and 64-bit float WAVs, and
@@ -197,6 +210,8 @@ fn mutated_chain_files_exit_0_or_2_and_leave_an_existing_output_alone() {
             }
             Some(2) => {
                 assert!(err.starts_with("error: ") && err.trim_end().lines().count() == 1, "mutant {n}: {err}");
+                // One readable line: the file's content is quoted in excerpts, not whole.
+                assert!(err.len() < 2_000, "mutant {n}: an error line of {} bytes: {}", err.len(), &err[..300]);
                 assert_eq!(std::fs::read(&out).unwrap(), b"an earlier render", "mutant {n}: the existing output changed");
                 refused += 1;
             }
