@@ -63,7 +63,7 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Growth of [`LEVEL_RATIO`] from level to level, the last level taking the rest once
+    /// Growth of 8 from level to level, the last level taking the rest once
     /// a further level would not cover twice its block.
     pub fn fixed(taps: usize, head: usize) -> Layout {
         let mut ratios = Vec::new();

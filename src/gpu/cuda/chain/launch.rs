@@ -1,0 +1,344 @@
+//! A chain's device work per job: the kernels' parameter blocks, the upload, every
+//! stage's launches and the download, captured once per block length and staging slot as
+//! a CUDA graph and replayed (plain launches where capture fails). Every launch carries
+//! its `// SAFETY:` note: the arguments match the kernel's C signature and every buffer
+//! covers the indices the kernel forms from its parameters.
+
+use super::{CudaChain, Plan};
+use crate::gpu::cuda::{CudaDevice, CudaError};
+use crate::gpu::realize::{chunking, SCAN_STEPS};
+use cudarc::driver::{sys, CudaGraph, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+
+/// `fx_sos_params` of kernels/sos_math.h.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct SosParams {
+    frames: u32,
+    chunk_len: u32,
+    chunks: u32,
+    stride: u32,
+    first: u32,
+    count: u32,
+    state_base: u32,
+    channels: u32,
+}
+// SAFETY: plain 32-bit fields, `#[repr(C)]`, laid out as the kernels' struct.
+unsafe impl DeviceRepr for SosParams {}
+
+/// `fx_fir_params` of kernels/fir_math.h.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct FirParams {
+    frames: u32,
+    taps: u32,
+    stride: u32,
+    tap_base: u32,
+    hist_base: u32,
+    channels: u32,
+    pad0: u32,
+    pad1: u32,
+}
+// SAFETY: as above.
+unsafe impl DeviceRepr for FirParams {}
+
+/// `fx_fft_params` of kernels/fft_math.h.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct FftParams {
+    n: u32,
+    half_span: u32,
+    r: u32,
+    tw_scale: u32,
+    part: u32,
+    pcount: u32,
+    segs: u32,
+    outs: u32,
+    taps: u32,
+    frames: u32,
+    stride: u32,
+    hist_base: u32,
+    kernel_base: u32,
+    channels: u32,
+    pad0: u32,
+    pad1: u32,
+}
+// SAFETY: as above.
+unsafe impl DeviceRepr for FftParams {}
+
+/// Threads per block of the scan and FIR kernels (`FX_SOS_THREADS`, `FX_FIR_TILE`).
+const BLOCK_THREADS: u32 = 256;
+/// Threads per block of the channel-parallel kernel.
+const CHANNEL_THREADS: u32 = 64;
+/// Graphs kept, one per block length and staging slot (a stream's last block is usually
+/// shorter).
+const GRAPHS_KEPT: usize = 4;
+
+/// A captured graph, owned by one chain.
+pub(super) struct Graph(CudaGraph);
+// SAFETY: CUDA graph objects may be used from any thread as long as no two threads use
+// one at the same time (CUDA's graph thread-safety rules); a chain owns its graphs and
+// uses them only through `&mut self`, so moving the chain to another thread (the offload
+// worker) is sound. cudarc binds the context to the calling thread before each launch.
+unsafe impl Send for Graph {}
+
+impl CudaChain {
+    /// Enqueues the job staged in `slot` (`frames` frames): the scan tables for its chunk
+    /// length where they changed, then its graph (upload, kernels, download). Returns
+    /// before the device is done; synchronise the stream before reading the slot.
+    pub(super) fn launch(&mut self, slot: usize, frames: usize) -> Result<(), CudaError> {
+        let total = self.realizations.len();
+        let (chunks, chunk_len) = chunking(frames, self.sequential_max);
+        if chunks > 1 && chunk_len != self.table_chunk_len && total > 0 {
+            for (r, out) in self.realizations.iter().zip(self.table_scratch.chunks_exact_mut(SCAN_STEPS * 4)) {
+                for (k, m) in r.scan_table(chunk_len).iter().enumerate() {
+                    out[4 * k..4 * k + 4].copy_from_slice(m);
+                }
+            }
+            // Stream-ordered after the jobs already enqueued, which read the old tables.
+            self.stream.memcpy_htod(&self.table_scratch, &mut self.tables)?;
+            self.table_chunk_len = chunk_len;
+        }
+        // The slot's address, taken before any capture (taking it synchronises on the
+        // buffer's event, which a capturing stream must not see).
+        let n = self.slot_len();
+        let base = self.pinned.as_mut_ptr()?;
+        // SAFETY: the allocation holds two slots of `n` floats.
+        let base = unsafe { base.add(slot * n) };
+        self.run(frames, slot, chunks, chunk_len, base)
+    }
+
+    /// The job's device work: a graph replay, or a capture then replay, or plain launches
+    /// where capture failed.
+    fn run(&mut self, frames: usize, slot: usize, chunks: usize, chunk_len: usize, base: *mut f32) -> Result<(), CudaError> {
+        let Some(graphs) = self.graphs.as_mut() else {
+            return self.enqueue(frames, chunks, chunk_len, base);
+        };
+        if let Some((_, graph)) = graphs.iter().find(|(key, _)| *key == (frames, slot)) {
+            graph.0.launch()?;
+            return Ok(());
+        }
+        self.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let enqueued = self.enqueue(frames, chunks, chunk_len, base);
+        let captured = self.stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        match (enqueued, captured) {
+            (Ok(()), Ok(Some(graph))) => {
+                graph.launch()?;
+                let graphs = self.graphs.get_or_insert_with(Vec::new);
+                if graphs.len() == GRAPHS_KEPT {
+                    graphs.remove(0);
+                }
+                graphs.push(((frames, slot), Graph(graph)));
+                Ok(())
+            }
+            (enqueued, captured) => {
+                // Capture is an optimisation: where the driver refuses it, launch plainly.
+                self.graph_note = format!(
+                    "graph capture failed ({}), kernels are launched one by one",
+                    match (&enqueued, &captured) {
+                        (Err(e), _) => e.to_string(),
+                        (_, Err(e)) => e.to_string(),
+                        _ => "no graph".to_string(),
+                    }
+                );
+                self.graphs = None;
+                self.enqueue(frames, chunks, chunk_len, base)
+            }
+        }
+    }
+
+    /// Upload, every stage's kernels, download, on the chain's stream; `base` is the
+    /// pinned staging buffer's address.
+    fn enqueue(&mut self, frames: usize, chunks: usize, chunk_len: usize, base: *mut f32) -> Result<(), CudaError> {
+        let CudaChain {
+            dev, stream, channels, max_frames, plans, realizations, work, tmp, sections, tables, states, taps, history, hist_out, fir_len, kernel, twiddles, spec_a, spec_b, n_max, ..
+        } = self;
+        let (channels, fir_len) = (*channels, *fir_len);
+        let n = channels * frames;
+        let block = channels * *max_frames;
+        let ns = 2 * channels * realizations.len();
+        // SAFETY: `base` points to a staging slot of `block + ns + fir_len` floats in the
+        // pinned allocation; these views only hand its addresses to the asynchronous copies
+        // below, and the host touches that slot again only after the stream is synchronised.
+        let (host_block, host_states, host_hist) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(base, n),
+                std::slice::from_raw_parts_mut(base.add(block), ns),
+                std::slice::from_raw_parts_mut(base.add(block + ns), fir_len),
+            )
+        };
+        stream.memcpy_htod(&*host_block, &mut work.slice_mut(..n))?;
+        if ns > 0 {
+            stream.memcpy_htod(&*host_states, &mut states.slice_mut(..ns))?;
+        }
+        if fir_len > 0 {
+            stream.memcpy_htod(&*host_hist, &mut history.slice_mut(..fir_len))?;
+        }
+        let mut state_base = 0usize;
+        for plan in plans.iter() {
+            match *plan {
+                Plan::Sos { first, count } => {
+                    if count == 0 {
+                        continue;
+                    }
+                    let p = SosParams {
+                        frames: frames as u32,
+                        chunk_len: chunk_len as u32,
+                        chunks: chunks as u32,
+                        stride: frames as u32,
+                        first: first as u32,
+                        count: count as u32,
+                        state_base: state_base as u32,
+                        channels: channels as u32,
+                    };
+                    state_base += channels * count;
+                    if chunks == 1 {
+                        let cfg = LaunchConfig {
+                            grid_dim: ((channels as u32).div_ceil(CHANNEL_THREADS), 1, 1),
+                            block_dim: (CHANNEL_THREADS, 1, 1),
+                            shared_mem_bytes: 0,
+                        };
+                        let mut launch = stream.launch_builder(&dev.sos_channels);
+                        launch.arg(&p).arg(&mut *work).arg(&*sections).arg(&mut *states);
+                        // SAFETY: the arguments match ferrofx_sos_channels(fx_sos_params,
+                        // float*, const fx_section*, fx_vec2*); `work` holds channels x
+                        // frames, `sections` every section, `states` 2 floats per section
+                        // and channel, the indices the kernel forms from `p`.
+                        unsafe { launch.launch(cfg) }?;
+                    } else {
+                        let cfg = LaunchConfig { grid_dim: (channels as u32, 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+                        let mut launch = stream.launch_builder(&dev.sos_scan);
+                        launch.arg(&p).arg(&mut *work).arg(&*sections).arg(&*tables).arg(&mut *states);
+                        // SAFETY: as above for ferrofx_sos_scan, plus `tables` with
+                        // SCAN_STEPS 2x2 entries per section; chunks <= 256 threads.
+                        unsafe { launch.launch(cfg) }?;
+                    }
+                }
+                Plan::Fir { tap_base, taps: count, hist_base, fft } => {
+                    let p = FirParams {
+                        frames: frames as u32,
+                        taps: count as u32,
+                        stride: frames as u32,
+                        tap_base: tap_base as u32,
+                        hist_base: hist_base as u32,
+                        channels: channels as u32,
+                        pad0: 0,
+                        pad1: 0,
+                    };
+                    if let Some(plan) = fft {
+                        let fp = FftParams {
+                            n: (2 * plan.part) as u32,
+                            tw_scale: (*n_max / (2 * plan.part)) as u32,
+                            part: plan.part as u32,
+                            pcount: plan.pcount as u32,
+                            segs: (frames.div_ceil(plan.part) + plan.pcount) as u32,
+                            outs: frames.div_ceil(plan.part) as u32,
+                            taps: count as u32,
+                            frames: frames as u32,
+                            stride: frames as u32,
+                            hist_base: hist_base as u32,
+                            kernel_base: plan.kernel_base as u32,
+                            channels: channels as u32,
+                            ..FftParams::default()
+                        };
+                        enqueue_fft(dev, stream, &fp, plan.log2n, work, history, kernel, twiddles, spec_a, spec_b, tmp)?;
+                    } else {
+                        let cfg = LaunchConfig {
+                            grid_dim: ((frames as u32).div_ceil(BLOCK_THREADS), channels as u32, 1),
+                            block_dim: (BLOCK_THREADS, 1, 1),
+                            shared_mem_bytes: 0,
+                        };
+                        let mut launch = stream.launch_builder(&dev.fir_direct);
+                        launch.arg(&p).arg(&*work).arg(&*taps).arg(&*history).arg(&mut *tmp);
+                        // SAFETY: the arguments match ferrofx_fir_direct(fx_fir_params,
+                        // const float*, const float*, const float*, float*); every buffer
+                        // covers the indices the kernel forms from `p` (checked when built).
+                        unsafe { launch.launch(cfg) }?;
+                    }
+                    let hist = count - 1;
+                    if hist > 0 {
+                        let cfg = LaunchConfig {
+                            grid_dim: ((hist as u32).div_ceil(BLOCK_THREADS), channels as u32, 1),
+                            block_dim: (BLOCK_THREADS, 1, 1),
+                            shared_mem_bytes: 0,
+                        };
+                        let mut launch = stream.launch_builder(&dev.fir_history);
+                        launch.arg(&p).arg(&*work).arg(&*history).arg(&mut *hist_out);
+                        // SAFETY: as above for ferrofx_fir_history.
+                        unsafe { launch.launch(cfg) }?;
+                    }
+                    stream.memcpy_dtod(&tmp.slice(..n), &mut work.slice_mut(..n))?;
+                    if hist > 0 {
+                        let range = hist_base..hist_base + channels * hist;
+                        stream.memcpy_dtod(&hist_out.slice(range.clone()), &mut history.slice_mut(range))?;
+                    }
+                }
+            }
+        }
+        stream.memcpy_dtoh(&work.slice(..n), host_block)?;
+        if ns > 0 {
+            stream.memcpy_dtoh(&states.slice(..ns), host_states)?;
+        }
+        if fir_len > 0 {
+            stream.memcpy_dtoh(&history.slice(..fir_len), host_hist)?;
+        }
+        Ok(())
+    }
+}
+
+/// One FFT-partitioned FIR stage's launches: segments, the forward FFT passes, the
+/// multiply-accumulate with the partitions' spectra, the inverse passes, extract into
+/// `out` (kernels/fft_fir.cu; the per-thread math is tested on the host).
+#[allow(clippy::too_many_arguments)]
+fn enqueue_fft(
+    dev: &CudaDevice,
+    stream: &Arc<CudaStream>,
+    p: &FftParams,
+    log2n: usize,
+    work: &CudaSlice<f32>,
+    history: &CudaSlice<f32>,
+    kernel: &CudaSlice<f32>,
+    twiddles: &CudaSlice<f32>,
+    spec_a: &mut CudaSlice<f32>,
+    spec_b: &mut CudaSlice<f32>,
+    out: &mut CudaSlice<f32>,
+) -> Result<(), CudaError> {
+    let cfg = |x: u32, y: u32, z: u32| LaunchConfig { grid_dim: (x, y, z), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
+    let n = p.n;
+    let mut launch = stream.launch_builder(&dev.fft_segments);
+    launch.arg(p).arg(work).arg(history).arg(&mut *spec_a);
+    // SAFETY: ferrofx_fft_segments(fx_fft_params, const float*, const float*, fx_vec2*):
+    // `spec_a` holds channels x segs x n points (sized for the largest block when built).
+    unsafe { launch.launch(cfg(n / BLOCK_THREADS, p.segs, p.channels)) }?;
+    // `in_a`: the data is in spec_a.
+    let mut in_a = true;
+    for inverse in [false, true] {
+        let rows = p.channels * if inverse { p.outs } else { p.segs };
+        for q in 1..=log2n {
+            let stage = FftParams { half_span: 1 << (q - 1), r: n >> q, ..*p };
+            let (src, dst) = if in_a { (&*spec_a, &mut *spec_b) } else { (&*spec_b, &mut *spec_a) };
+            let mut launch = stream.launch_builder(&dev.fft_pass);
+            launch.arg(&stage).arg(twiddles).arg(src).arg(dst);
+            // SAFETY: ferrofx_fft_pass(fx_fft_params, const fx_vec2*, const fx_vec2*,
+            // fx_vec2*): `rows` transforms of n points in each buffer, n/2 twiddles x scale.
+            unsafe { launch.launch(cfg((n / 2).div_ceil(BLOCK_THREADS), rows, 1)) }?;
+            in_a = !in_a;
+        }
+        if !inverse {
+            let (src, dst) = if in_a { (&*spec_a, &mut *spec_b) } else { (&*spec_b, &mut *spec_a) };
+            let mut launch = stream.launch_builder(&dev.fft_mac);
+            launch.arg(p).arg(src).arg(kernel).arg(dst);
+            // SAFETY: ferrofx_fft_mac(fx_fft_params, const fx_vec2*, const fx_vec2*,
+            // fx_vec2*): the stage's pcount x n kernel bins from kernel_base.
+            unsafe { launch.launch(cfg(n / BLOCK_THREADS, p.outs, p.channels)) }?;
+            in_a = !in_a;
+        }
+    }
+    let src = if in_a { &*spec_a } else { &*spec_b };
+    let mut launch = stream.launch_builder(&dev.fft_extract);
+    launch.arg(p).arg(src).arg(out);
+    // SAFETY: ferrofx_fft_extract(fx_fft_params, const fx_vec2*, float*): `out` holds
+    // channels x frames samples at stride `frames`.
+    unsafe { launch.launch(cfg(p.part.div_ceil(BLOCK_THREADS), p.outs, p.channels)) }?;
+    Ok(())
+}

@@ -1,0 +1,325 @@
+//! [`CudaChain`]: a designed chain's device buffers and launch plan for one channel count
+//! and largest block, and one job's round trip: the block and its state written to
+//! pinned host memory, uploaded, run through the stages' kernels, downloaded. The
+//! upload, kernels and download of a block length (and staging slot) are captured once
+//! as a CUDA graph and replayed per job; scan tables live in device buffers the graph
+//! reads, so a new block length rewrites them without touching the graphs of other
+//! lengths.
+//!
+//! Construction and the job API are here; `staging.rs` holds the pinned slots and the
+//! state hand-over, `launch.rs` the kernels' parameters, the graphs and the launches.
+
+mod launch;
+mod staging;
+
+use super::{sequential_max_frames, CudaDevice, CudaError, DIRECT_MAX_TAPS, MAX_CUDA_FIR_TAPS};
+use crate::chain::{DesignedChain, DesignedStage};
+use crate::engine::ChainState;
+use crate::gpu::realize::{fft_partition_for, partition_spectra, realize_cascade, Realization, SCAN_STEPS};
+use crate::gpu::GpuError;
+use cudarc::driver::{CudaSlice, CudaStream, PinnedHostSlice};
+use launch::Graph;
+use std::sync::Arc;
+
+/// An FFT-partitioned FIR stage: partitions of `part` taps, FFTs of `2 part` points.
+#[derive(Clone, Copy)]
+struct FftPlan {
+    part: usize,
+    pcount: usize,
+    log2n: usize,
+    /// This stage's first bin in the kernel spectra.
+    kernel_base: usize,
+}
+
+enum Plan {
+    Sos { first: usize, count: usize },
+    Fir { tap_base: usize, taps: usize, hist_base: usize, fft: Option<FftPlan> },
+}
+
+/// A designed chain on a CUDA device for `channels` channels and blocks of up to
+/// `max_frames` frames.
+pub struct CudaChain {
+    dev: Arc<CudaDevice>,
+    stream: Arc<CudaStream>,
+    channels: usize,
+    max_frames: usize,
+    plans: Vec<Plan>,
+    realizations: Vec<Realization>,
+    work: CudaSlice<f32>,
+    tmp: CudaSlice<f32>,
+    sections: CudaSlice<f32>,
+    tables: CudaSlice<f32>,
+    states: CudaSlice<f32>,
+    taps: CudaSlice<f32>,
+    history: CudaSlice<f32>,
+    hist_out: CudaSlice<f32>,
+    /// The FFT path's buffers (one element where no stage uses it): the partitions'
+    /// spectra, the twiddles of the largest FFT, two spectrum work buffers (complex as
+    /// pairs of floats).
+    kernel: CudaSlice<f32>,
+    twiddles: CudaSlice<f32>,
+    spec_a: CudaSlice<f32>,
+    spec_b: CudaSlice<f32>,
+    n_max: usize,
+    /// Pinned host staging: the block (`channels x max_frames`), then the SOS states
+    /// (2 per section and channel), then the FIR histories.
+    pinned: PinnedHostSlice<f32>,
+    fir_len: usize,
+    table_chunk_len: usize,
+    table_scratch: Vec<f32>,
+    sequential_max: usize,
+    /// Captured graphs by block length; `None` once capture failed (plain launches then).
+    graphs: Option<Vec<((usize, usize), Graph)>>,
+    graph_note: String,
+}
+
+fn gpu(e: GpuError) -> CudaError {
+    CudaError::Gpu(e)
+}
+
+impl CudaChain {
+    /// Buffers and plan for `chain`, or why it does not run here (a cascade whose float32
+    /// form misses the tolerance, a FIR longer than [`MAX_CUDA_FIR_TAPS`]).
+    pub fn new(dev: &Arc<CudaDevice>, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<CudaChain, CudaError> {
+        let channels = channels.max(1);
+        let max_frames = max_frames.max(1);
+        if channels > 65_535 {
+            return Err(gpu(GpuError::Unsupported { what: format!("{channels} channels") }));
+        }
+        let mut realizations = Vec::new();
+        let mut taps_all: Vec<f32> = Vec::new();
+        let mut plans = Vec::new();
+        let mut fir_len = 0usize;
+        let mut kernel_spectra: Vec<[f32; 2]> = Vec::new();
+        let mut spec_len = 0usize;
+        let sequential_max = sequential_max_frames();
+        for (index, stage) in chain.stages.iter().enumerate() {
+            match stage {
+                DesignedStage::Sos(sections) => {
+                    // Exact or declined: the CPU keeps a cascade float32 would miss.
+                    let delta = realize_cascade(sections, index, max_frames, sequential_max)?;
+                    plans.push(Plan::Sos { first: realizations.len(), count: sections.len() });
+                    realizations.extend(delta);
+                }
+                DesignedStage::Fir(taps) => {
+                    if taps.len() > MAX_CUDA_FIR_TAPS {
+                        return Err(gpu(GpuError::Unsupported {
+                            what: format!(
+                                "stage {index}: a FIR of {} taps (the CUDA backend runs FIRs up to {MAX_CUDA_FIR_TAPS} taps, by direct convolution; the CPU runs longer ones by FFT)",
+                                taps.len()
+                            ),
+                        }));
+                    }
+                    let n = taps.len().max(1);
+                    let fft = (n > DIRECT_MAX_TAPS).then(|| {
+                        let part = fft_partition_for(n);
+                        let plan = FftPlan { part, pcount: n.div_ceil(part), log2n: (2 * part).trailing_zeros() as usize, kernel_base: kernel_spectra.len() };
+                        kernel_spectra.extend(partition_spectra(taps, part));
+                        spec_len = spec_len.max(channels * (max_frames.div_ceil(part) + plan.pcount) * 2 * part);
+                        plan
+                    });
+                    if let Some(plan) = fft {
+                        let rows = channels * (max_frames.div_ceil(plan.part) + plan.pcount);
+                        if rows > 65_535 {
+                            return Err(gpu(GpuError::Unsupported {
+                                what: format!("stage {index}: {rows} FFT segments in one launch (at most 65,535): fewer channels or a shorter block"),
+                            }));
+                        }
+                    }
+                    plans.push(Plan::Fir { tap_base: taps_all.len(), taps: n, hist_base: fir_len, fft });
+                    taps_all.extend(taps.iter().map(|&t| t as f32));
+                    if taps.is_empty() {
+                        taps_all.push(0.0);
+                    }
+                    fir_len += channels * (n - 1);
+                }
+            }
+        }
+        let stream = dev.stream()?;
+        let total = realizations.len();
+        let block = channels * max_frames;
+        let zeros = |n: usize| stream.alloc_zeros::<f32>(n.max(1));
+        let records: Vec<f32> = realizations.iter().flat_map(|r| r.to_gpu().words()).collect();
+        let mut sections = zeros(records.len())?;
+        let mut taps = zeros(taps_all.len())?;
+        if !records.is_empty() {
+            stream.memcpy_htod(&records, &mut sections)?;
+        }
+        if !taps_all.is_empty() {
+            stream.memcpy_htod(&taps_all, &mut taps)?;
+        }
+        let n_max = plans.iter().filter_map(|p| if let Plan::Fir { fft: Some(f), .. } = p { Some(2 * f.part) } else { None }).max().unwrap_or(2);
+        let tw: Vec<f32> = (0..n_max / 2)
+            .flat_map(|m| {
+                let a = -2.0 * std::f64::consts::PI * m as f64 / n_max as f64;
+                [a.cos() as f32, a.sin() as f32]
+            })
+            .collect();
+        let mut twiddles = zeros(tw.len())?;
+        stream.memcpy_htod(&tw, &mut twiddles)?;
+        let flat: Vec<f32> = kernel_spectra.iter().flatten().copied().collect();
+        let mut kernel = zeros(flat.len())?;
+        if !flat.is_empty() {
+            stream.memcpy_htod(&flat, &mut kernel)?;
+        }
+        // SAFETY: page-locked host memory for the staging buffer, two slots so the host
+        // stages one job while the device runs the other. The host reads or writes a slot
+        // only while no copy that uses it is in flight: a slot's job is synchronised
+        // before the slot is read back or reused (`process`, `process_slices`).
+        let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(2 * (block + 2 * channels * total + fir_len)) }?;
+        let chain = CudaChain {
+            work: zeros(block)?,
+            tmp: zeros(block)?,
+            tables: zeros(total * SCAN_STEPS * 4)?,
+            states: zeros(2 * channels * total)?,
+            history: zeros(fir_len)?,
+            hist_out: zeros(fir_len)?,
+            spec_a: zeros(2 * spec_len)?,
+            spec_b: zeros(2 * spec_len)?,
+            kernel,
+            twiddles,
+            n_max,
+            sections,
+            taps,
+            pinned,
+            dev: dev.clone(),
+            stream,
+            channels,
+            max_frames,
+            plans,
+            realizations,
+            fir_len,
+            table_chunk_len: 0,
+            table_scratch: vec![0.0; total * SCAN_STEPS * 4],
+            sequential_max,
+            graphs: Some(Vec::new()),
+            graph_note: String::new(),
+        };
+        chain.stream.synchronize()?;
+        Ok(chain)
+    }
+
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    pub fn max_frames(&self) -> usize {
+        self.max_frames
+    }
+
+    /// A zeroed state of this chain's shape (the layout of
+    /// [`crate::engine::Engine::new_state`] for the same chain and channels).
+    pub fn new_state(&self) -> ChainState {
+        ChainState { sos: vec![[0.0; 2]; self.channels * self.realizations.len()], fir: vec![0.0; self.fir_len] }
+    }
+
+    /// Blocks up to `frames` take the channel-parallel kernel (tests force either path).
+    pub fn set_sequential_max(&mut self, frames: usize) {
+        self.sequential_max = frames;
+        self.graphs = self.graphs.take().map(|_| Vec::new());
+    }
+
+    /// Replays captured graphs (the default) or launches each kernel; tests compare both.
+    pub fn set_graphs(&mut self, on: bool) {
+        self.graphs = if on { Some(Vec::new()) } else { None };
+    }
+
+    /// Whether jobs replay captured graphs, and why not when they do not.
+    pub fn graph_status(&self) -> (bool, &str) {
+        (self.graphs.is_some(), &self.graph_note)
+    }
+
+    /// Filters `data` (planar, `channels x frames`, `frames <= max_frames`) in place from
+    /// `state`, leaving the end state there. Blocks this thread until the device is done.
+    pub fn process(&mut self, data: &mut [f32], frames: usize, state: &mut ChainState) -> Result<(), CudaError> {
+        let channels = self.channels;
+        if frames == 0 {
+            return Ok(());
+        }
+        if data.len() < channels * frames {
+            return Err(gpu(GpuError::Job {
+                why: format!("{} samples for {channels} channels x {frames} frames (largest block {})", data.len(), self.max_frames),
+            }));
+        }
+        self.check_job(frames, state)?;
+        {
+            let host = self.slot_mut(0)?;
+            host[..channels * frames].copy_from_slice(&data[..channels * frames]);
+        }
+        self.stage_state(0, state)?;
+        self.launch(0, frames)?;
+        self.stream.synchronize()?;
+        let host = self.slot(0)?;
+        data[..channels * frames].copy_from_slice(&host[..channels * frames]);
+        self.read_state(0, state)
+    }
+
+    /// Filters the channel slices (as many frames as the shortest holds) in place, in
+    /// blocks of up to `max_frames`, from `state` (left at the end state). The host's
+    /// copies into and out of pinned memory overlap the device's work: two staging slots
+    /// take turns, so block k+1 is copied in (and block k-1 out) while the device runs
+    /// block k from the other slot.
+    pub fn process_slices(&mut self, buffers: &mut [&mut [f32]], state: &mut ChainState) -> Result<(), CudaError> {
+        let channels = self.channels;
+        let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
+        if buffers.len() != channels {
+            return Err(gpu(GpuError::Job { why: format!("{} channel buffers for a chain of {channels} channels", buffers.len()) }));
+        }
+        if frames == 0 {
+            return Ok(());
+        }
+        self.check_job(1, state)?;
+        let max = self.max_frames;
+        let blocks: Vec<(usize, usize)> = (0..frames).step_by(max).map(|s| (s, max.min(frames - s))).collect();
+        let stage_in = |chain: &mut CudaChain, slot: usize, (start, len): (usize, usize), buffers: &[&mut [f32]]| -> Result<(), CudaError> {
+            let host = chain.slot_mut(slot)?;
+            for (c, b) in buffers.iter().enumerate() {
+                host[c * len..(c + 1) * len].copy_from_slice(&b[start..start + len]);
+            }
+            Ok(())
+        };
+        stage_in(self, 0, blocks[0], buffers)?;
+        self.stage_state(0, state)?;
+        self.launch(0, blocks[0].1)?;
+        for k in 1..=blocks.len() {
+            let (slot, prev) = (k % 2, (k - 1) % 2);
+            if k < blocks.len() {
+                // Overlaps the device's work on block k-1.
+                stage_in(self, slot, blocks[k], buffers)?;
+            }
+            self.stream.synchronize()?;
+            self.read_state(prev, state)?;
+            if k < blocks.len() {
+                self.stage_state(slot, state)?;
+                self.launch(slot, blocks[k].1)?;
+            }
+            // Overlaps the device's work on block k.
+            let (start, len) = blocks[k - 1];
+            let host = self.slot(prev)?;
+            for (c, b) in buffers.iter_mut().enumerate() {
+                b[start..start + len].copy_from_slice(&host[c * len..(c + 1) * len]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a job of `frames` frames from `state` fits this chain.
+    fn check_job(&self, frames: usize, state: &ChainState) -> Result<(), CudaError> {
+        let (channels, total) = (self.channels, self.realizations.len());
+        if frames > self.max_frames {
+            return Err(gpu(GpuError::Job { why: format!("{frames} frames (largest block {})", self.max_frames) }));
+        }
+        if state.sos.len() != channels * total || state.fir.len() != self.fir_len {
+            return Err(gpu(GpuError::Job {
+                why: format!(
+                    "state of {} SOS and {} FIR samples, the chain needs {} and {}",
+                    state.sos.len(),
+                    state.fir.len(),
+                    channels * total,
+                    self.fir_len
+                ),
+            }));
+        }
+        Ok(())
+    }
+}
