@@ -19,6 +19,7 @@ the wheel includes (`torchfx/_csrc`, with `-DWITH_CUDA`, through
 """
 
 import argparse
+import importlib.metadata
 import json
 import sys
 import time
@@ -102,6 +103,7 @@ def main():
         sync()
         return y
 
+    version = importlib.metadata.version("torchfx")
     for name, fn in (("resident", resident), ("round_trip", round_trip)):
         fn()
         ts = []
@@ -112,7 +114,7 @@ def main():
         y = y.detach().cpu().numpy().astype(np.float64)
         err = float(np.max(np.abs(y - want)) / np.max(np.abs(want)))
         print(json.dumps({
-            "engine": "torchfx", "version": __import__("torchfx").__version__ if hasattr(__import__("torchfx"), "__version__") else "?",
+            "engine": "torchfx", "version": version,
             "device": torch.cuda.get_device_name(0) if dev.type == "cuda" else "cpu", "case": name, "workload": "api_chain", "channels": args.channels,
             "frames": frames, "median_s": float(np.median(ts)), "min_s": float(min(ts)), "error_vs_scipy_f64": err,
         }), flush=True)

@@ -73,11 +73,7 @@ FX_GLOBAL void ferrofx_sos_scan(fx_sos_params p, float* work, const fx_section* 
         for (unsigned g = 0; g < segs; g++) {
             fx_seg_load(&p, x, rows, first, lane, g);
             fx_sync();
-            unsigned done = g * FX_SEG;
-            unsigned m = len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
-            for (unsigned k = 0; k < m; k++) {
-                fx_sos_advance_state(&sec, &s, row[k]);
-            }
+            s = fx_samples_end(&sec, s, row, fx_seg_len(len, g));
             fx_sync();
         }
         ends[j] = s;
@@ -103,11 +99,7 @@ FX_GLOBAL void ferrofx_sos_scan(fx_sos_params p, float* work, const fx_section* 
         for (unsigned g = 0; g < segs; g++) {
             fx_seg_load(&p, x, rows, first, lane, g);
             fx_sync();
-            unsigned done = g * FX_SEG;
-            unsigned m = len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
-            for (unsigned k = 0; k < m; k++) {
-                row[k] = fx_sos_step(&sec, &s, row[k]);
-            }
+            s = fx_samples_run(&sec, s, row, fx_seg_len(len, g));
             fx_sync();
             fx_seg_store(&p, x, rows, first, lane, g);
             fx_sync();

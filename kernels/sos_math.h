@@ -79,6 +79,29 @@ FX_HD fx_vec2 fx_scan_combine(const float* m, fx_vec2 mine, fx_vec2 earlier) {
  * fx_sos_step's, sample by sample, in order: batching changes no rounding. */
 #define FX_BATCH 16
 
+/* The state after v[0..m) from state s (pass 1's arithmetic). */
+FX_HD fx_vec2 fx_samples_end(const fx_section* sec, fx_vec2 s, const float* v, unsigned m) {
+    for (unsigned k = 0; k < m; k++) {
+        fx_sos_advance_state(sec, &s, v[k]);
+    }
+    return s;
+}
+
+/* v[0..m) in place from state s; returns the state after them. */
+FX_HD fx_vec2 fx_samples_run(const fx_section* sec, fx_vec2 s, float* v, unsigned m) {
+    for (unsigned k = 0; k < m; k++) {
+        v[k] = fx_sos_step(sec, &s, v[k]);
+    }
+    return s;
+}
+
+/* x[n..n + FX_BATCH) into registers, the loads issued together. */
+FX_HD void fx_batch_load(float* v, const float* x, unsigned n) {
+    for (unsigned k = 0; k < FX_BATCH; k++) {
+        v[k] = x[n + k];
+    }
+}
+
 /* Pass 1: the end state of x[start..end) from state s. The section is copied into
  * registers first (its coefficients are reloaded otherwise: `x` might alias them). */
 FX_HD fx_vec2 fx_chunk_end(const fx_section* sec_in, fx_vec2 s, const float* x, unsigned start, unsigned end) {
@@ -86,17 +109,10 @@ FX_HD fx_vec2 fx_chunk_end(const fx_section* sec_in, fx_vec2 s, const float* x, 
     unsigned n = start;
     for (; n + FX_BATCH <= end; n += FX_BATCH) {
         float v[FX_BATCH];
-        for (unsigned k = 0; k < FX_BATCH; k++) {
-            v[k] = x[n + k];
-        }
-        for (unsigned k = 0; k < FX_BATCH; k++) {
-            fx_sos_advance_state(&sec, &s, v[k]);
-        }
+        fx_batch_load(v, x, n);
+        s = fx_samples_end(&sec, s, v, FX_BATCH);
     }
-    for (; n < end; n++) {
-        fx_sos_advance_state(&sec, &s, x[n]);
-    }
-    return s;
+    return fx_samples_end(&sec, s, x + n, end - n);
 }
 
 /* Pass 3 (and the sequential path): x[start..end) in place from state s; returns the end state. */
@@ -105,20 +121,13 @@ FX_HD fx_vec2 fx_chunk_run(const fx_section* sec_in, fx_vec2 s, float* x, unsign
     unsigned n = start;
     for (; n + FX_BATCH <= end; n += FX_BATCH) {
         float v[FX_BATCH];
-        for (unsigned k = 0; k < FX_BATCH; k++) {
-            v[k] = x[n + k];
-        }
-        for (unsigned k = 0; k < FX_BATCH; k++) {
-            v[k] = fx_sos_step(&sec, &s, v[k]);
-        }
+        fx_batch_load(v, x, n);
+        s = fx_samples_run(&sec, s, v, FX_BATCH);
         for (unsigned k = 0; k < FX_BATCH; k++) {
             x[n + k] = v[k];
         }
     }
-    for (; n < end; n++) {
-        x[n] = fx_sos_step(&sec, &s, x[n]);
-    }
-    return s;
+    return fx_samples_run(&sec, s, x + n, end - n);
 }
 
 /* The scan kernel's staging of chunk segments through shared memory. Thread j runs
@@ -144,6 +153,12 @@ FX_HD unsigned fx_seg_index(const fx_sos_params* p, unsigned first, unsigned lan
     unsigned n = (first + row) * p->chunk_len + pos;
     *slot = row * FX_ROW + e;
     return (pos < p->chunk_len && n < p->frames) ? n : p->frames;
+}
+
+/* Samples of segment `seg` in a chunk of `len` samples (0 past its end). */
+FX_HD unsigned fx_seg_len(unsigned len, unsigned seg) {
+    unsigned done = seg * FX_SEG;
+    return len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
 }
 
 #endif

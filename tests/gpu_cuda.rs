@@ -211,19 +211,7 @@ fn the_offload_worker_runs_cuda_jobs_and_matches_the_cpu() {
         off.process(&mut bufs).unwrap();
         std::thread::sleep(std::time::Duration::from_micros(500));
     }
-    let mut cpu = Engine::with_options(&designed, 2, BLOCK, OFFLOAD_ENGINE_OPTIONS);
-    let mut y = input;
-    let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..]).collect();
-    cpu.process(&mut s);
-    let delayed: Vec<Vec<f32>> = y
-        .into_iter()
-        .map(|c| {
-            let mut d = vec![0.0f32; BLOCK];
-            d.extend_from_slice(&c[..frames - BLOCK]);
-            d
-        })
-        .collect();
-    let e = rel_error(&out, &delayed);
+    let e = rel_error(&out, &cpu_one_block_late(&designed, input, BLOCK));
     println!("offload on cuda: {:?}, error {e:.2e}", off.stats());
     assert!(e <= TIME_TOLERANCE, "{e:.3e}");
     assert!(!off.worker_lost());
@@ -256,19 +244,23 @@ fn auto_stream(
             std::thread::sleep(wait);
         }
     }
-    let mut cpu = Engine::with_options(designed, channels, block, OFFLOAD_ENGINE_OPTIONS);
-    let mut y = input;
-    let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..]).collect();
+    (stream.decision(), stream.stats(), rel_error(&out, &cpu_one_block_late(designed, input, block)))
+}
+
+/// `input` through the offload's CPU engine, delayed by one block of `block` frames (the
+/// offload's latency): what an offloaded stream must equal.
+fn cpu_one_block_late(designed: &DesignedChain, mut input: Vec<Vec<f32>>, block: usize) -> Vec<Vec<f32>> {
+    let mut cpu = Engine::with_options(designed, input.len(), block, OFFLOAD_ENGINE_OPTIONS);
+    let mut s: Vec<&mut [f32]> = input.iter_mut().map(|c| &mut c[..]).collect();
     cpu.process(&mut s);
-    let delayed: Vec<Vec<f32>> = y
+    input
         .into_iter()
         .map(|c| {
             let mut d = vec![0.0f32; block];
-            d.extend_from_slice(&c[..frames - block]);
+            d.extend_from_slice(&c[..c.len() - block]);
             d
         })
-        .collect();
-    (stream.decision(), stream.stats(), rel_error(&out, &delayed))
+        .collect()
 }
 
 /// The decision is the one its own figures call for (the router's rules, restated).

@@ -20,6 +20,13 @@ void fx_host_sos_channels(fx_sos_params p, float* work, const fx_section* sectio
     }
 }
 
+/* Samples in chunk `j` (its last one may be short; past the block, none). */
+static unsigned chunk_len_of(const fx_sos_params* p, unsigned j) {
+    unsigned start = j * p->chunk_len < p->frames ? j * p->chunk_len : p->frames;
+    unsigned end = start + p->chunk_len < p->frames ? start + p->chunk_len : p->frames;
+    return end - start;
+}
+
 /* ferrofx_sos_scan's staging: every warp's rows filled from segment `seg` of its
  * chunks (fx_seg_load), or written back (fx_seg_store), lane by lane and round by round. */
 static void fx_host_seg_move(const fx_sos_params* p, float* x, float* tile, unsigned seg, int store) {
@@ -62,13 +69,7 @@ void fx_host_sos_scan(fx_sos_params p, float* work, const fx_section* sections, 
             for (unsigned g = 0; g < segs; g++) {
                 fx_host_seg_move(&p, x, tile, g, 0);
                 for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
-                    unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
-                    unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
-                    unsigned len = end - start, done = g * FX_SEG;
-                    unsigned m = len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
-                    for (unsigned k = 0; k < m; k++) {
-                        fx_sos_advance_state(&sec, &s[j], tile[j * FX_ROW + k]);
-                    }
+                    s[j] = fx_samples_end(&sec, s[j], &tile[j * FX_ROW], fx_seg_len(chunk_len_of(&p, j), g));
                 }
             }
             memcpy(ends, s, sizeof ends);
@@ -89,13 +90,7 @@ void fx_host_sos_scan(fx_sos_params p, float* work, const fx_section* sections, 
             for (unsigned g = 0; g < segs; g++) {
                 fx_host_seg_move(&p, x, tile, g, 0);
                 for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
-                    unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
-                    unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
-                    unsigned len = end - start, done = g * FX_SEG;
-                    unsigned m = len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
-                    for (unsigned k = 0; k < m; k++) {
-                        tile[j * FX_ROW + k] = fx_sos_step(&sec, &s[j], tile[j * FX_ROW + k]);
-                    }
+                    s[j] = fx_samples_run(&sec, s[j], &tile[j * FX_ROW], fx_seg_len(chunk_len_of(&p, j), g));
                 }
                 fx_host_seg_move(&p, x, tile, g, 1);
             }

@@ -101,12 +101,6 @@ impl Layout {
     }
 }
 
-/// The levels of the fixed layout (see [`Layout::fixed`]).
-#[cfg(test)]
-fn levels(taps: usize, b: usize) -> Vec<(usize, usize, usize)> {
-    Layout::fixed(taps, b).levels(taps)
-}
-
 /// Head size of the partitioned path chosen by [`choose_mode`].
 const DEFAULT_HEAD: usize = 128;
 

@@ -425,7 +425,6 @@ impl Partitioned {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dsp::fir::levels;
 
     #[test]
     fn keep_real_part_leaves_the_spectrum_of_the_real_channel() {
@@ -452,7 +451,7 @@ mod tests {
                 if b >= taps {
                     continue;
                 }
-                let lv = levels(taps, b);
+                let lv = Layout::fixed(taps, b).levels(taps);
                 let mut next = b;
                 for &(block, first, parts) in &lv {
                     assert_eq!(first, next, "taps {taps} b {b}: {lv:?}");

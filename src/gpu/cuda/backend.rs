@@ -51,9 +51,8 @@ impl Backend for CudaBackend {
 
 impl Executor for CudaChain {
     fn execute(&mut self, job: &mut Job) -> Result<(), ExecError> {
-        let n = job.channels * job.frames;
-        job.output[..n].copy_from_slice(&job.input[..n]);
-        self.process(&mut job.output[..n], job.frames, &mut job.state).map_err(|e| match e {
+        // Straight from the job's input to the pinned slot and back into its output.
+        self.process_into(&job.input, &mut job.output, job.frames, &mut job.state).map_err(|e| match e {
             CudaError::Driver(d) => ExecError::DeviceLost(d.to_string()),
             other => ExecError::Failed(other.to_string()),
         })

@@ -232,26 +232,42 @@ impl CudaChain {
     /// Filters `data` (planar, `channels x frames`, `frames <= max_frames`) in place from
     /// `state`, leaving the end state there. Blocks this thread until the device is done.
     pub fn process(&mut self, data: &mut [f32], frames: usize, state: &mut ChainState) -> Result<(), CudaError> {
-        let channels = self.channels;
+        let n = self.job(data, frames, state)?;
+        data[..n].copy_from_slice(&self.slot(0)?[..n]);
+        Ok(())
+    }
+
+    /// Filters `input` (planar, `channels x frames`) into `output` from `state`, leaving
+    /// the end state there; `output` needs `channels x frames` samples. Blocks this thread
+    /// until the device is done.
+    pub fn process_into(&mut self, input: &[f32], output: &mut [f32], frames: usize, state: &mut ChainState) -> Result<(), CudaError> {
+        let n = self.job(input, frames, state)?;
+        let Some(out) = output.get_mut(..n) else {
+            return Err(gpu(GpuError::Job { why: format!("an output of {} samples for {n}", output.len()) }));
+        };
+        out.copy_from_slice(&self.slot(0)?[..n]);
+        Ok(())
+    }
+
+    /// One synchronous job from slot 0: `input` and `state` staged, run, the end state
+    /// read back; the output is the slot's first `channels x frames` samples (returned).
+    fn job(&mut self, input: &[f32], frames: usize, state: &mut ChainState) -> Result<usize, CudaError> {
+        let n = self.channels * frames;
         if frames == 0 {
-            return Ok(());
+            return Ok(0);
         }
-        if data.len() < channels * frames {
+        if input.len() < n {
             return Err(gpu(GpuError::Job {
-                why: format!("{} samples for {channels} channels x {frames} frames (largest block {})", data.len(), self.max_frames),
+                why: format!("{} samples for {} channels x {frames} frames (largest block {})", input.len(), self.channels, self.max_frames),
             }));
         }
         self.check_job(frames, state)?;
-        {
-            let host = self.slot_mut(0)?;
-            host[..channels * frames].copy_from_slice(&data[..channels * frames]);
-        }
+        self.slot_mut(0)?[..n].copy_from_slice(&input[..n]);
         self.stage_state(0, state)?;
         self.launch(0, frames)?;
         self.stream.synchronize()?;
-        let host = self.slot(0)?;
-        data[..channels * frames].copy_from_slice(&host[..channels * frames]);
-        self.read_state(0, state)
+        self.read_state(0, state)?;
+        Ok(n)
     }
 
     /// Filters the channel slices (as many frames as the shortest holds) in place, in
