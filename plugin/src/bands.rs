@@ -662,10 +662,23 @@ impl Equaliser {
         let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
         let mut done = 0;
         while done < frames {
-            if self.since_redesign == 0 {
+            let stepped = self.since_redesign == 0;
+            if stepped {
                 self.step_parameters();
             }
-            let n = (frames - done).min(REDESIGN_INTERVAL - self.since_redesign).min(self.max_block);
+            let mut n = (frames - done).min(REDESIGN_INTERVAL - self.since_redesign).min(self.max_block);
+            if stepped && !self.svf_mode {
+                // Settled. Targets and dynamic gains change only between calls, so the
+                // steps at this call's later intervals would change nothing but the time
+                // since each band's last matched design (counted on here as they would):
+                // the cascade runs the rest of the call at once, with the same output
+                // (its pipeline fills and drains once instead of every interval).
+                n = (frames - done).min(self.max_block);
+                let skipped = (n - 1) / REDESIGN_INTERVAL;
+                for since in self.since_matched.iter_mut() {
+                    *since = since.saturating_add(skipped * REDESIGN_INTERVAL);
+                }
+            }
             if self.svf_mode {
                 self.svf.process_at(buffers, done, n);
             } else {

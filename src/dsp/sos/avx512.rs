@@ -124,6 +124,156 @@ pub(super) fn section_lanes_avx512<const C: usize, const N: usize>(
     }
 }
 
+/// Most vectors of section lanes [`section_lanes_multi_avx512`] runs side by side: three
+/// keep the FMA units busy while each vector waits on its own recurrence (measured with
+/// `examples/sos_probe.rs`, see docs/perf.md).
+pub(super) const LANE_VECTORS: usize = 3;
+
+/// One or two channels with AVX-512, the sections in the lanes of up to `V` vectors side
+/// by side (lane `g = k * C + ch` of the chunk, vector `g / 8`, is section `k` of channel
+/// `ch`), time-skewed by two frames per section as in [`section_lanes_avx512`]. A
+/// vector's first lanes take the previous vector's last section's output through a
+/// two-source permute, so the `V` vectors of one iteration are independent and their
+/// recurrences overlap: one vector alone leaves the FMA units idle for most of each
+/// section's two-FMA recurrence. The pipeline fills and drains in the same vector code,
+/// with the lanes of sections that have no frame in an iteration masked off (their
+/// state kept). The five operations per section are those of every other kernel, in the
+/// same order: the results are bit-identical. `c.len() * C` lanes must need exactly `V`
+/// vectors; `data` is the chunk's interleaved frames, filtered in place.
+#[target_feature(enable = "avx512f,avx512vl,fma")]
+pub(super) fn section_lanes_multi_avx512<const C: usize, const V: usize>(
+    c: &[SosCoefs],
+    s1: &mut [[f64; 8]; V],
+    s2: &mut [[f64; 8]; V],
+    data: &mut [[f64; C]],
+) {
+    use std::arch::x86_64::*;
+    // Frames of skew per section: with one vector, two (the permute off the recurrence's
+    // path, as in `section_lanes_avx512`); with more, the vectors' recurrences overlap
+    // and a skew of one halves the frames spent filling and draining (measured faster).
+    let skew: usize = if V == 1 { 2 } else { 1 };
+    let sections = c.len();
+    let n = data.len();
+    assert!(C <= 2 && sections >= 1 && sections * C <= 8 * V && sections * C > 8 * (V - 1), "lanes and vectors");
+    if n == 0 {
+        return;
+    }
+    let fill = skew * (sections - 1);
+    let mut coef = [[[0.0f64; 8]; 5]; V];
+    for (k, ck) in c.iter().enumerate() {
+        for ch in 0..C {
+            let g = k * C + ch;
+            let (j, l) = (g / 8, g % 8);
+            coef[j][0][l] = ck.b0;
+            coef[j][1][l] = ck.b1;
+            coef[j][2][l] = ck.b2;
+            coef[j][3][l] = ck.a1;
+            coef[j][4][l] = ck.a2;
+        }
+    }
+    // Lane `l` of the first vector takes lane `l - C` (lanes below `C`: the input); of
+    // the others, lane `l - C` of the same vector or, below `C`, lane `8 - C + l` of the
+    // previous one (indices from 8 select the permute's second source).
+    let mut first = [0i64; 8];
+    let mut next = [0i64; 8];
+    for l in 0..8 {
+        first[l] = l.saturating_sub(C) as i64;
+        next[l] = if l < C { (8 - C + l) as i64 } else { (8 + l - C) as i64 };
+    }
+    // The last section's lanes, in the last vector.
+    let last_lane = ((sections - 1) * C - 8 * (V - 1)) as i64;
+    // Lanes of the sections with a frame in iteration `t` (section `k` works on frame
+    // `t - skew k`, which must lie in `0..n`), as a bit per lane of the whole chunk.
+    let active = |t: usize| -> u64 {
+        let lo = if t >= n { (t - n) / skew + 1 } else { 0 };
+        let hi = (t / skew).min(sections - 1) + 1;
+        if lo >= hi {
+            0
+        } else {
+            ((1u64 << (hi * C)) - 1) & !((1u64 << (lo * C)) - 1)
+        }
+    };
+    let in_mask: __mmask8 = ((1u32 << C) - 1) as __mmask8;
+    // SAFETY: vector loads and stores use `[f64; 8]` arrays, or exactly the `C` values
+    // of frame `t < n` (input: masked load of the first `C` lanes) and of frame
+    // `t - fill < n` (output: the last section's lanes permuted to the first `C`, then a
+    // 64- or 128-bit store); `data` holds `n` frames of `C` values. The target features
+    // are enabled on this function, called only after detection.
+    unsafe {
+        let load = |a: &[f64; 8]| _mm512_loadu_pd(a.as_ptr());
+        let b0: [__m512d; V] = std::array::from_fn(|j| load(&coef[j][0]));
+        let b1: [__m512d; V] = std::array::from_fn(|j| load(&coef[j][1]));
+        let b2: [__m512d; V] = std::array::from_fn(|j| load(&coef[j][2]));
+        let a1: [__m512d; V] = std::array::from_fn(|j| load(&coef[j][3]));
+        let a2: [__m512d; V] = std::array::from_fn(|j| load(&coef[j][4]));
+        let mut sv1: [__m512d; V] = std::array::from_fn(|j| load(&s1[j]));
+        let mut sv2: [__m512d; V] = std::array::from_fn(|j| load(&s2[j]));
+        let mut y1 = [_mm512_setzero_pd(); V];
+        let mut y2 = [_mm512_setzero_pd(); V];
+        let first = _mm512_loadu_epi64(first.as_ptr());
+        let next = _mm512_loadu_epi64(next.as_ptr());
+        let out_idx = _mm512_add_epi64(_mm512_set1_epi64(last_lane), _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
+        let base = data.as_mut_ptr().cast::<f64>();
+        // One iteration; with a lane mask, the state of the lanes outside it is kept.
+        macro_rules! iteration {
+            ($t:expr, $keep:ident $(, $mask:expr)?) => {{
+                let t: usize = $t;
+                let x = if t < n { _mm512_maskz_loadu_pd(in_mask, base.add(t * C)) } else { _mm512_setzero_pd() };
+                let mut y = [_mm512_setzero_pd(); V];
+                for j in 0..V {
+                    let prev = if skew == 1 { &y1 } else { &y2 };
+                    let v = if j == 0 {
+                        _mm512_mask_mov_pd(_mm512_permutexvar_pd(first, prev[0]), in_mask, x)
+                    } else {
+                        _mm512_permutex2var_pd(prev[j - 1], next, prev[j])
+                    };
+                    let p1 = _mm512_fmadd_pd(b1[j], v, sv2[j]);
+                    let p2 = _mm512_mul_pd(b2[j], v);
+                    let yj = _mm512_fmadd_pd(b0[j], v, sv1[j]);
+                    let n1 = _mm512_fnmadd_pd(a1[j], yj, p1);
+                    let n2 = _mm512_fnmadd_pd(a2[j], yj, p2);
+                    iteration!(@$keep j, n1, n2 $(, $mask)?);
+                    y[j] = yj;
+                }
+                if t >= fill {
+                    let out = _mm512_castpd512_pd128(_mm512_permutexvar_pd(out_idx, y[V - 1]));
+                    if C == 1 {
+                        _mm_store_sd(base.add(t - fill), out);
+                    } else {
+                        _mm_storeu_pd(base.add((t - fill) * C), out);
+                    }
+                }
+                y2 = y1;
+                y1 = y;
+            }};
+            (@all $j:ident, $n1:ident, $n2:ident) => {{
+                sv1[$j] = $n1;
+                sv2[$j] = $n2;
+            }};
+            (@masked $j:ident, $n1:ident, $n2:ident, $mask:expr) => {{
+                let k = ($mask >> (8 * $j)) as __mmask8;
+                sv1[$j] = _mm512_mask_blend_pd(k, sv1[$j], $n1);
+                sv2[$j] = _mm512_mask_blend_pd(k, sv2[$j], $n2);
+            }};
+        }
+        for t in 0..fill {
+            let m = active(t);
+            iteration!(t, masked, m);
+        }
+        for t in fill..n {
+            iteration!(t, all);
+        }
+        for t in n.max(fill)..n + fill {
+            let m = active(t);
+            iteration!(t, masked, m);
+        }
+        for j in 0..V {
+            _mm512_storeu_pd(s1[j].as_mut_ptr(), sv1[j]);
+            _mm512_storeu_pd(s2[j].as_mut_ptr(), sv2[j]);
+        }
+    }
+}
+
 wavefront!(wavefront_avx512, 8, __m512d, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_fnmadd_pd, _mm512_mul_pd, _mm512_setzero_pd, "avx512f,avx512vl,fma");
 
 /// 8 channels x 8 frames with AVX-512: 8 conversions and 24 shuffles per tile

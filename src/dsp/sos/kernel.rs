@@ -71,6 +71,58 @@ fn run_chunk<const L: usize, const N: usize, A: MulAdd>(
     }
 }
 
+/// One chunk of sections over one or two channels (`C`) in the lanes of as many AVX-512
+/// vectors as it needs (at most [`avx512::LANE_VECTORS`]), state loaded from and stored
+/// back to `state` like [`run_chunk`]. Reached only from the AVX-512 entry point.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn run_lanes<const C: usize>(
+    coefs: &[SosCoefs],
+    state: &mut [[f64; 2]],
+    first_channel: usize,
+    lanes: usize,
+    first_section: usize,
+    sections: usize,
+    data: &mut [[f64; C]],
+) {
+    fn run<const C: usize, const V: usize>(
+        coefs: &[SosCoefs],
+        state: &mut [[f64; 2]],
+        first_channel: usize,
+        lanes: usize,
+        first_section: usize,
+        sections: usize,
+        data: &mut [[f64; C]],
+    ) {
+        let (mut s1, mut s2) = ([[0.0f64; 8]; V], [[0.0f64; 8]; V]);
+        for ch in 0..lanes {
+            let st = &state[(first_channel + ch) * sections + first_section..][..coefs.len()];
+            for (k, s) in st.iter().enumerate() {
+                let g = k * C + ch;
+                s1[g / 8][g % 8] = s[0];
+                s2[g / 8][g % 8] = s[1];
+            }
+        }
+        // SAFETY: `run_lanes` is only called from the AVX-512 entry point, reached after
+        // run-time detection of AVX-512F/VL and FMA; `V` is the vector count the chunk's
+        // lanes need (the caller's match).
+        unsafe { avx512::section_lanes_multi_avx512::<C, V>(coefs, &mut s1, &mut s2, data) };
+        for ch in 0..lanes {
+            let st = &mut state[(first_channel + ch) * sections + first_section..][..coefs.len()];
+            for (k, s) in st.iter_mut().enumerate() {
+                let g = k * C + ch;
+                *s = [s1[g / 8][g % 8], s2[g / 8][g % 8]];
+            }
+        }
+    }
+    match (coefs.len() * C).div_ceil(8) {
+        0 => {}
+        1 => run::<C, 1>(coefs, state, first_channel, lanes, first_section, sections, data),
+        2 => run::<C, 2>(coefs, state, first_channel, lanes, first_section, sections, data),
+        _ => run::<C, 3>(coefs, state, first_channel, lanes, first_section, sections, data),
+    }
+}
+
 /// Which explicit-vector wavefront kernel the caller's instruction set allows.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Wave {
@@ -399,6 +451,18 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
         // the 32 registers, coefficients are reloaded and values copied every frame
         // (`examples/sos_probe.rs`, 8 and 12 channels: 1.15-1.3x slower at 8 to 15
         // sections). The arithmetic per section is the same either way.
+        #[cfg(target_arch = "x86_64")]
+        if wave == Wave::Avx512 && L <= 2 && sections * L > 8 {
+            // One or two channels: sections in the lanes of up to three vectors at once.
+            let (frames, _) = data.as_flattened_mut().as_chunks_mut::<L>();
+            let m = avx512::LANE_VECTORS * 8 / L;
+            for (ci, chunk) in coefs.chunks(m).enumerate() {
+                run_lanes::<L>(chunk, state, first_channel, lanes, ci * m, sections, frames);
+            }
+            scatter(wave, data, bufs, t0);
+            t0 += n;
+            continue;
+        }
         let m = if L == 1 { M } else { M.min(4) };
         for (ci, chunk) in coefs.chunks(m).enumerate() {
             let first_section = ci * m;
