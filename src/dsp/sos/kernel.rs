@@ -71,12 +71,15 @@ fn run_chunk<const L: usize, const N: usize, A: MulAdd>(
     }
 }
 
-/// One chunk of sections over one or two channels (`C`) in the lanes of as many AVX-512
-/// vectors as it needs (at most [`avx512::LANE_VECTORS`]), state loaded from and stored
-/// back to `state` like [`run_chunk`]. Reached only from the AVX-512 entry point.
+/// One chunk of sections over one or two channels (`C`) in the lanes of as many vectors
+/// as it needs (AVX-512: 8 lanes, at most [`avx512::LANE_VECTORS`]; AVX2: 4 lanes, at
+/// most [`avx2::LANE_VECTORS`]), state loaded from and stored back to `state` like
+/// [`run_chunk`]. Reached only from the AVX-512 and AVX2 entry points.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
+#[allow(clippy::too_many_arguments)] // one chunk's view of the cascade; inlined
 fn run_lanes<const C: usize>(
+    wave: Wave,
     coefs: &[SosCoefs],
     state: &mut [[f64; 2]],
     first_channel: usize,
@@ -85,7 +88,8 @@ fn run_lanes<const C: usize>(
     sections: usize,
     data: &mut [[f64; C]],
 ) {
-    fn run<const C: usize, const V: usize>(
+    #[allow(clippy::too_many_arguments)]
+    fn run<const C: usize, const W: usize, const V: usize>(
         coefs: &[SosCoefs],
         state: &mut [[f64; 2]],
         first_channel: usize,
@@ -93,33 +97,51 @@ fn run_lanes<const C: usize>(
         first_section: usize,
         sections: usize,
         data: &mut [[f64; C]],
+        kernel: unsafe fn(&[SosCoefs], &mut [[f64; W]; V], &mut [[f64; W]; V], &mut [[f64; C]]),
     ) {
-        let (mut s1, mut s2) = ([[0.0f64; 8]; V], [[0.0f64; 8]; V]);
+        let (mut s1, mut s2) = ([[0.0f64; W]; V], [[0.0f64; W]; V]);
         for ch in 0..lanes {
             let st = &state[(first_channel + ch) * sections + first_section..][..coefs.len()];
             for (k, s) in st.iter().enumerate() {
                 let g = k * C + ch;
-                s1[g / 8][g % 8] = s[0];
-                s2[g / 8][g % 8] = s[1];
+                s1[g / W][g % W] = s[0];
+                s2[g / W][g % W] = s[1];
             }
         }
-        // SAFETY: `run_lanes` is only called from the AVX-512 entry point, reached after
-        // run-time detection of AVX-512F/VL and FMA; `V` is the vector count the chunk's
-        // lanes need (the caller's match).
-        unsafe { avx512::section_lanes_multi_avx512::<C, V>(coefs, &mut s1, &mut s2, data) };
+        // SAFETY: `kernel` is the AVX-512 or AVX2 kernel of the entry point that reached
+        // `run_lanes`, after run-time detection of its features; `V` is the vector count
+        // the chunk's lanes need (the match below).
+        unsafe { kernel(coefs, &mut s1, &mut s2, data) };
         for ch in 0..lanes {
             let st = &mut state[(first_channel + ch) * sections + first_section..][..coefs.len()];
             for (k, s) in st.iter_mut().enumerate() {
                 let g = k * C + ch;
-                *s = [s1[g / 8][g % 8], s2[g / 8][g % 8]];
+                *s = [s1[g / W][g % W], s2[g / W][g % W]];
             }
         }
     }
-    match (coefs.len() * C).div_ceil(8) {
-        0 => {}
-        1 => run::<C, 1>(coefs, state, first_channel, lanes, first_section, sections, data),
-        2 => run::<C, 2>(coefs, state, first_channel, lanes, first_section, sections, data),
-        _ => run::<C, 3>(coefs, state, first_channel, lanes, first_section, sections, data),
+    let args = (coefs, state, first_channel, lanes, first_section, sections, data);
+    macro_rules! go {
+        ($w:literal, $v:literal, $($kernel:tt)+) => {{
+            let (a, b, c, d, e, f, g) = args;
+            run::<C, $w, $v>(a, b, c, d, e, f, g, $($kernel)+::<C, $v>)
+        }};
+    }
+    let lanes_needed = coefs.len() * C;
+    match wave {
+        Wave::Avx512 => match lanes_needed.div_ceil(8) {
+            0 => {}
+            1 => go!(8, 1, avx512::section_lanes_multi_avx512),
+            2 => go!(8, 2, avx512::section_lanes_multi_avx512),
+            _ => go!(8, 3, avx512::section_lanes_multi_avx512),
+        },
+        Wave::Avx2 => match lanes_needed.div_ceil(4) {
+            0 => {}
+            1 => go!(4, 1, avx2::section_lanes_multi_avx2),
+            2 => go!(4, 2, avx2::section_lanes_multi_avx2),
+            _ => go!(4, 3, avx2::section_lanes_multi_avx2),
+        },
+        Wave::None => {}
     }
 }
 
@@ -452,12 +474,18 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
         // (`examples/sos_probe.rs`, 8 and 12 channels: 1.15-1.3x slower at 8 to 15
         // sections). The arithmetic per section is the same either way.
         #[cfg(target_arch = "x86_64")]
-        if wave == Wave::Avx512 && L <= 2 && sections * L > 8 {
-            // One or two channels: sections in the lanes of up to three vectors at once.
+        let lane_chunk = match wave {
+            // One vector: the single-vector kernel below (measured faster there).
+            Wave::Avx512 if sections * L > 8 => avx512::LANE_VECTORS * 8 / L,
+            Wave::Avx2 => avx2::LANE_VECTORS * 4 / L,
+            _ => 0,
+        };
+        #[cfg(target_arch = "x86_64")]
+        if L <= 2 && lane_chunk > 0 {
+            // One or two channels: sections in the lanes of several vectors at once.
             let (frames, _) = data.as_flattened_mut().as_chunks_mut::<L>();
-            let m = avx512::LANE_VECTORS * 8 / L;
-            for (ci, chunk) in coefs.chunks(m).enumerate() {
-                run_lanes::<L>(chunk, state, first_channel, lanes, ci * m, sections, frames);
+            for (ci, chunk) in coefs.chunks(lane_chunk).enumerate() {
+                run_lanes::<L>(wave, chunk, state, first_channel, lanes, ci * lane_chunk, sections, frames);
             }
             scatter(wave, data, bufs, t0);
             t0 += n;
