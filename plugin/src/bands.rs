@@ -350,6 +350,10 @@ pub struct Equaliser {
     idle_synced: bool,
     /// Bands whose coefficients must be recomputed at the next interval.
     dirty: [bool; BANDS],
+    /// The last parameter step changed nothing (settled, no band moved or switched) and
+    /// no target or dynamic gain has changed since: further steps would change nothing
+    /// but the time since each band's last matched design, so they are skipped.
+    quiet: bool,
     /// Each band's current sections and their count, concatenated into `sections`.
     designed: [([Sos; MAX_SECTIONS_PER_BAND], usize); BANDS],
     redesigns: u64,
@@ -400,6 +404,7 @@ impl Equaliser {
             cascade: SosCascade::with_capacity(capacity, channels, isa),
             since_redesign: 0,
             idle_synced: false,
+            quiet: false,
             dirty: [true; BANDS],
             designed: [([Sos::IDENTITY; MAX_SECTIONS_PER_BAND], 0); BANDS],
             redesigns: 0,
@@ -421,6 +426,7 @@ impl Equaliser {
             if *t != band {
                 *t = band;
                 self.idle_synced = false;
+                self.quiet = false;
             }
         }
     }
@@ -430,7 +436,11 @@ impl Equaliser {
     /// its own: the dynamics have their ballistics).
     pub fn set_dynamic_gain(&mut self, index: usize, delta_db: f64) {
         if let Some(d) = self.dyn_delta_db.get_mut(index) {
-            *d = if delta_db.is_finite() { delta_db } else { 0.0 };
+            let delta_db = if delta_db.is_finite() { delta_db } else { 0.0 };
+            if *d != delta_db {
+                *d = delta_db;
+                self.quiet = false;
+            }
         }
     }
 
@@ -517,6 +527,7 @@ impl Equaliser {
     /// settled they return to the fused cascade.
     fn step_parameters(&mut self) {
         self.idle_synced = false;
+        let was_settled = !self.svf_mode;
         // Fades end on interval boundaries (their length is whole intervals).
         if self.svf_mode && self.svf.finish_fades() {
             self.svf.refresh();
@@ -542,7 +553,10 @@ impl Equaliser {
             let dynamic = (self.dyn_delta_db[i] - self.dyn_designed_db[i]).abs() > 1e-4;
             self.dirty[i] |= moved || dynamic;
         }
-        if self.dirty.iter().any(|&d| d) {
+        let any_dirty = self.dirty.iter().any(|&d| d);
+        // Nothing moved, switched or changed form: the next step would do the same.
+        self.quiet = was_settled && !any_dirty;
+        if any_dirty {
             if !self.svf_mode {
                 let counts = self.counts();
                 self.svf.load_from_tdf2(self.cascade.coefficients(), self.cascade.state(), &counts);
@@ -594,6 +608,7 @@ impl Equaliser {
         self.svf_mode = false;
         let _ = self.cascade.set_sections(&self.sections);
         self.since_redesign = 0;
+        self.quiet = false;
     }
 
     /// Whether the equaliser has nothing to do: no band acts or is asked to act, and
@@ -610,6 +625,7 @@ impl Equaliser {
             && self.targets.iter().all(|t| !t.active())
             && self.layout.iter().all(|l| !l.active());
         if idle && !self.idle_synced {
+            self.quiet = false;
             for (s, t) in self.smoothing.iter_mut().zip(&self.targets) {
                 s.log2_freq = Smoothed::new(t.freq_hz.log2());
                 s.gain_db = Smoothed::new(t.gain_db);
@@ -655,6 +671,15 @@ impl Equaliser {
         self.redesigns
     }
 
+    /// Accounts for `count` parameter steps that would have changed nothing (see
+    /// `quiet`): only the time since each band's last matched design moves on.
+    fn skip_steps(&mut self, count: usize) {
+        self.idle_synced = false;
+        for since in self.since_matched.iter_mut() {
+            *since = since.saturating_add(count * REDESIGN_INTERVAL);
+        }
+    }
+
     /// Filters planar channel buffers in place. No allocation, lock or panic.
     pub fn process(&mut self, buffers: &mut [&mut [f32]]) {
         let used = buffers.len().min(self.channels);
@@ -664,7 +689,11 @@ impl Equaliser {
         while done < frames {
             let stepped = self.since_redesign == 0;
             if stepped {
-                self.step_parameters();
+                if self.quiet {
+                    self.skip_steps(1);
+                } else {
+                    self.step_parameters();
+                }
             }
             let mut n = (frames - done).min(REDESIGN_INTERVAL - self.since_redesign).min(self.max_block);
             if stepped && !self.svf_mode {
@@ -674,10 +703,7 @@ impl Equaliser {
                 // the cascade runs the rest of the call at once, with the same output
                 // (its pipeline fills and drains once instead of every interval).
                 n = (frames - done).min(self.max_block);
-                let skipped = (n - 1) / REDESIGN_INTERVAL;
-                for since in self.since_matched.iter_mut() {
-                    *since = since.saturating_add(skipped * REDESIGN_INTERVAL);
-                }
+                self.skip_steps((n - 1) / REDESIGN_INTERVAL);
             }
             if self.svf_mode {
                 self.svf.process_at(buffers, done, n);
