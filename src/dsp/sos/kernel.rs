@@ -26,10 +26,11 @@ pub(super) fn step<const L: usize, A: MulAdd>(c: &SosCoefs, s1: &mut [f64; L], s
 /// Runs `N` sections over the sub-block `data` with their state in registers.
 ///
 /// With AVX2/AVX-512 and a full vector of channel lanes, or with AVX-512 and one or
-/// two channels (sections in lanes), the chunk runs as a time-skewed wavefront in
-/// explicit vectors ([`wave_chunk`]): the sections of one iteration are independent,
-/// so the loop is throughput-bound instead of latency-bound (measured 1.3-2x faster
-/// at 8 and 12 channels, 1.4-2.3x at one and two). Otherwise sample-outer,
+/// two channels whose sections fill one vector (sections in lanes), the chunk runs as a
+/// time-skewed wavefront in explicit vectors ([`wave_chunk`]): the sections of one
+/// iteration are independent, so the loop is throughput-bound instead of latency-bound
+/// (measured 1.3-2x faster at 8 and 12 channels, 1.4-2.3x at one and two). Longer
+/// cascades of one or two channels take [`run_lanes`] instead. Otherwise sample-outer,
 /// section-inner: a frame stays in registers through all `N` sections.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the state addressing of one chunk; inlined
@@ -88,6 +89,8 @@ fn run_lanes<const C: usize>(
     sections: usize,
     data: &mut [[f64; C]],
 ) {
+    /// A multi-vector kernel: coefficients, the lanes' `s1` and `s2`, the frames.
+    type Kernel<const C: usize, const W: usize, const V: usize> = unsafe fn(&[SosCoefs], &mut [[f64; W]; V], &mut [[f64; W]; V], &mut [[f64; C]]);
     #[allow(clippy::too_many_arguments)]
     fn run<const C: usize, const W: usize, const V: usize>(
         coefs: &[SosCoefs],
@@ -97,7 +100,7 @@ fn run_lanes<const C: usize>(
         first_section: usize,
         sections: usize,
         data: &mut [[f64; C]],
-        kernel: unsafe fn(&[SosCoefs], &mut [[f64; W]; V], &mut [[f64; W]; V], &mut [[f64; C]]),
+        kernel: Kernel<C, W, V>,
     ) {
         let (mut s1, mut s2) = ([[0.0f64; W]; V], [[0.0f64; W]; V]);
         for ch in 0..lanes {

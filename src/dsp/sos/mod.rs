@@ -23,9 +23,14 @@
 //! the portable build), `L` channels per `f64` vector: one section update is five fused
 //! multiply-adds on whole vectors. Audio moves through an interleaved `f64` scratch of
 //! [`SUB_BLOCK`] frames (16 KiB, in L1); the cascade runs over it in chunks of up to 4
-//! sections (8 for one channel with AVX-512) whose state lives in registers for the whole sub-block, so the sample loop
-//! touches no state memory. The instruction set is detected at run time (portable
-//! binaries: SSE2 baseline, AVX2+FMA and AVX-512 kernels selected when the CPU has them).
+//! sections whose state lives in registers for the whole sub-block, so the sample loop
+//! touches no state memory. One or two channels (AVX2 or AVX-512) put the *sections* in
+//! the lanes instead, time-skewed so the sections of one iteration are independent, in
+//! up to three vectors side by side (24 sections of one channel or 12 of two per chunk
+//! with AVX-512), so that the vectors' recurrences overlap rather than each waiting on
+//! its own two multiply-add latencies. The instruction set is detected at run time
+//! (portable binaries: SSE2 baseline, AVX2+FMA and AVX-512 kernels selected when the CPU
+//! has them).
 //!
 //! Offline engines may also run a long block's time segments side by side as lanes (one
 //! to seven channels then fill whole SIMD groups): see [`segments`].
