@@ -1,7 +1,7 @@
 //! The AVX2 kernels: the 4-lane channel wavefront, the 4x4 in-register transpose (AVX),
 //! and the entry point.
 
-use super::kernel::{masked_iteration, process_all, transpose_io, wavefront, Wave};
+use super::kernel::{active_lanes, lane_coefficients, masked_iteration, process_all, transpose_io, wavefront, Wave};
 use super::SosCoefs;
 use crate::dsp::simd::Fused;
 
@@ -32,28 +32,9 @@ pub(super) fn section_lanes_multi_avx2<const C: usize, const V: usize>(
         return;
     }
     let fill = skew * (sections - 1);
-    let mut coef = [[[0.0f64; 4]; 5]; V];
-    for (k, ck) in c.iter().enumerate() {
-        for ch in 0..C {
-            let g = k * C + ch;
-            let (j, l) = (g / 4, g % 4);
-            coef[j][0][l] = ck.b0;
-            coef[j][1][l] = ck.b1;
-            coef[j][2][l] = ck.b2;
-            coef[j][3][l] = ck.a1;
-            coef[j][4][l] = ck.a2;
-        }
-    }
+    let coef = lane_coefficients::<C, 4, V>(c);
     let last_lane = (sections - 1) * C - 4 * (V - 1);
-    let active = |t: usize| -> u64 {
-        let lo = if t >= n { (t - n) / skew + 1 } else { 0 };
-        let hi = (t / skew).min(sections - 1) + 1;
-        if lo >= hi {
-            0
-        } else {
-            ((1u64 << (hi * C)) - 1) & !((1u64 << (lo * C)) - 1)
-        }
-    };
+    let active = |t: usize| active_lanes::<C>(t, n, skew, sections);
     // Blend masks by 4-bit lane pattern.
     let mut patterns = [[0i64; 4]; 16];
     for (p, m) in patterns.iter_mut().enumerate() {

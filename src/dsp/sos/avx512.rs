@@ -1,7 +1,7 @@
 //! The AVX-512 kernels: one or two channels with the sections in the vector's lanes,
 //! the 8-lane channel wavefront, the 8x8 in-register transpose, and the entry point.
 
-use super::kernel::{masked_iteration, process_all, transpose_io, wavefront, Wave};
+use super::kernel::{active_lanes, lane_coefficients, masked_iteration, process_all, transpose_io, wavefront, Wave};
 use super::SosCoefs;
 use crate::dsp::simd::Fused;
 
@@ -159,18 +159,7 @@ pub(super) fn section_lanes_multi_avx512<const C: usize, const V: usize>(
         return;
     }
     let fill = skew * (sections - 1);
-    let mut coef = [[[0.0f64; 8]; 5]; V];
-    for (k, ck) in c.iter().enumerate() {
-        for ch in 0..C {
-            let g = k * C + ch;
-            let (j, l) = (g / 8, g % 8);
-            coef[j][0][l] = ck.b0;
-            coef[j][1][l] = ck.b1;
-            coef[j][2][l] = ck.b2;
-            coef[j][3][l] = ck.a1;
-            coef[j][4][l] = ck.a2;
-        }
-    }
+    let coef = lane_coefficients::<C, 8, V>(c);
     // Lane `l` of the first vector takes lane `l - C` (lanes below `C`: the input); of
     // the others, lane `l - C` of the same vector or, below `C`, lane `8 - C + l` of the
     // previous one (indices from 8 select the permute's second source).
@@ -180,19 +169,9 @@ pub(super) fn section_lanes_multi_avx512<const C: usize, const V: usize>(
         first[l] = l.saturating_sub(C) as i64;
         next[l] = if l < C { (8 - C + l) as i64 } else { (8 + l - C) as i64 };
     }
-    // The last section's lanes, in the last vector.
     let last_lane = ((sections - 1) * C - 8 * (V - 1)) as i64;
-    // Lanes of the sections with a frame in iteration `t` (section `k` works on frame
-    // `t - skew k`, which must lie in `0..n`), as a bit per lane of the whole chunk.
-    let active = |t: usize| -> u64 {
-        let lo = if t >= n { (t - n) / skew + 1 } else { 0 };
-        let hi = (t / skew).min(sections - 1) + 1;
-        if lo >= hi {
-            0
-        } else {
-            ((1u64 << (hi * C)) - 1) & !((1u64 << (lo * C)) - 1)
-        }
-    };
+    // Lanes of the sections with a frame in iteration `t`.
+    let active = |t: usize| active_lanes::<C>(t, n, skew, sections);
     let in_mask: __mmask8 = ((1u32 << C) - 1) as __mmask8;
     // SAFETY: vector loads and stores use `[f64; 8]` arrays, or exactly the `C` values
     // of frame `t < n` (input: masked load of the first `C` lanes) and of frame

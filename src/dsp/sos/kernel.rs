@@ -72,6 +72,39 @@ fn run_chunk<const L: usize, const N: usize, A: MulAdd>(
     }
 }
 
+/// The multi-vector section-lane kernels' shared set-up: section `k` of channel `ch` is
+/// lane `g = k * C + ch`, vector `g / W`; per vector, the five coefficient rows
+/// `b0, b1, b2, a1, a2` (unused lanes zero).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn lane_coefficients<const C: usize, const W: usize, const V: usize>(c: &[SosCoefs]) -> [[[f64; W]; 5]; V] {
+    let mut coef = [[[0.0f64; W]; 5]; V];
+    for (k, ck) in c.iter().enumerate() {
+        for ch in 0..C {
+            let g = k * C + ch;
+            let (j, l) = (g / W, g % W);
+            for (row, v) in coef[j].iter_mut().zip([ck.b0, ck.b1, ck.b2, ck.a1, ck.a2]) {
+                row[l] = v;
+            }
+        }
+    }
+    coef
+}
+
+/// The lanes (a bit per lane of the chunk) of the sections that have a frame in
+/// iteration `t` of a skewed schedule over `n` frames: section `k` works on frame
+/// `t - skew k`, which must lie in `0..n`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn active_lanes<const C: usize>(t: usize, n: usize, skew: usize, sections: usize) -> u64 {
+    let lo = if t >= n { (t - n) / skew + 1 } else { 0 };
+    let hi = (t / skew).min(sections - 1) + 1;
+    if lo >= hi {
+        0
+    } else {
+        ((1u64 << (hi * C)) - 1) & !((1u64 << (lo * C)) - 1)
+    }
+}
+
 /// One chunk of sections over one or two channels (`C`) in the lanes of as many vectors
 /// as it needs (AVX-512: 8 lanes, at most [`avx512::LANE_VECTORS`]; AVX2: 4 lanes, at
 /// most [`avx2::LANE_VECTORS`]), state loaded from and stored back to `state` like
