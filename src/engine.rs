@@ -230,6 +230,27 @@ impl Engine {
     /// shape (stage kinds, section and tap counts). Filter state is kept. No allocation;
     /// on error nothing is changed.
     pub fn update(&mut self, chain: &DesignedChain) -> Result<(), UpdateError> {
+        self.check_update(chain)?;
+        for (index, ((p, s), segments)) in self.processors.iter_mut().zip(&chain.stages).zip(self.segments.iter_mut()).enumerate() {
+            match (p, s) {
+                (Processor::Sos(c), DesignedStage::Sos(sections)) => {
+                    c.set_coefficients(sections).map_err(|source| UpdateError::Sections { index, source })?;
+                    if let Some(seg) = segments {
+                        seg.follow(c);
+                    }
+                }
+                (Processor::Fir(f), DesignedStage::Fir(taps)) => {
+                    f.set_taps(taps).map_err(|source| UpdateError::Taps { index, source })?
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether [`Engine::update`] would take `chain`: the same stage kinds, section and
+    /// tap counts. Changes nothing.
+    pub fn check_update(&self, chain: &DesignedChain) -> Result<(), UpdateError> {
         if chain.stages.len() != self.processors.len() {
             return Err(UpdateError::StageCount { expected: self.processors.len(), found: chain.stages.len() });
         }
@@ -251,20 +272,6 @@ impl Engine {
                 (p, s) => {
                     return Err(UpdateError::StageKind { index, expected: p.kind_name(), found: s.kind_name() });
                 }
-            }
-        }
-        for (index, ((p, s), segments)) in self.processors.iter_mut().zip(&chain.stages).zip(self.segments.iter_mut()).enumerate() {
-            match (p, s) {
-                (Processor::Sos(c), DesignedStage::Sos(sections)) => {
-                    c.set_coefficients(sections).map_err(|source| UpdateError::Sections { index, source })?;
-                    if let Some(seg) = segments {
-                        seg.follow(c);
-                    }
-                }
-                (Processor::Fir(f), DesignedStage::Fir(taps)) => {
-                    f.set_taps(taps).map_err(|source| UpdateError::Taps { index, source })?
-                }
-                _ => {}
             }
         }
         Ok(())

@@ -138,3 +138,170 @@ fn wrong_block_sizes_and_channel_counts_are_refused_untouched() {
     let mut m = vec![0.5f32; BLOCK];
     assert!(off.process(&mut [&mut m[..]]).is_err());
 }
+
+/// The same shape as [`sections`], other coefficients (`k` picks one of three designs).
+fn sections_variant(k: usize) -> DesignedChain {
+    let f = [1.0, 2.1, 0.6][k % 3];
+    let chain: Chain = Butterworth::highpass(20.0 * f, 4)
+        | ferrofx::chain::Fir::lowpass(63, 12_000.0 / f)
+        | Chebyshev1::lowpass(9000.0 / f, 6, 0.5)
+        | Biquad::peaking(1000.0 * f, 2.0, 6.0 - 5.0 * f);
+    chain.design(FS).unwrap()
+}
+
+/// Retunes before blocks 100, 180 and 181 (two blocks in a row) and 400 (back to the first).
+const RETUNES: [(usize, usize); 4] = [(100, 1), (180, 2), (181, 1), (400, 0)];
+
+/// Like [`stream`], retuning `off` before the blocks of [`RETUNES`] (inside the
+/// no-allocation check: the design moves in, nothing is freed); a refused retune is
+/// tried again at the next block. Returns the output, the allocations seen and the
+/// block at which each retune was taken.
+fn retuned_stream(off: &mut Offload, pace: Duration) -> (Vec<Vec<f32>>, usize, Vec<usize>) {
+    let frames = (FS as usize * 10) / BLOCK * BLOCK;
+    let input: Vec<Vec<f32>> = (0..2).map(|c| noise(frames, c + 1)).collect();
+    let mut out = input.clone();
+    let mut designs: Vec<Option<Box<DesignedChain>>> = RETUNES.iter().map(|&(_, k)| Some(Box::new(sections_variant(k)))).collect();
+    let mut taken = Vec::new();
+    let before = violation_count();
+    for (b, start) in (0..frames).step_by(BLOCK).enumerate() {
+        let (l, r) = out.split_at_mut(1);
+        let mut bufs = [&mut l[0][start..start + BLOCK], &mut r[0][start..start + BLOCK]];
+        for (i, &(at, _)) in RETUNES.iter().enumerate() {
+            if b >= at && designs[i].is_some() && taken.len() == i {
+                let chain = designs[i].take().unwrap();
+                match assert_no_alloc(|| off.retune(chain)) {
+                    Ok(()) => taken.push(b),
+                    Err(e) => designs[i] = Some(e.into_chain()),
+                }
+            }
+        }
+        assert_no_alloc(|| off.process(&mut bufs).unwrap());
+        std::thread::sleep(pace);
+    }
+    (out, (violation_count() - before) as usize, taken)
+}
+
+/// The CPU engine taking each design at block `taken[i]`, delayed by one block.
+fn expected_retuned(taken: &[usize]) -> Vec<Vec<f32>> {
+    let frames = (FS as usize * 10) / BLOCK * BLOCK;
+    let mut y: Vec<Vec<f32>> = (0..2).map(|c| noise(frames, c + 1)).collect();
+    let mut cpu = Engine::with_options(&sections(), 2, BLOCK, ferrofx::run::offload::OFFLOAD_ENGINE_OPTIONS);
+    for (b, start) in (0..frames).step_by(BLOCK).enumerate() {
+        for (i, _) in taken.iter().enumerate().filter(|(_, &t)| t == b) {
+            cpu.update(&sections_variant(RETUNES[i].1)).unwrap();
+        }
+        let (l, r) = y.split_at_mut(1);
+        cpu.process(&mut [&mut l[0][start..start + BLOCK], &mut r[0][start..start + BLOCK]]);
+    }
+    y.into_iter()
+        .map(|c| {
+            let mut d = vec![0.0f32; BLOCK];
+            d.extend_from_slice(&c[..frames - BLOCK]);
+            d
+        })
+        .collect()
+}
+
+/// Counts the designs the worker's executor took.
+struct CountsUpdates(CpuExecutor, Arc<std::sync::atomic::AtomicUsize>);
+
+impl Executor for CountsUpdates {
+    fn execute(&mut self, job: &mut Job) -> Result<(), ExecError> {
+        self.0.execute(job)
+    }
+    fn updates_in_place(&self) -> bool {
+        true
+    }
+    fn update(&mut self, chain: &DesignedChain) -> Result<(), ExecError> {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.0.update(chain)
+    }
+}
+
+#[test]
+fn retuned_coefficients_change_both_sides_at_the_same_block() {
+    let s = sections();
+    let updates = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut off = Offload::new(&s, 2, BLOCK, CountsUpdates(CpuExecutor::new(&s, 2, BLOCK), updates.clone())).unwrap();
+    let (out, allocs, taken) = retuned_stream(&mut off, Duration::from_micros(300));
+    assert_eq!(allocs, 0, "the audio side allocated or freed");
+    assert_eq!(taken.len(), RETUNES.len(), "retunes taken at blocks {taken:?}");
+    assert!(taken.iter().zip(&RETUNES).all(|(&t, &(at, _))| t >= at && t <= at + 2), "{taken:?}");
+    assert_eq!(out, expected_retuned(&taken), "the stream must be the CPU engine's, retuned at the same blocks");
+    // A stream that ignored the retunes is another signal (the test can fail).
+    assert_ne!(out, expected(&s));
+    assert_eq!(updates.load(std::sync::atomic::Ordering::Relaxed), RETUNES.len(), "the worker takes every design");
+    let st = off.stats();
+    assert!(!off.worker_lost() && st.offloaded > st.blocks / 4, "{st:?}");
+}
+
+#[test]
+fn retunes_with_a_random_third_of_late_jobs_change_nothing() {
+    let s = sections();
+    let delay = Arc::new(|seq: u64| {
+        if seq.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17).is_multiple_of(3) {
+            Duration::from_millis(3)
+        } else {
+            Duration::ZERO
+        }
+    });
+    let faults = Faults { delay: Some(delay), die_at: None };
+    let mut off = Offload::with_faults(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), faults).unwrap();
+    let (out, allocs, taken) = retuned_stream(&mut off, Duration::from_micros(300));
+    assert_eq!(allocs, 0);
+    assert_eq!(taken.len(), RETUNES.len(), "{taken:?}");
+    assert_eq!(out, expected_retuned(&taken), "late jobs around a retune are the CPU's, sample for sample");
+    let st = off.stats();
+    assert!(st.fallbacks > st.blocks / 10 && st.offloaded > 0, "{st:?}");
+}
+
+/// Declines every design (as a GPU backend declines one its float32 form would miss).
+struct DeclinesUpdates(CpuExecutor);
+
+impl Executor for DeclinesUpdates {
+    fn execute(&mut self, job: &mut Job) -> Result<(), ExecError> {
+        self.0.execute(job)
+    }
+    fn updates_in_place(&self) -> bool {
+        true
+    }
+    fn update(&mut self, _: &DesignedChain) -> Result<(), ExecError> {
+        Err(ExecError::Failed("test: declined".into()))
+    }
+}
+
+#[test]
+fn a_declined_retune_ends_the_worker_and_the_cpu_carries_on_exactly() {
+    let s = sections();
+    let mut off = Offload::new(&s, 2, BLOCK, DeclinesUpdates(CpuExecutor::new(&s, 2, BLOCK))).unwrap();
+    let (out, allocs, taken) = retuned_stream(&mut off, Duration::from_micros(300));
+    assert_eq!(allocs, 0);
+    assert!(off.worker_lost(), "a declined design must end the worker");
+    // The first retune reached the worker, later ones are refused (no worker): the CPU
+    // side took the first, nothing after it.
+    assert_eq!(taken.len(), 1, "{taken:?}");
+    assert_eq!(out, expected_retuned(&taken));
+    assert!(off.stats().offloaded > 50, "{:?}", off.stats());
+}
+
+#[test]
+fn retunes_of_another_shape_or_without_in_place_updates_are_refused_untouched() {
+    let s = sections();
+    // Another shape: refused, the design handed back, the stream unchanged.
+    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK)).unwrap();
+    let other: Chain = Butterworth::highpass(20.0, 2) | Biquad::peaking(1000.0, 2.0, 6.0);
+    let err = off.retune(Box::new(other.design(FS).unwrap())).unwrap_err();
+    assert!(matches!(err, ferrofx::run::offload::RetuneError::Shape { .. }), "{err}");
+    assert!(err.to_string().contains("another shape"), "{err}");
+    let (out, _) = stream(&mut off, Duration::from_micros(300));
+    assert_eq!(out, expected(&s));
+    // An executor that rebuilds for new coefficients: refused, the caller builds anew.
+    let mut off = Offload::new(&s, 2, BLOCK, LosesDevice(CpuExecutor::new(&s, 2, BLOCK))).unwrap();
+    let err = off.retune(Box::new(sections_variant(1))).unwrap_err();
+    assert!(matches!(err, ferrofx::run::offload::RetuneError::NotInPlace { .. }), "{err}");
+    // No worker at all.
+    let mut off = Offload::cpu_only(&s, 2, BLOCK).unwrap();
+    let err = off.retune(Box::new(sections_variant(1))).unwrap_err();
+    assert!(err.to_string().contains("no worker"), "{err}");
+    assert_eq!(*err.into_chain(), sections_variant(1));
+}

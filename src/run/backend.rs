@@ -117,6 +117,12 @@ impl Executor for Box<dyn Executor> {
     fn execute(&mut self, job: &mut crate::run::offload::Job) -> Result<(), crate::run::offload::ExecError> {
         (**self).execute(job)
     }
+    fn updates_in_place(&self) -> bool {
+        (**self).updates_in_place()
+    }
+    fn update(&mut self, chain: &DesignedChain) -> Result<(), crate::run::offload::ExecError> {
+        (**self).update(chain)
+    }
 }
 
 /// The CPU's prepared chain: filters at `submit`; `collect` hands the block back.

@@ -13,6 +13,13 @@
 //! The audio side only moves preallocated jobs through two `rtrb` single-producer
 //! single-consumer rings (submit, done): no allocation, lock, syscall or blocking wait.
 //! The worker polls the submit ring with short sleeps.
+//!
+//! **New coefficients of the same shape** ([`Offload::retune`]) take effect at a block
+//! boundary on both sides: the block in flight finishes with the old ones, then the CPU
+//! side's engine takes the new ones and the design moves to the worker through a third
+//! ring, which applies it before any later job (a GPU executor rewrites its device
+//! buffers; CUDA captures no graph again). A design the executor declines ends the
+//! worker, so later blocks run on the CPU, exactly.
 
 use crate::chain::DesignedChain;
 use crate::engine::{sanitize_input, ChainState, Engine, EngineOptions, StateError};
@@ -62,6 +69,19 @@ pub enum ExecError {
 /// Runs jobs on the worker thread (every GPU backend's chain implements it).
 pub trait Executor: Send + 'static {
     fn execute(&mut self, job: &mut Job) -> Result<(), ExecError>;
+
+    /// Whether [`Executor::update`] takes new coefficients in place (otherwise
+    /// [`Offload::retune`] is refused and a coefficient change needs a new offload).
+    fn updates_in_place(&self) -> bool {
+        false
+    }
+
+    /// Takes the coefficients of `chain` (the shape the executor was built for) for the
+    /// jobs that follow; on error the worker stops and later blocks run on the CPU.
+    fn update(&mut self, chain: &DesignedChain) -> Result<(), ExecError> {
+        let _ = chain;
+        Err(ExecError::Failed("this executor cannot take new coefficients in place".into()))
+    }
 }
 
 /// Runs `process` over planar channel data held in one `Vec` (`channels x frames`).
@@ -90,6 +110,14 @@ impl CpuExecutor {
 }
 
 impl Executor for CpuExecutor {
+    fn updates_in_place(&self) -> bool {
+        true
+    }
+
+    fn update(&mut self, chain: &DesignedChain) -> Result<(), ExecError> {
+        self.engine.update(chain).map_err(|e| ExecError::Failed(e.to_string()))
+    }
+
     fn execute(&mut self, job: &mut Job) -> Result<(), ExecError> {
         let n = job.channels * job.frames;
         job.output[..n].copy_from_slice(&job.input[..n]);
@@ -126,6 +154,34 @@ pub enum OffloadError {
     BlockSize { expected: usize, found: usize },
     #[error("offloaded processing was set up for {expected} channels, got {found}")]
     Channels { expected: usize, found: usize },
+}
+
+/// Why [`Offload::retune`] refused new coefficients (nothing changed; the design is
+/// handed back inside the error, to be freed off the audio thread).
+#[derive(Debug, thiserror::Error)]
+pub enum RetuneError {
+    /// Another shape: a new offload is needed.
+    #[error("new coefficients of another shape: {source}")]
+    Shape {
+        #[source]
+        source: crate::engine::UpdateError,
+        chain: Box<DesignedChain>,
+    },
+    /// The worker's executor cannot take coefficients in place, or there is no worker.
+    #[error("the offload cannot take new coefficients in place ({why}): a new offload is needed")]
+    NotInPlace { why: &'static str, chain: Box<DesignedChain> },
+    /// The previous retune has not reached the worker yet: try again at the next block.
+    #[error("the previous coefficients have not reached the worker yet; try again at the next block")]
+    Busy { chain: Box<DesignedChain> },
+}
+
+impl RetuneError {
+    /// The refused design, to be freed off the audio thread.
+    pub fn into_chain(self) -> Box<DesignedChain> {
+        match self {
+            RetuneError::Shape { chain, .. } | RetuneError::NotInPlace { chain, .. } | RetuneError::Busy { chain } => chain,
+        }
+    }
 }
 
 /// Counters for the editor and tests.
@@ -169,6 +225,15 @@ pub struct Offload {
     arrived: Option<Box<Job>>,
     /// False for [`Offload::cpu_only`]: there never was a worker.
     has_worker: bool,
+    /// New coefficients to the worker, which applies them before its next job.
+    retunes: rtrb::Producer<Box<DesignedChain>>,
+    /// Whether the executor takes coefficients in place.
+    retunable: bool,
+    /// A retune waiting for the block in flight to finish.
+    retune_pending: Option<Box<DesignedChain>>,
+    /// A design applied here after the worker had stopped (nobody to hand it to); see
+    /// [`Offload::take_retired`].
+    retired: Option<Box<DesignedChain>>,
 }
 
 /// How [`Offload::finish`] completed the block in flight.
@@ -233,13 +298,15 @@ impl Offload {
         };
         let (submit, worker_in) = rtrb::RingBuffer::<Box<Job>>::new(4);
         let (worker_out, done) = rtrb::RingBuffer::<Box<Job>>::new(4);
+        let (retunes, worker_retunes) = rtrb::RingBuffer::<Box<DesignedChain>>::new(4);
+        let retunable = executor.updates_in_place();
         let alive = Arc::new(AtomicBool::new(true));
         let stop = Arc::new(AtomicBool::new(false));
         let worker = {
             let (alive, stop) = (alive.clone(), stop.clone());
             std::thread::Builder::new()
                 .name("ferrofx-offload".into())
-                .spawn(move || worker_loop(executor, worker_in, worker_out, faults, alive, stop))
+                .spawn(move || worker_loop(executor, worker_in, worker_out, worker_retunes, faults, alive, stop))
                 .ok()
         };
         if worker.is_none() {
@@ -268,6 +335,10 @@ impl Offload {
             last_worker_seconds: f64::NAN,
             arrived: None,
             has_worker: true,
+            retunes,
+            retunable,
+            retune_pending: None,
+            retired: None,
         })
     }
 
@@ -379,7 +450,68 @@ impl Offload {
             self.stats.blocks += 1;
         }
         self.in_flight = InFlight::None;
+        self.apply_retune();
         done
+    }
+
+    /// Takes the coefficients of `chain` (the same shape as this offload's chain: stage
+    /// kinds, section and tap counts) for every block submitted from now on. The block in
+    /// flight, if any, still finishes with the old coefficients (from the worker or, if
+    /// late, here); then both sides change together, so the output stays the CPU's one
+    /// block late, the filter state carried through the change as [`Engine::update`]
+    /// carries it. No allocation or deallocation: the design moves to the worker, which
+    /// frees it.
+    ///
+    /// Refused, nothing changed and the design handed back in the error, when the shape
+    /// differs, when there is no worker or its executor cannot take coefficients in place
+    /// (build a new offload then), or while the previous retune is still on its way.
+    pub fn retune(&mut self, chain: Box<DesignedChain>) -> Result<(), RetuneError> {
+        if !self.has_worker() {
+            return Err(RetuneError::NotInPlace { why: "no worker", chain });
+        }
+        if !self.retunable {
+            return Err(RetuneError::NotInPlace { why: "the executor rebuilds for new coefficients", chain });
+        }
+        if self.retune_pending.is_some() {
+            return Err(RetuneError::Busy { chain });
+        }
+        if let Err(source) = self.cpu.check_update(&chain) {
+            return Err(RetuneError::Shape { source, chain });
+        }
+        self.retune_pending = Some(chain);
+        if self.in_flight == InFlight::None {
+            self.apply_retune();
+        }
+        Ok(())
+    }
+
+    /// A design this offload took after its worker had stopped (the CPU side applied it;
+    /// nobody was left to free it): take it to free it off the audio thread. Otherwise it
+    /// is freed with the offload.
+    pub fn take_retired(&mut self) -> Option<Box<DesignedChain>> {
+        self.retired.take()
+    }
+
+    /// With nothing in flight: the pending retune to the CPU side and the worker.
+    fn apply_retune(&mut self) {
+        let Some(chain) = self.retune_pending.take() else { return };
+        let worker = !self.worker_lost();
+        // The worker drains this ring at every poll; if it is full, neither side changes
+        // now and the next block tries again. (Only this side pushes, so a free slot seen
+        // here is still free at the push.)
+        if worker && self.retunes.slots() == 0 {
+            self.retune_pending = Some(chain);
+            return;
+        }
+        // Same shape: checked by `retune`.
+        let _ = self.cpu.update(&chain);
+        if worker {
+            let _ = self.retunes.push(chain);
+        } else {
+            // The worker stopped after `retune` took the design (which refuses once it
+            // has), so this happens at most once per offload.
+            self.retired = Some(chain);
+        }
     }
 
     /// Channel `c` of the block completed by the last [`Offload::finish`].
@@ -497,6 +629,7 @@ fn worker_loop<E: Executor>(
     mut executor: E,
     mut input: rtrb::Consumer<Box<Job>>,
     mut output: rtrb::Producer<Box<Job>>,
+    mut retunes: rtrb::Consumer<Box<DesignedChain>>,
     faults: Faults,
     alive: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
@@ -509,8 +642,22 @@ fn worker_loop<E: Executor>(
         }
     }
     let _guard = Guard(alive);
+    // New coefficients before any job submitted after them. Any job still here from
+    // before a retune is one the audio side has finished already (its result is thrown
+    // away), so applying a design as soon as it arrives is safe.
+    let mut retune = |executor: &mut E| -> bool {
+        while let Ok(chain) = retunes.pop() {
+            if executor.update(&chain).is_err() {
+                return false;
+            }
+        }
+        true
+    };
     while !stop.load(Ordering::Acquire) {
         let Ok(mut job) = input.pop() else {
+            if !retune(&mut executor) {
+                return;
+            }
             std::thread::sleep(Duration::from_micros(50));
             continue;
         };
@@ -530,6 +677,10 @@ fn worker_loop<E: Executor>(
         #[cfg(feature = "fault-injection")]
         if let Some(delay) = &faults.delay {
             std::thread::sleep(delay(job.seq));
+        }
+        // After the job was popped: a retune pushed before it is visible now.
+        if !retune(&mut executor) {
+            return;
         }
         if executor.execute(&mut job).is_err() {
             return;

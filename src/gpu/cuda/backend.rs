@@ -52,10 +52,23 @@ impl Backend for CudaBackend {
 impl Executor for CudaChain {
     fn execute(&mut self, job: &mut Job) -> Result<(), ExecError> {
         // Straight from the job's input to the pinned slot and back into its output.
-        self.process_into(&job.input, &mut job.output, job.frames, &mut job.state).map_err(|e| match e {
-            CudaError::Driver(d) => ExecError::DeviceLost(d.to_string()),
-            other => ExecError::Failed(other.to_string()),
-        })
+        self.process_into(&job.input, &mut job.output, job.frames, &mut job.state).map_err(exec_error)
+    }
+
+    fn updates_in_place(&self) -> bool {
+        true
+    }
+
+    /// The device buffers the captured graphs read are rewritten: no capture.
+    fn update(&mut self, chain: &DesignedChain) -> Result<(), ExecError> {
+        self.set_coefficients(chain).map_err(exec_error)
+    }
+}
+
+fn exec_error(e: CudaError) -> ExecError {
+    match e {
+        CudaError::Driver(d) => ExecError::DeviceLost(d.to_string()),
+        other => ExecError::Failed(other.to_string()),
     }
 }
 

@@ -129,6 +129,7 @@ impl CudaChain {
                     graphs.remove(0);
                 }
                 graphs.push(((frames, slot), Graph(graph)));
+                self.captures += 1;
                 Ok(())
             }
             (enqueued, captured) => {

@@ -11,6 +11,7 @@
 
 mod launch;
 mod staging;
+mod update;
 
 use super::{sequential_max_frames, CudaDevice, CudaError, DIRECT_MAX_TAPS, MAX_CUDA_FIR_TAPS};
 use crate::chain::{DesignedChain, DesignedStage};
@@ -22,7 +23,7 @@ use launch::Graph;
 use std::sync::Arc;
 
 /// An FFT-partitioned FIR stage: partitions of `part` taps, FFTs of `2 part` points.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct FftPlan {
     part: usize,
     pcount: usize,
@@ -31,6 +32,7 @@ struct FftPlan {
     kernel_base: usize,
 }
 
+#[derive(PartialEq, Eq, Debug)]
 enum Plan {
     Sos { first: usize, count: usize },
     Fir { tap_base: usize, taps: usize, hist_base: usize, fft: Option<FftPlan> },
@@ -71,28 +73,34 @@ pub struct CudaChain {
     /// Captured graphs by block length; `None` once capture failed (plain launches then).
     graphs: Option<Vec<((usize, usize), Graph)>>,
     graph_note: String,
+    /// Graphs captured, coefficient updates taken (for tests: see `graph_counts`).
+    captures: usize,
+    coefficient_updates: usize,
 }
 
-fn gpu(e: GpuError) -> CudaError {
-    CudaError::Gpu(e)
+/// A chain's host-side form for the device: the stages' plans, the cascades' delta forms,
+/// the FIR taps and FFT partition spectra in float32, and the buffer sizes they need.
+/// Two designs with equal `plans` and `fir_len` fit the same device buffers and graphs.
+struct Design {
+    plans: Vec<Plan>,
+    realizations: Vec<Realization>,
+    taps: Vec<f32>,
+    spectra: Vec<[f32; 2]>,
+    fir_len: usize,
+    spec_len: usize,
 }
 
-impl CudaChain {
-    /// Buffers and plan for `chain`, or why it does not run here (a cascade whose float32
-    /// form misses the tolerance, a FIR longer than [`MAX_CUDA_FIR_TAPS`]).
-    pub fn new(dev: &Arc<CudaDevice>, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<CudaChain, CudaError> {
-        let channels = channels.max(1);
-        let max_frames = max_frames.max(1);
-        if channels > 65_535 {
-            return Err(gpu(GpuError::Unsupported { what: format!("{channels} channels") }));
-        }
+impl Design {
+    /// The design of `chain` for `channels` channels and blocks of up to `max_frames`, or
+    /// why it does not run here (a cascade whose float32 form misses the tolerance, a FIR
+    /// longer than [`MAX_CUDA_FIR_TAPS`], too many FFT segments for one launch).
+    fn new(chain: &DesignedChain, channels: usize, max_frames: usize, sequential_max: usize) -> Result<Design, CudaError> {
         let mut realizations = Vec::new();
         let mut taps_all: Vec<f32> = Vec::new();
         let mut plans = Vec::new();
         let mut fir_len = 0usize;
         let mut kernel_spectra: Vec<[f32; 2]> = Vec::new();
         let mut spec_len = 0usize;
-        let sequential_max = sequential_max_frames();
         for (index, stage) in chain.stages.iter().enumerate() {
             match stage {
                 DesignedStage::Sos(sections) => {
@@ -135,11 +143,36 @@ impl CudaChain {
                 }
             }
         }
+        Ok(Design { plans, realizations, taps: taps_all, spectra: kernel_spectra, fir_len, spec_len })
+    }
+
+    /// The float32 section records the kernels read (`fx_section` of kernels/sos_math.h).
+    fn section_words(&self) -> Vec<f32> {
+        self.realizations.iter().flat_map(|r| r.to_gpu().words()).collect()
+    }
+}
+
+fn gpu(e: GpuError) -> CudaError {
+    CudaError::Gpu(e)
+}
+
+impl CudaChain {
+    /// Buffers and plan for `chain`, or why it does not run here (a cascade whose float32
+    /// form misses the tolerance, a FIR longer than [`MAX_CUDA_FIR_TAPS`]).
+    pub fn new(dev: &Arc<CudaDevice>, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<CudaChain, CudaError> {
+        let channels = channels.max(1);
+        let max_frames = max_frames.max(1);
+        if channels > 65_535 {
+            return Err(gpu(GpuError::Unsupported { what: format!("{channels} channels") }));
+        }
+        let sequential_max = sequential_max_frames();
+        let design = Design::new(chain, channels, max_frames, sequential_max)?;
+        let records = design.section_words();
+        let Design { plans, realizations, taps: taps_all, spectra: kernel_spectra, fir_len, spec_len } = design;
         let stream = dev.stream()?;
         let total = realizations.len();
         let block = channels * max_frames;
         let zeros = |n: usize| stream.alloc_zeros::<f32>(n.max(1));
-        let records: Vec<f32> = realizations.iter().flat_map(|r| r.to_gpu().words()).collect();
         let mut sections = zeros(records.len())?;
         let mut taps = zeros(taps_all.len())?;
         if !records.is_empty() {
@@ -194,6 +227,8 @@ impl CudaChain {
             sequential_max,
             graphs: Some(Vec::new()),
             graph_note: String::new(),
+            captures: 0,
+            coefficient_updates: 0,
         };
         chain.stream.synchronize()?;
         Ok(chain)

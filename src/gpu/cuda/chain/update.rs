@@ -1,0 +1,67 @@
+//! New coefficients for a chain of the same shape: the design is written into the device
+//! buffers the captured graphs read (the sections, the FIR taps, the FFT partitions'
+//! spectra), so a coefficient change costs a few uploads and no capture.
+
+use super::{gpu, CudaChain, Design, Plan};
+use crate::chain::DesignedChain;
+use crate::gpu::cuda::CudaError;
+use crate::gpu::GpuError;
+
+impl CudaChain {
+    /// Takes the coefficients of `chain`, which must have this chain's shape (the same
+    /// stages in the same order, the same section and tap counts). Jobs already enqueued
+    /// finish with the old coefficients (the uploads are ordered after them on the
+    /// chain's stream); later jobs, graph replays included, use the new ones. A job's
+    /// state is the CPU engine's, converted with the new coefficients when it is staged,
+    /// so a stream carries on through the change as the CPU's does.
+    ///
+    /// On error (another shape, a cascade whose float32 form would miss the tolerance, a
+    /// FIR the backend does not run) the chain keeps its old coefficients. Allocates the
+    /// design on the host: not for an audio thread.
+    pub fn set_coefficients(&mut self, chain: &DesignedChain) -> Result<(), CudaError> {
+        let design = Design::new(chain, self.channels, self.max_frames, self.sequential_max)?;
+        if design.plans != self.plans || design.fir_len != self.fir_len {
+            return Err(gpu(GpuError::Job {
+                why: format!(
+                    "new coefficients for stages {} on a chain of stages {} (only the coefficients of the same shape can change in place; build a new chain)",
+                    shape(&design.plans),
+                    shape(&self.plans)
+                ),
+            }));
+        }
+        let records = design.section_words();
+        let spectra: Vec<f32> = design.spectra.iter().flatten().copied().collect();
+        if !records.is_empty() {
+            self.stream.memcpy_htod(&records, &mut self.sections)?;
+        }
+        if !design.taps.is_empty() {
+            self.stream.memcpy_htod(&design.taps, &mut self.taps)?;
+        }
+        if !spectra.is_empty() {
+            self.stream.memcpy_htod(&spectra, &mut self.kernel)?;
+        }
+        // The scan tables follow the coefficients: rewritten before the next scanned job.
+        self.table_chunk_len = 0;
+        self.realizations = design.realizations;
+        self.coefficient_updates += 1;
+        Ok(())
+    }
+
+    /// Graphs captured so far and coefficient updates taken (a coefficient change
+    /// captures nothing: tests hold the first count still across the second).
+    pub fn graph_counts(&self) -> (usize, usize) {
+        (self.captures, self.coefficient_updates)
+    }
+}
+
+/// A chain's shape in words: `sos(4) fir(101)`.
+fn shape(plans: &[Plan]) -> String {
+    let words: Vec<String> = plans
+        .iter()
+        .map(|p| match p {
+            Plan::Sos { count, .. } => format!("sos({count})"),
+            Plan::Fir { taps, .. } => format!("fir({taps})"),
+        })
+        .collect();
+    words.join(" ")
+}
