@@ -3,8 +3,9 @@
 # prepared (carry [".gpu-carry", ".gl"]): the CUDA and wgpu test binaries against the
 # SciPy reference set, a CUDA and a CPU render of the demo compared, and the
 # command-line.md workloads on CPU, wgpu and CUDA in one run (60 s cells, 3 runs each;
-# realtime blocks of 32-4096 frames). Every step has its own time limit, so one that
-# hangs costs only its own share; logs go to $OUT (at most 8 files come back).
+# realtime blocks of 32-4096 frames; CUDA's offline workloads also without the copy
+# stream's overlap, FERROFX_CUDA_OVERLAP=0). Every step has its own time limit, so one
+# that hangs costs only its own share; logs go to $OUT (at most 8 files come back).
 #   scripts/gpu-check.sh [all|cuda]
 # `cuda` skips the wgpu tests and bench and the demo render (a rerun after a CUDA
 # change) and times realtime_block once more with every block on the scan kernel
@@ -58,6 +59,8 @@ clocks=$!
 for b in $backends; do
     [ "$b" = cpu ] && kill "$clocks" 2>/dev/null
     step "bench_$b" 90 ./xtask bench --backend "$b" --duration-s 60 --runs 3 --json > "$OUT/bench_$b.json" 2>> "$OUT/bench.err"
+    # The offline stream without the copy stream's overlap, for the comparison in one run.
+    [ "$b" = cuda ] && FERROFX_CUDA_OVERLAP=0 step bench_cuda_staged 90 ./xtask bench --backend cuda --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_staged.json" 2>> "$OUT/bench.err"
 done
 kill "$clocks" 2>/dev/null
 sort /tmp/clocks.csv | uniq -c | sort -rn | head -8 | sed 's/^/clocks (samples, SM clock, utilisation): /' >> "$info"

@@ -4,9 +4,10 @@
 //! device (the lent GPU machine; `FERROFX_REQUIRE_CUDA=1` makes skipping a failure) they
 //! run: every reference case at blocks of 64, 4,096 and 65,536 frames against SciPy;
 //! graph replay and plain launches, with either SOS kernel, each within the tolerance of
-//! the CPU engine; the two-slot pipelined stream equal to job-by-job processing bit for
-//! bit; FIRs with state handed over; the offload worker with the exact CPU fallback; and
-//! the router's decisions on the device's real round trips.
+//! the CPU engine; the pipelined stream (overlapped on two streams, and staged on one)
+//! equal to job-by-job processing bit for bit; new coefficients without a new capture;
+//! FIRs with state handed over; the offload worker with the exact CPU fallback, and
+//! with retunes; and the router's decisions on the device's real round trips.
 //! The kernels' arithmetic itself is tested without a GPU in crates/kernel-host.
 
 mod common;
@@ -142,9 +143,11 @@ fn graphs_equal_plain_launches_and_both_kernels_equal_the_cpu() {
 #[test]
 fn the_pipelined_stream_equals_jobs_one_by_one_bit_for_bit() {
     let Some(b) = backend() else { return };
-    let designed = mixed_chain(48_000.0);
+    // Cascades, a direct FIR and one on the FFT path: every kind of state stays on the
+    // device through the overlapped stream.
+    let designed = retunable_chain(48_000.0, 2);
     const BLOCK: usize = 16_384;
-    let frames = 5 * BLOCK + 777; // a short last block: four graphs (two lengths, two slots)
+    let frames = 5 * BLOCK + 777; // a short last block: graphs of two lengths
     let input = ferrofx_testkit::noise_channels(2, frames, 23, 0.8);
     let mut one = CudaChain::new(b.device(), &designed, 2, BLOCK).unwrap();
     let mut state_one = one.new_state();
@@ -157,24 +160,27 @@ fn the_pipelined_stream_equals_jobs_one_by_one_bit_for_bit() {
             w.extend_from_slice(&data[c * len..(c + 1) * len]);
         }
     }
-    let mut piped = CudaChain::new(b.device(), &designed, 2, BLOCK).unwrap();
-    let mut state_piped = piped.new_state();
-    let mut got = input.clone();
-    for _ in 0..2 {
-        // Twice over the same signal from the same state: the graphs are replayed.
-        got.clone_from(&input);
-        state_piped = piped.new_state();
-        let mut slices: Vec<&mut [f32]> = got.iter_mut().map(|c| &mut c[..]).collect();
-        piped.process_slices(&mut slices, &mut state_piped).unwrap();
+    for overlap in [true, false] {
+        let mut piped = CudaChain::new(b.device(), &designed, 2, BLOCK).unwrap();
+        piped.set_overlap(overlap);
+        let mut state_piped = piped.new_state();
+        let mut got = input.clone();
+        for _ in 0..2 {
+            // Twice over the same signal from the same state: the graphs are replayed.
+            got.clone_from(&input);
+            state_piped = piped.new_state();
+            let mut slices: Vec<&mut [f32]> = got.iter_mut().map(|c| &mut c[..]).collect();
+            piped.process_slices(&mut slices, &mut state_piped).unwrap();
+        }
+        println!("pipelined, overlap {overlap}: graphs {:?}, {:?} captured", piped.graph_status(), piped.graph_counts());
+        assert!(piped.graph_status().0, "graphs: {:?}", piped.graph_status());
+        for c in 0..2 {
+            let differ = got[c].iter().zip(&want[c]).position(|(a, b)| a.to_bits() != b.to_bits());
+            assert_eq!(differ, None, "overlap {overlap}, channel {c}: the pipelined stream differs");
+        }
+        assert_eq!(state_piped.sos, state_one.sos, "overlap {overlap}");
+        assert_eq!(state_piped.fir, state_one.fir, "overlap {overlap}");
     }
-    println!("pipelined: graphs {:?}", piped.graph_status());
-    assert!(piped.graph_status().0, "graphs: {:?}", piped.graph_status());
-    for c in 0..2 {
-        let differ = got[c].iter().zip(&want[c]).position(|(a, b)| a.to_bits() != b.to_bits());
-        assert_eq!(differ, None, "channel {c}: the pipelined stream differs");
-    }
-    assert_eq!(state_piped.sos, state_one.sos);
-    assert_eq!(state_piped.fir, state_one.fir);
 }
 
 #[test]

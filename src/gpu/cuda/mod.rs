@@ -51,6 +51,17 @@ pub fn sequential_max_frames() -> usize {
     env_frames(SEQUENTIAL_MAX_ENV).unwrap_or(SEQUENTIAL_MAX_FRAMES)
 }
 
+/// The environment variable that turns the overlapped offline stream off for chains
+/// created afterwards (`0`; anything else or unset: on). For measuring what the overlap
+/// buys on a given GPU (`cargo xtask bench --backend cuda`); see
+/// [`CudaChain::process_slices`].
+pub const OVERLAP_ENV: &str = "FERROFX_CUDA_OVERLAP";
+
+/// Whether offline streams overlap uploads, kernels and downloads ([`OVERLAP_ENV`]).
+pub fn overlap_default() -> bool {
+    std::env::var(OVERLAP_ENV).map(|v| v.trim() != "0").unwrap_or(true)
+}
+
 fn env_frames(name: &str) -> Option<usize> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }

@@ -70,9 +70,30 @@ unsafe impl DeviceRepr for FftParams {}
 const BLOCK_THREADS: u32 = 256;
 /// Threads per block of the channel-parallel kernel.
 const CHANNEL_THREADS: u32 = 64;
-/// Graphs kept, one per block length and staging slot (a stream's last block is usually
-/// shorter).
-const GRAPHS_KEPT: usize = 4;
+/// Graphs kept, one per block length and staging slot or work buffer (a stream's last
+/// block is usually shorter).
+const GRAPHS_KEPT: usize = 8;
+
+/// What one graph (or one series of plain launches) holds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Work {
+    /// A whole job: the block and state uploaded from the staging slot at this address,
+    /// the kernels on the first work buffer, the block and state downloaded to the slot.
+    Job(*mut f32),
+    /// The kernels alone, on work buffer 0 or 1 (the overlapped stream: its copies run on
+    /// the copy stream, the state stays on the device).
+    Kernels(usize),
+}
+
+impl Work {
+    /// The graph's key beside the block length: the staging slot, or 2 + the buffer.
+    fn key(self, slot: usize) -> usize {
+        match self {
+            Work::Job(_) => slot,
+            Work::Kernels(buf) => 2 + buf,
+        }
+    }
+}
 
 /// A captured graph, owned by one chain.
 pub(super) struct Graph(CudaGraph);
@@ -87,6 +108,31 @@ impl CudaChain {
     /// length where they changed, then its graph (upload, kernels, download). Returns
     /// before the device is done; synchronise the stream before reading the slot.
     pub(super) fn launch(&mut self, slot: usize, frames: usize) -> Result<(), CudaError> {
+        let (chunks, chunk_len) = self.scan_tables_for(frames)?;
+        // The slot's address, taken before any capture (taking it synchronises on the
+        // buffer's event, which a capturing stream must not see).
+        let base = self.slot_ptr(slot)?;
+        self.run(frames, Work::Job(base).key(slot), chunks, chunk_len, Work::Job(base))
+    }
+
+    /// Enqueues the kernels alone for a block of `frames` frames in work buffer `buf`
+    /// (the overlapped stream's copies and state are its own business).
+    pub(super) fn launch_kernels(&mut self, buf: usize, frames: usize) -> Result<(), CudaError> {
+        let (chunks, chunk_len) = self.scan_tables_for(frames)?;
+        self.run(frames, Work::Kernels(buf).key(0), chunks, chunk_len, Work::Kernels(buf))
+    }
+
+    /// Staging slot `slot`'s address in the pinned allocation.
+    pub(super) fn slot_ptr(&mut self, slot: usize) -> Result<*mut f32, CudaError> {
+        let n = self.slot_len();
+        let base = self.pinned.as_mut_ptr()?;
+        // SAFETY: the allocation holds two slots of `n` floats.
+        Ok(unsafe { base.add(slot * n) })
+    }
+
+    /// The chunking of a block of `frames` frames; the scan tables for its chunk length
+    /// written to the device first where they changed.
+    fn scan_tables_for(&mut self, frames: usize) -> Result<(usize, usize), CudaError> {
         let total = self.realizations.len();
         let (chunks, chunk_len) = chunking(frames, self.sequential_max);
         if chunks > 1 && chunk_len != self.table_chunk_len && total > 0 {
@@ -99,27 +145,21 @@ impl CudaChain {
             self.stream.memcpy_htod(&self.table_scratch, &mut self.tables)?;
             self.table_chunk_len = chunk_len;
         }
-        // The slot's address, taken before any capture (taking it synchronises on the
-        // buffer's event, which a capturing stream must not see).
-        let n = self.slot_len();
-        let base = self.pinned.as_mut_ptr()?;
-        // SAFETY: the allocation holds two slots of `n` floats.
-        let base = unsafe { base.add(slot * n) };
-        self.run(frames, slot, chunks, chunk_len, base)
+        Ok((chunks, chunk_len))
     }
 
-    /// The job's device work: a graph replay, or a capture then replay, or plain launches
+    /// The device work: a graph replay, or a capture then replay, or plain launches
     /// where capture failed.
-    fn run(&mut self, frames: usize, slot: usize, chunks: usize, chunk_len: usize, base: *mut f32) -> Result<(), CudaError> {
+    fn run(&mut self, frames: usize, key: usize, chunks: usize, chunk_len: usize, what: Work) -> Result<(), CudaError> {
         let Some(graphs) = self.graphs.as_mut() else {
-            return self.enqueue(frames, chunks, chunk_len, base);
+            return self.enqueue(frames, chunks, chunk_len, what);
         };
-        if let Some((_, graph)) = graphs.iter().find(|(key, _)| *key == (frames, slot)) {
+        if let Some((_, graph)) = graphs.iter().find(|(k, _)| *k == (frames, key)) {
             graph.0.launch()?;
             return Ok(());
         }
         self.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-        let enqueued = self.enqueue(frames, chunks, chunk_len, base);
+        let enqueued = self.enqueue(frames, chunks, chunk_len, what);
         let captured = self.stream.end_capture(sys::CUgraphInstantiate_flags(0));
         match (enqueued, captured) {
             (Ok(()), Ok(Some(graph))) => {
@@ -128,7 +168,7 @@ impl CudaChain {
                 if graphs.len() == GRAPHS_KEPT {
                     graphs.remove(0);
                 }
-                graphs.push(((frames, slot), Graph(graph)));
+                graphs.push(((frames, key), Graph(graph)));
                 self.captures += 1;
                 Ok(())
             }
@@ -143,37 +183,65 @@ impl CudaChain {
                     }
                 );
                 self.graphs = None;
-                self.enqueue(frames, chunks, chunk_len, base)
+                self.enqueue(frames, chunks, chunk_len, what)
             }
         }
     }
 
-    /// Upload, every stage's kernels, download, on the chain's stream; `base` is the
-    /// pinned staging buffer's address.
-    fn enqueue(&mut self, frames: usize, chunks: usize, chunk_len: usize, base: *mut f32) -> Result<(), CudaError> {
+    /// `what` on the chain's stream: a whole job (upload, every stage's kernels,
+    /// download) or the kernels alone on one work buffer.
+    fn enqueue(&mut self, frames: usize, chunks: usize, chunk_len: usize, what: Work) -> Result<(), CudaError> {
         let CudaChain {
-            dev, stream, channels, max_frames, plans, realizations, work, tmp, sections, tables, states, taps, history, hist_out, fir_len, kernel, twiddles, spec_a, spec_b, n_max, ..
+            dev,
+            stream,
+            channels,
+            max_frames,
+            plans,
+            realizations,
+            work,
+            work2,
+            tmp,
+            sections,
+            tables,
+            states,
+            taps,
+            history,
+            hist_out,
+            fir_len,
+            kernel,
+            twiddles,
+            spec_a,
+            spec_b,
+            n_max,
+            ..
         } = self;
         let (channels, fir_len) = (*channels, *fir_len);
         let n = channels * frames;
         let block = channels * *max_frames;
         let ns = 2 * channels * realizations.len();
-        // SAFETY: `base` points to a staging slot of `block + ns + fir_len` floats in the
-        // pinned allocation; these views only hand its addresses to the asynchronous copies
-        // below, and the host touches that slot again only after the stream is synchronised.
-        let (host_block, host_states, host_hist) = unsafe {
-            (
-                std::slice::from_raw_parts_mut(base, n),
-                std::slice::from_raw_parts_mut(base.add(block), ns),
-                std::slice::from_raw_parts_mut(base.add(block + ns), fir_len),
-            )
+        let work = if what == Work::Kernels(1) { work2 } else { work };
+        let host = match what {
+            // SAFETY: `base` points to a staging slot of `block + ns + fir_len` floats in
+            // the pinned allocation; these views only hand its addresses to the
+            // asynchronous copies below, and the host touches that slot again only after
+            // the stream is synchronised.
+            Work::Job(base) => Some(unsafe {
+                (
+                    std::slice::from_raw_parts_mut(base, n),
+                    std::slice::from_raw_parts_mut(base.add(block), ns),
+                    std::slice::from_raw_parts_mut(base.add(block + ns), fir_len),
+                )
+            }),
+            Work::Kernels(_) => None,
         };
-        stream.memcpy_htod(&*host_block, &mut work.slice_mut(..n))?;
-        if ns > 0 {
-            stream.memcpy_htod(&*host_states, &mut states.slice_mut(..ns))?;
-        }
-        if fir_len > 0 {
-            stream.memcpy_htod(&*host_hist, &mut history.slice_mut(..fir_len))?;
+        if let Some((host_block, host_states, host_hist)) = &host {
+            stream.memcpy_htod(&**host_block, &mut work.slice_mut(..n))?;
+            if ns > 0 {
+                stream.memcpy_htod(&**host_states, &mut states.slice_mut(..ns))?;
+            }
+            if fir_len > 0 {
+                stream.memcpy_htod(&**host_hist, &mut history.slice_mut(..fir_len))?;
+            }
         }
         let mut state_base = 0usize;
         for plan in plans.iter() {
@@ -276,12 +344,14 @@ impl CudaChain {
                 }
             }
         }
-        stream.memcpy_dtoh(&work.slice(..n), host_block)?;
-        if ns > 0 {
-            stream.memcpy_dtoh(&states.slice(..ns), host_states)?;
-        }
-        if fir_len > 0 {
-            stream.memcpy_dtoh(&history.slice(..fir_len), host_hist)?;
+        if let Some((host_block, host_states, host_hist)) = host {
+            stream.memcpy_dtoh(&work.slice(..n), host_block)?;
+            if ns > 0 {
+                stream.memcpy_dtoh(&states.slice(..ns), host_states)?;
+            }
+            if fir_len > 0 {
+                stream.memcpy_dtoh(&history.slice(..fir_len), host_hist)?;
+            }
         }
         Ok(())
     }

@@ -10,15 +10,16 @@
 //! state hand-over, `launch.rs` the kernels' parameters, the graphs and the launches.
 
 mod launch;
+mod overlap;
 mod staging;
 mod update;
 
-use super::{sequential_max_frames, CudaDevice, CudaError, DIRECT_MAX_TAPS, MAX_CUDA_FIR_TAPS};
+use super::{overlap_default, sequential_max_frames, CudaDevice, CudaError, DIRECT_MAX_TAPS, MAX_CUDA_FIR_TAPS};
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::engine::ChainState;
 use crate::gpu::realize::{fft_partition_for, partition_spectra, realize_cascade, Realization, SCAN_STEPS};
 use crate::gpu::GpuError;
-use cudarc::driver::{CudaSlice, CudaStream, PinnedHostSlice};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
 use launch::Graph;
 use std::sync::Arc;
 
@@ -48,6 +49,9 @@ pub struct CudaChain {
     plans: Vec<Plan>,
     realizations: Vec<Realization>,
     work: CudaSlice<f32>,
+    /// The overlapped stream's second work buffer (block k+1 is uploaded into one while
+    /// the kernels run block k in the other).
+    work2: CudaSlice<f32>,
     tmp: CudaSlice<f32>,
     sections: CudaSlice<f32>,
     tables: CudaSlice<f32>,
@@ -73,6 +77,13 @@ pub struct CudaChain {
     /// Captured graphs by block length; `None` once capture failed (plain launches then).
     graphs: Option<Vec<((usize, usize), Graph)>>,
     graph_note: String,
+    /// The overlapped stream's copy stream and its events, per work buffer: block
+    /// uploaded, kernels done, block downloaded.
+    copy: Arc<CudaStream>,
+    uploaded: [CudaEvent; 2],
+    computed: [CudaEvent; 2],
+    downloaded: [CudaEvent; 2],
+    overlap: bool,
     /// Graphs captured, coefficient updates taken (for tests: see `graph_counts`).
     captures: usize,
     coefficient_updates: usize,
@@ -200,7 +211,14 @@ impl CudaChain {
         // only while no copy that uses it is in flight: a slot's job is synchronised
         // before the slot is read back or reused (`process`, `process_slices`).
         let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(2 * (block + 2 * channels * total + fir_len)) }?;
+        let event = || dev.ctx.new_event(None);
         let chain = CudaChain {
+            copy: dev.stream()?,
+            uploaded: [event()?, event()?],
+            computed: [event()?, event()?],
+            downloaded: [event()?, event()?],
+            overlap: overlap_default(),
+            work2: zeros(block)?,
             work: zeros(block)?,
             tmp: zeros(block)?,
             tables: zeros(total * SCAN_STEPS * 4)?,
@@ -306,37 +324,51 @@ impl CudaChain {
     }
 
     /// Filters the channel slices (as many frames as the shortest holds) in place, in
-    /// blocks of up to `max_frames`, from `state` (left at the end state). The host's
-    /// copies into and out of pinned memory overlap the device's work: two staging slots
-    /// take turns, so block k+1 is copied in (and block k-1 out) while the device runs
-    /// block k from the other slot.
+    /// blocks of up to `max_frames`, from `state` (left at the end state). Copies overlap
+    /// the device's work: two pinned staging slots and two device work buffers take
+    /// turns, so while the kernels run block k, the host copies block k-1 out of pinned
+    /// memory and block k+1 in, a second stream uploads block k+1 and downloads block
+    /// k-1, and the filter state stays on the device from the first block to the last
+    /// (`set_overlap(false)` or `FERROFX_CUDA_OVERLAP=0`: one stream, each block's
+    /// upload, kernels and download in one graph, the state through the host between
+    /// blocks; the same bits either way).
     pub fn process_slices(&mut self, buffers: &mut [&mut [f32]], state: &mut ChainState) -> Result<(), CudaError> {
         let channels = self.channels;
-        let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
         if buffers.len() != channels {
             return Err(gpu(GpuError::Job { why: format!("{} channel buffers for a chain of {channels} channels", buffers.len()) }));
         }
+        let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
         if frames == 0 {
             return Ok(());
         }
         self.check_job(1, state)?;
         let max = self.max_frames;
         let blocks: Vec<(usize, usize)> = (0..frames).step_by(max).map(|s| (s, max.min(frames - s))).collect();
-        let stage_in = |chain: &mut CudaChain, slot: usize, (start, len): (usize, usize), buffers: &[&mut [f32]]| -> Result<(), CudaError> {
-            let host = chain.slot_mut(slot)?;
-            for (c, b) in buffers.iter().enumerate() {
-                host[c * len..(c + 1) * len].copy_from_slice(&b[start..start + len]);
-            }
-            Ok(())
-        };
-        stage_in(self, 0, blocks[0], buffers)?;
+        if self.overlap {
+            self.stream_overlapped(buffers, &blocks, state)
+        } else {
+            self.stream_staged(buffers, &blocks, state)
+        }
+    }
+
+    /// Whether [`CudaChain::process_slices`] overlaps its copies with a second stream
+    /// (the default) or runs each block as one graph; tests compare both.
+    pub fn set_overlap(&mut self, on: bool) {
+        self.overlap = on;
+    }
+
+    /// The stream on one CUDA stream: block k's upload, kernels and download are one
+    /// graph from staging slot k % 2, the state handed over through the host; the host's
+    /// pinned copies of blocks k-1 and k+1 overlap the device's work on block k.
+    fn stream_staged(&mut self, buffers: &mut [&mut [f32]], blocks: &[(usize, usize)], state: &mut ChainState) -> Result<(), CudaError> {
+        self.stage_block(0, blocks[0], buffers)?;
         self.stage_state(0, state)?;
         self.launch(0, blocks[0].1)?;
         for k in 1..=blocks.len() {
             let (slot, prev) = (k % 2, (k - 1) % 2);
             if k < blocks.len() {
                 // Overlaps the device's work on block k-1.
-                stage_in(self, slot, blocks[k], buffers)?;
+                self.stage_block(slot, blocks[k], buffers)?;
             }
             self.stream.synchronize()?;
             self.read_state(prev, state)?;
@@ -345,11 +377,7 @@ impl CudaChain {
                 self.launch(slot, blocks[k].1)?;
             }
             // Overlaps the device's work on block k.
-            let (start, len) = blocks[k - 1];
-            let host = self.slot(prev)?;
-            for (c, b) in buffers.iter_mut().enumerate() {
-                b[start..start + len].copy_from_slice(&host[c * len..(c + 1) * len]);
-            }
+            self.unstage_block(prev, blocks[k - 1], buffers)?;
         }
         Ok(())
     }

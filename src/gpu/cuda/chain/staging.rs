@@ -23,6 +23,24 @@ impl CudaChain {
         Ok(&mut self.pinned.as_mut_slice()?[slot * n..(slot + 1) * n])
     }
 
+    /// Frames `start..start + len` of the channel buffers into a slot's block, planar.
+    pub(super) fn stage_block(&mut self, slot: usize, (start, len): (usize, usize), buffers: &[&mut [f32]]) -> Result<(), CudaError> {
+        let host = self.slot_mut(slot)?;
+        for (c, b) in buffers.iter().enumerate() {
+            host[c * len..(c + 1) * len].copy_from_slice(&b[start..start + len]);
+        }
+        Ok(())
+    }
+
+    /// A slot's block back into frames `start..start + len` of the channel buffers.
+    pub(super) fn unstage_block(&self, slot: usize, (start, len): (usize, usize), buffers: &mut [&mut [f32]]) -> Result<(), CudaError> {
+        let host = self.slot(slot)?;
+        for (c, b) in buffers.iter_mut().enumerate() {
+            b[start..start + len].copy_from_slice(&host[c * len..(c + 1) * len]);
+        }
+        Ok(())
+    }
+
     /// `state` into a slot, each section's in its delta form, the FIR histories as they are.
     pub(super) fn stage_state(&mut self, slot: usize, state: &ChainState) -> Result<(), CudaError> {
         let (channels, total, block, fir_len) = (self.channels, self.realizations.len(), self.channels * self.max_frames, self.fir_len);
