@@ -146,40 +146,43 @@ fn the_pipelined_stream_equals_jobs_one_by_one_bit_for_bit() {
     // Cascades, a direct FIR and one on the FFT path: every kind of state stays on the
     // device through the overlapped stream.
     let designed = retunable_chain(48_000.0, 2);
-    const BLOCK: usize = 16_384;
-    let frames = 5 * BLOCK + 777; // a short last block: graphs of two lengths
-    let input = ferrofx_testkit::noise_channels(2, frames, 23, 0.8);
-    let mut one = CudaChain::new(b.device(), &designed, 2, BLOCK).unwrap();
-    let mut state_one = one.new_state();
-    let mut want = vec![Vec::new(); 2];
-    for start in (0..frames).step_by(BLOCK) {
-        let len = BLOCK.min(frames - start);
-        let mut data: Vec<f32> = input.iter().flat_map(|c| c[start..start + len].iter().copied()).collect();
-        one.process(&mut data, len, &mut state_one).unwrap();
-        for (c, w) in want.iter_mut().enumerate() {
-            w.extend_from_slice(&data[c * len..(c + 1) * len]);
+    // Small blocks, and large ones whose host copies go over several threads.
+    for (channels, block) in [(2usize, 16_384usize), (8, 65_536)] {
+        let frames = 5 * block + 777; // a short last block: graphs of two lengths
+        let input = ferrofx_testkit::noise_channels(channels, frames, 23, 0.8);
+        let mut one = CudaChain::new(b.device(), &designed, channels, block).unwrap();
+        let mut state_one = one.new_state();
+        let mut want = vec![Vec::new(); channels];
+        for start in (0..frames).step_by(block) {
+            let len = block.min(frames - start);
+            let mut data: Vec<f32> = input.iter().flat_map(|c| c[start..start + len].iter().copied()).collect();
+            one.process(&mut data, len, &mut state_one).unwrap();
+            for (c, w) in want.iter_mut().enumerate() {
+                w.extend_from_slice(&data[c * len..(c + 1) * len]);
+            }
         }
-    }
-    for overlap in [true, false] {
-        let mut piped = CudaChain::new(b.device(), &designed, 2, BLOCK).unwrap();
-        piped.set_overlap(overlap);
-        let mut state_piped = piped.new_state();
-        let mut got = input.clone();
-        for _ in 0..2 {
-            // Twice over the same signal from the same state: the graphs are replayed.
-            got.clone_from(&input);
-            state_piped = piped.new_state();
-            let mut slices: Vec<&mut [f32]> = got.iter_mut().map(|c| &mut c[..]).collect();
-            piped.process_slices(&mut slices, &mut state_piped).unwrap();
+        for overlap in [true, false] {
+            let what = format!("{channels} ch, blocks of {block}, overlap {overlap}");
+            let mut piped = CudaChain::new(b.device(), &designed, channels, block).unwrap();
+            piped.set_overlap(overlap);
+            let mut state_piped = piped.new_state();
+            let mut got = input.clone();
+            for _ in 0..2 {
+                // Twice over the same signal from the same state: the graphs are replayed.
+                got.clone_from(&input);
+                state_piped = piped.new_state();
+                let mut slices: Vec<&mut [f32]> = got.iter_mut().map(|c| &mut c[..]).collect();
+                piped.process_slices(&mut slices, &mut state_piped).unwrap();
+            }
+            println!("pipelined, {what}: graphs {:?}, {:?} captured", piped.graph_status(), piped.graph_counts());
+            assert!(piped.graph_status().0, "{what}: graphs {:?}", piped.graph_status());
+            for c in 0..channels {
+                let differ = got[c].iter().zip(&want[c]).position(|(a, b)| a.to_bits() != b.to_bits());
+                assert_eq!(differ, None, "{what}, channel {c}: the pipelined stream differs");
+            }
+            assert_eq!(state_piped.sos, state_one.sos, "{what}");
+            assert_eq!(state_piped.fir, state_one.fir, "{what}");
         }
-        println!("pipelined, overlap {overlap}: graphs {:?}, {:?} captured", piped.graph_status(), piped.graph_counts());
-        assert!(piped.graph_status().0, "graphs: {:?}", piped.graph_status());
-        for c in 0..2 {
-            let differ = got[c].iter().zip(&want[c]).position(|(a, b)| a.to_bits() != b.to_bits());
-            assert_eq!(differ, None, "overlap {overlap}, channel {c}: the pipelined stream differs");
-        }
-        assert_eq!(state_piped.sos, state_one.sos, "overlap {overlap}");
-        assert_eq!(state_piped.fir, state_one.fir, "overlap {overlap}");
     }
 }
 

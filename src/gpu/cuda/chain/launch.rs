@@ -124,9 +124,10 @@ impl CudaChain {
 
     /// Staging slot `slot`'s address in the pinned allocation.
     pub(super) fn slot_ptr(&mut self, slot: usize) -> Result<*mut f32, CudaError> {
+        assert!(slot < super::STAGING_SLOTS, "staging slot {slot}");
         let n = self.slot_len();
         let base = self.pinned.as_mut_ptr()?;
-        // SAFETY: the allocation holds two slots of `n` floats.
+        // SAFETY: the allocation holds STAGING_SLOTS slots of `n` floats (`slot` < that).
         Ok(unsafe { base.add(slot * n) })
     }
 

@@ -39,6 +39,10 @@ enum Plan {
     Fir { tap_base: usize, taps: usize, hist_base: usize, fft: Option<FftPlan> },
 }
 
+/// Pinned staging slots: the overlapped stream stages block k+1 into one and reads
+/// block k-1 back from another while block k's is in use.
+const STAGING_SLOTS: usize = 3;
+
 /// A designed chain on a CUDA device for `channels` channels and blocks of up to
 /// `max_frames` frames.
 pub struct CudaChain {
@@ -82,7 +86,8 @@ pub struct CudaChain {
     copy: Arc<CudaStream>,
     uploaded: [CudaEvent; 2],
     computed: [CudaEvent; 2],
-    downloaded: [CudaEvent; 2],
+    /// Per staging slot.
+    downloaded: [CudaEvent; STAGING_SLOTS],
     overlap: bool,
     /// Graphs captured, coefficient updates taken (for tests: see `graph_counts`).
     captures: usize,
@@ -206,17 +211,18 @@ impl CudaChain {
         if !flat.is_empty() {
             stream.memcpy_htod(&flat, &mut kernel)?;
         }
-        // SAFETY: page-locked host memory for the staging buffer, two slots so the host
-        // stages one job while the device runs the other. The host reads or writes a slot
-        // only while no copy that uses it is in flight: a slot's job is synchronised
-        // before the slot is read back or reused (`process`, `process_slices`).
-        let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(2 * (block + 2 * channels * total + fir_len)) }?;
+        // SAFETY: page-locked host memory for the staging buffer, three slots so the host
+        // stages one block and reads another back while the device runs a third. The host
+        // reads or writes a slot only while no copy that uses it is in flight: a slot's
+        // job is synchronised before the slot is read back or reused (`process`,
+        // `process_slices`).
+        let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(STAGING_SLOTS * (block + 2 * channels * total + fir_len)) }?;
         let event = || dev.ctx.new_event(None);
         let chain = CudaChain {
             copy: dev.stream()?,
             uploaded: [event()?, event()?],
             computed: [event()?, event()?],
-            downloaded: [event()?, event()?],
+            downloaded: [event()?, event()?, event()?],
             overlap: overlap_default(),
             work2: zeros(block)?,
             work: zeros(block)?,
@@ -325,9 +331,9 @@ impl CudaChain {
 
     /// Filters the channel slices (as many frames as the shortest holds) in place, in
     /// blocks of up to `max_frames`, from `state` (left at the end state). Copies overlap
-    /// the device's work: two pinned staging slots and two device work buffers take
-    /// turns, so while the kernels run block k, the host copies block k-1 out of pinned
-    /// memory and block k+1 in, a second stream uploads block k+1 and downloads block
+    /// the device's work: three pinned staging slots and two device work buffers take
+    /// turns, so while the kernels run block k, the host copies block k+1 into pinned
+    /// memory and block k-1 out, a second stream uploads block k+1 and downloads block
     /// k-1, and the filter state stays on the device from the first block to the last
     /// (`set_overlap(false)` or `FERROFX_CUDA_OVERLAP=0`: one stream, each block's
     /// upload, kernels and download in one graph, the state through the host between

@@ -26,18 +26,17 @@ impl CudaChain {
     /// Frames `start..start + len` of the channel buffers into a slot's block, planar.
     pub(super) fn stage_block(&mut self, slot: usize, (start, len): (usize, usize), buffers: &[&mut [f32]]) -> Result<(), CudaError> {
         let host = self.slot_mut(slot)?;
-        for (c, b) in buffers.iter().enumerate() {
-            host[c * len..(c + 1) * len].copy_from_slice(&b[start..start + len]);
-        }
+        let pairs = host.chunks_mut(len).zip(buffers.iter()).map(|(h, b)| (h, &b[start..start + len]));
+        copy_blocks(pairs, len * buffers.len());
         Ok(())
     }
 
     /// A slot's block back into frames `start..start + len` of the channel buffers.
     pub(super) fn unstage_block(&self, slot: usize, (start, len): (usize, usize), buffers: &mut [&mut [f32]]) -> Result<(), CudaError> {
         let host = self.slot(slot)?;
-        for (c, b) in buffers.iter_mut().enumerate() {
-            b[start..start + len].copy_from_slice(&host[c * len..(c + 1) * len]);
-        }
+        let total = len * buffers.len();
+        let pairs = buffers.iter_mut().zip(host.chunks(len)).map(|(b, h)| (&mut b[start..start + len], h));
+        copy_blocks(pairs, total);
         Ok(())
     }
 
@@ -85,5 +84,66 @@ impl CudaChain {
             *o = if v.is_finite() { v } else { 0.0 };
         }
         Ok(())
+    }
+}
+
+/// A block's host copies of at least this many floats (1 MiB) go over several threads.
+const PARALLEL_COPY_FLOATS: usize = 1 << 18;
+/// The most threads one block's host copies use.
+const COPY_THREADS: usize = 4;
+
+/// Copies each pair's source into its destination (`total` floats in all): on this
+/// thread, or for large blocks split into equal pieces over up to [`COPY_THREADS`]
+/// scoped threads (copying between the caller's channels and pinned memory is the host's
+/// share of an offline stream, and one core's memory bandwidth limits it).
+fn copy_blocks<'a>(pairs: impl Iterator<Item = (&'a mut [f32], &'a [f32])>, total: usize) {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let threads = if total >= PARALLEL_COPY_FLOATS {
+        *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(COPY_THREADS))
+    } else {
+        1
+    };
+    if threads <= 1 {
+        pairs.for_each(|(d, s)| d.copy_from_slice(s));
+        return;
+    }
+    let piece = total.div_ceil(threads);
+    let mut groups: Vec<Vec<(&mut [f32], &[f32])>> = (0..threads).map(|_| Vec::new()).collect();
+    let (mut g, mut filled) = (0usize, 0usize);
+    for (mut d, mut s) in pairs {
+        while !d.is_empty() {
+            let take = (piece - filled).min(d.len());
+            let (d0, d1) = std::mem::take(&mut d).split_at_mut(take);
+            let (s0, s1) = s.split_at(take);
+            groups[g].push((d0, s0));
+            (d, s) = (d1, s1);
+            filled += take;
+            if filled == piece {
+                (g, filled) = ((g + 1).min(threads - 1), 0);
+            }
+        }
+    }
+    std::thread::scope(|scope| {
+        let mut groups = groups.into_iter();
+        let mine = groups.next();
+        for group in groups {
+            scope.spawn(move || group.into_iter().for_each(|(d, s)| d.copy_from_slice(s)));
+        }
+        mine.into_iter().flatten().for_each(|(d, s)| d.copy_from_slice(s));
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_blocks;
+
+    #[test]
+    fn block_copies_split_over_threads_copy_every_float_once() {
+        for (channels, len) in [(1usize, 300_000usize), (3, 100_000), (8, 65_536), (5, 7), (2, 131_073)] {
+            let src: Vec<Vec<f32>> = (0..channels).map(|c| (0..len).map(|i| (c * len + i) as f32).collect()).collect();
+            let mut dst = vec![vec![-1.0f32; len]; channels];
+            copy_blocks(dst.iter_mut().map(|d| &mut d[..]).zip(src.iter().map(|s| &s[..])), channels * len);
+            assert_eq!(dst, src, "{channels} x {len}");
+        }
     }
 }
