@@ -12,6 +12,7 @@
 
 mod common;
 
+use common::retune::{jobs, retunable_chain, retuned_offload};
 use common::{chain_of, load_cases, rel_error};
 use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Fir};
 use ferrofx::engine::Engine;
@@ -316,35 +317,6 @@ fn the_router_decides_on_the_devices_real_round_trips() {
     assert!(st.on_worker > 0 && st.on_cpu > 0, "both paths ran: {st:?}");
 }
 
-/// The same shape for every `k` (a direct FIR and one long enough for the FFT path among
-/// the cascades), other coefficients.
-fn retunable_chain(fs: f64, k: usize) -> DesignedChain {
-    let f = [1.0, 1.7, 0.6][k % 3];
-    (Butterworth::highpass(20.0 * f, 4)
-        | Fir::lowpass(255, 12_000.0 / f)
-        | Chebyshev1::lowpass(9000.0 / f, 6, 0.5)
-        | Fir::lowpass(1501, 6_000.0 * f)
-        | Biquad::peaking(1000.0 * f, 2.0, 6.0 - 5.0 * f))
-    .design(fs)
-    .unwrap()
-}
-
-/// `blocks` (frame counts) of `input` from `start` through `chain` job by job, from
-/// `state`; the planar outputs concatenated per channel.
-fn jobs(chain: &mut CudaChain, input: &[Vec<f32>], start: usize, blocks: &[usize], state: &mut ferrofx::engine::ChainState) -> Vec<Vec<f32>> {
-    let mut out = vec![Vec::new(); input.len()];
-    let mut at = start;
-    for &len in blocks {
-        let mut data: Vec<f32> = input.iter().flat_map(|c| c[at..at + len].iter().copied()).collect();
-        chain.process(&mut data, len, state).unwrap();
-        for (c, o) in out.iter_mut().enumerate() {
-            o.extend_from_slice(&data[c * len..(c + 1) * len]);
-        }
-        at += len;
-    }
-    out
-}
-
 #[test]
 fn new_coefficients_replay_the_same_graphs_and_equal_a_fresh_chain() {
     let Some(b) = backend() else { return };
@@ -354,17 +326,17 @@ fn new_coefficients_replay_the_same_graphs_and_equal_a_fresh_chain() {
     let input = ferrofx_testkit::noise_channels(2, total, 31, 0.8);
     let mut chain = CudaChain::new(b.device(), &a, 2, 4096).unwrap();
     let mut state = chain.new_state();
-    let first = jobs(&mut chain, &input, 0, &blocks, &mut state);
+    let first = jobs(|d, n, s| chain.process(d, n, s).unwrap(), &input, 0, &blocks, &mut state);
     let (captured, _) = chain.graph_counts();
     assert!(chain.graph_status().0 && captured >= 3, "graphs {:?}, {captured} captured", chain.graph_status());
     let handed = state.clone();
     chain.set_coefficients(&bb).unwrap();
-    let second = jobs(&mut chain, &input, total / 2, &blocks, &mut state);
+    let second = jobs(|d, n, s| chain.process(d, n, s).unwrap(), &input, total / 2, &blocks, &mut state);
     assert_eq!(chain.graph_counts(), (captured, 1), "new coefficients must not capture a graph again");
     // A chain built for the new design from the same state: the same bits.
     let mut fresh = CudaChain::new(b.device(), &bb, 2, 4096).unwrap();
     let mut fresh_state = handed;
-    let want = jobs(&mut fresh, &input, total / 2, &blocks, &mut fresh_state);
+    let want = jobs(|d, n, s| fresh.process(d, n, s).unwrap(), &input, total / 2, &blocks, &mut fresh_state);
     for c in 0..2 {
         let differ = second[c].iter().zip(&want[c]).position(|(x, y)| x.to_bits() != y.to_bits());
         assert_eq!(differ, None, "channel {c}: the updated chain differs from a fresh one");
@@ -396,51 +368,12 @@ fn the_offload_worker_takes_new_coefficients_on_cuda() {
     const BLOCK: usize = 512;
     let designs: Vec<DesignedChain> = (0..3).map(|k| retunable_chain(48_000.0, k)).collect();
     let exec = CudaChain::new(b.device(), &designs[0], 2, BLOCK).unwrap();
-    let mut off = Offload::new(&designs[0], 2, BLOCK, exec).unwrap();
-    let frames = 96_000 / BLOCK * BLOCK;
-    let input = ferrofx_testkit::noise_channels(2, frames, 9, 1.0);
-    let mut out = input.clone();
-    // Retunes wanted before blocks 40 (design 1), 41 (2) and 120 (0); a refusal (the
-    // previous one still on its way) is tried again at the next block.
-    let wanted = [(40usize, 1usize), (41, 2), (120, 0)];
-    let mut taken: Vec<(usize, usize)> = Vec::new();
-    let mut pending: Option<Box<DesignedChain>> = None;
-    for (k, start) in (0..frames).step_by(BLOCK).enumerate() {
-        if let Some(&(at, d)) = wanted.get(taken.len()) {
-            if k >= at {
-                let chain = pending.take().unwrap_or_else(|| Box::new(designs[d].clone()));
-                match off.retune(chain) {
-                    Ok(()) => taken.push((k, d)),
-                    Err(e) => pending = Some(e.into_chain()),
-                }
-            }
-        }
-        let (l, r) = out.split_at_mut(1);
-        off.process(&mut [&mut l[0][start..start + BLOCK], &mut r[0][start..start + BLOCK]]).unwrap();
-        std::thread::sleep(std::time::Duration::from_micros(500));
-    }
-    // The CPU engine updated at the same blocks, one block late.
-    let mut cpu = Engine::with_options(&designs[0], 2, BLOCK, OFFLOAD_ENGINE_OPTIONS);
-    let mut y = input.clone();
-    for (k, start) in (0..frames).step_by(BLOCK).enumerate() {
-        for &(_, d) in taken.iter().filter(|(t, _)| *t == k) {
-            cpu.update(&designs[d]).unwrap();
-        }
-        let (l, r) = y.split_at_mut(1);
-        cpu.process(&mut [&mut l[0][start..start + BLOCK], &mut r[0][start..start + BLOCK]]);
-    }
-    let want: Vec<Vec<f32>> = y
-        .into_iter()
-        .map(|c| {
-            let mut d = vec![0.0f32; BLOCK];
-            d.extend_from_slice(&c[..frames - BLOCK]);
-            d
-        })
-        .collect();
-    let e = rel_error(&out, &want);
-    println!("offload on cuda, retuned at blocks {taken:?}: {:?}, error {e:.2e}", off.stats());
-    assert_eq!(taken.len(), wanted.len(), "{taken:?}");
+    // Retunes before blocks 40 (design 1), 41 (2) and 120 (0).
+    let r = retuned_offload(&designs, exec, BLOCK, 96_000 / BLOCK * BLOCK, &[(40, 1), (41, 2), (120, 0)], false);
+    let e = rel_error(&r.out, &r.want);
+    println!("offload on cuda, retuned at blocks {:?}: {:?}, error {e:.2e}", r.taken, r.stats);
+    assert_eq!(r.taken.len(), 3, "{:?}", r.taken);
     assert!(e <= TIME_TOLERANCE, "{e:.3e}");
-    assert!(!off.worker_lost(), "the CUDA executor must take the designs");
-    assert!(off.stats().offloaded > off.stats().blocks / 2, "{:?}", off.stats());
+    assert!(!r.worker_lost, "the CUDA executor must take the designs");
+    assert!(r.stats.offloaded > r.stats.blocks / 2, "{:?}", r.stats);
 }

@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::retune::{jobs, retunable_chain, retuned_offload};
 use common::{chain_of, load_cases, rel_error, run_engine};
 use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Elliptic, Fir};
 use ferrofx::engine::{ChainState, Engine, EngineOptions};
@@ -256,6 +257,61 @@ fn pipelined_blocks_equal_synchronous_blocks() {
     stream.submit(&views, block).unwrap();
     assert!(stream.submit(&views, block).is_err(), "a third block in flight");
     assert!(stream.process(&mut [&mut vec![0.0; 10][..], &mut vec![0.0; 10][..]]).is_err());
+}
+
+#[test]
+fn new_coefficients_rewrite_the_buffers_and_equal_a_fresh_chain() {
+    let Some(ctx) = context() else { return };
+    let (a, b) = (retunable_chain(48_000.0, 0), retunable_chain(48_000.0, 1));
+    let blocks = [4096usize, 4096, 1000, 32];
+    let half: usize = blocks.iter().sum();
+    let input = noise(2, 2 * half, 31);
+    let mut chain = GpuChain::new(ctx, &a, 2, 4096).unwrap();
+    let mut state = chain.new_state();
+    let first = jobs(|d, n, s| chain.process(d, n, s).unwrap(), &input, 0, &blocks, &mut state);
+    let handed = state.clone();
+    chain.set_coefficients(&b).unwrap();
+    let second = jobs(|d, n, s| chain.process(d, n, s).unwrap(), &input, half, &blocks, &mut state);
+    // A chain built for the new design from the same state: the same bits.
+    let mut fresh = GpuChain::new(ctx, &b, 2, 4096).unwrap();
+    let mut fresh_state = handed;
+    let want = jobs(|d, n, s| fresh.process(d, n, s).unwrap(), &input, half, &blocks, &mut fresh_state);
+    for c in 0..2 {
+        let differ = second[c].iter().zip(&want[c]).position(|(x, y)| x.to_bits() != y.to_bits());
+        assert_eq!(differ, None, "channel {c}: the updated chain differs from a fresh one");
+    }
+    assert_eq!(state.sos, fresh_state.sos);
+    assert_eq!(state.fir, fresh_state.fir);
+    // The whole stream is the CPU engine's, updated at the same frame.
+    let mut cpu = Engine::with_options(&a, 2, 4096, EngineOptions { fir_mode: FirMode::Direct, time_segments: 0 });
+    let mut y = input.clone();
+    let (h0, h1) = y.split_at_mut(1);
+    cpu.process(&mut [&mut h0[0][..half], &mut h1[0][..half]]);
+    cpu.update(&b).unwrap();
+    cpu.process(&mut [&mut h0[0][half..], &mut h1[0][half..]]);
+    let got: Vec<Vec<f32>> = (0..2).map(|c| [first[c].clone(), second[c].clone()].concat()).collect();
+    let e = rel_error(&got, &y);
+    println!("retuned wgpu chain against the CPU engine: {e:.2e}");
+    assert!(e <= TIME_TOLERANCE, "{e:.3e}");
+    // Another shape is refused, naming both.
+    let other = (Butterworth::highpass(20.0, 2) | Fir::lowpass(255, 12_000.0)).design(48_000.0).unwrap();
+    let err = chain.set_coefficients(&other).unwrap_err().to_string();
+    assert!(err.contains("stages sos(1) fir(255) on a chain of stages sos(2) fir(255)"), "{err}");
+}
+
+#[test]
+fn the_offload_worker_takes_new_coefficients_on_wgpu() {
+    let Some(ctx) = context() else { return };
+    const BLOCK: usize = 512;
+    let designs: Vec<DesignedChain> = (0..3).map(|k| retunable_chain(48_000.0, k)).collect();
+    let exec = GpuChain::new(ctx, &designs[0], 2, BLOCK).unwrap();
+    let r = retuned_offload(&designs, exec, BLOCK, 48_000 / BLOCK * BLOCK, &[(20, 1), (21, 2), (60, 0)], true);
+    let e = rel_error(&r.out, &r.want);
+    println!("offload on wgpu, retuned at blocks {:?}: {:?}, error {e:.2e}", r.taken, r.stats);
+    assert_eq!(r.taken.len(), 3, "{:?}", r.taken);
+    assert!(e <= TIME_TOLERANCE, "{e:.3e}");
+    assert!(!r.worker_lost, "the wgpu executor must take the designs");
+    assert!(r.stats.offloaded > r.stats.blocks / 2, "{:?}", r.stats);
 }
 
 mod offload {

@@ -2,6 +2,8 @@
 //! error measures.
 #![allow(dead_code)]
 
+pub mod retune;
+
 use ferrofx::chain::{Chain, Stage, StageKind};
 use ferrofx::design::{BiquadKind, Cutoff, IirFamily, Response, Window};
 use ferrofx::engine::{Engine, EngineOptions};

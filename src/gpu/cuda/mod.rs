@@ -66,9 +66,9 @@ fn env_frames(name: &str) -> Option<usize> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 /// FIRs up to this many taps run by direct convolution, longer ones by FFT (as on wgpu).
-pub const DIRECT_MAX_TAPS: usize = 512;
+pub const DIRECT_MAX_TAPS: usize = crate::gpu::design::DIRECT_MAX_TAPS;
 /// The longest FIR the backend runs: the chain format's limit.
-pub const MAX_CUDA_FIR_TAPS: usize = crate::dsp::fir::MAX_TAPS;
+pub const MAX_CUDA_FIR_TAPS: usize = crate::gpu::design::MAX_FIR_TAPS;
 
 /// Why the CUDA backend cannot run.
 #[derive(Debug, thiserror::Error)]

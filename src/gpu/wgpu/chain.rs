@@ -2,12 +2,13 @@
 //! and one job's round trip (write input and state, encode the stages, submit, read
 //! back).
 
-use super::fir::{encode_fft, partition_spectra, write_fft_params, FftKit, FftPlan};
+use super::fir::{encode_fft, write_fft_params, FftKit, FftPlan};
 use super::{AdapterReport, WgpuContext};
-use super::{sequential_max_for, DIRECT_MAX_TAPS, JOB_TIMEOUT, MAX_GPU_FIR_TAPS, PARAM_SLOT};
-use crate::chain::{DesignedChain, DesignedStage};
+use super::{sequential_max_for, JOB_TIMEOUT, PARAM_SLOT};
+use crate::chain::DesignedChain;
 use crate::engine::ChainState;
-use crate::gpu::realize::{chunking, realize_cascade, Realization, SCAN_STEPS};
+use crate::gpu::design::{GpuDesign, StageForm};
+use crate::gpu::realize::{chunking, Realization, SCAN_STEPS};
 use crate::gpu::GpuError;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -29,14 +30,18 @@ struct SlotJob {
 /// A designed chain prepared on a device for `channels` channels and blocks of up to
 /// `max_frames` frames.
 pub struct GpuChain {
-    ctx: WgpuContext,
-    channels: usize,
-    max_frames: usize,
+    pub(super) ctx: WgpuContext,
+    pub(super) channels: usize,
+    pub(super) max_frames: usize,
     sos_pipeline: wgpu::ComputePipeline,
     fir_pipeline: wgpu::ComputePipeline,
     hist_pipeline: wgpu::ComputePipeline,
     stages: Vec<StagePlan>,
-    realizations: Vec<Realization>,
+    /// The stages' places in the buffers (new coefficients must fit them).
+    pub(super) forms: Vec<StageForm>,
+    pub(super) realizations: Vec<Realization>,
+    pub(super) sections: wgpu::Buffer,
+    pub(super) taps: wgpu::Buffer,
     params: wgpu::Buffer,
     work: wgpu::Buffer,
     tmp: wgpu::Buffer,
@@ -50,18 +55,18 @@ pub struct GpuChain {
     /// Per read-back slot: the job submitted into it, if any.
     slots: [Option<SlotJob>; 2],
     /// Chunk length the tables were last written for.
-    table_chunk_len: usize,
-    fir_len: usize,
+    pub(super) table_chunk_len: usize,
+    pub(super) fir_len: usize,
     /// Scratch for state conversion and tables.
     state_f32: Vec<[f32; 2]>,
     table_scratch: Vec<[f32; 4]>,
-    sequential_max: usize,
-    fft: Option<FftKit>,
+    pub(super) sequential_max: usize,
+    pub(super) fft: Option<FftKit>,
 }
 
 impl GpuChain {
     /// Builds pipelines, buffers and bind groups for `chain`. FIR stages must have at most
-    /// [`MAX_GPU_FIR_TAPS`] taps.
+    /// [`crate::gpu::design::MAX_FIR_TAPS`] taps.
     pub fn new(ctx: &WgpuContext, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<GpuChain, GpuError> {
         let device = &ctx.device;
         let channels = channels.max(1);
@@ -69,60 +74,23 @@ impl GpuChain {
         if channels > 65_535 {
             return Err(GpuError::Unsupported { what: format!("{channels} channels") });
         }
-        let mut realizations = Vec::new();
-        let mut taps_all: Vec<f32> = Vec::new();
-        let mut layout = Vec::new(); // (is_sos, first, count | taps, hist_base)
-        let mut fir_len = 0usize;
-        let mut fft_plans: Vec<Option<FftPlan>> = Vec::new();
-        let mut kernel_spectra: Vec<[f32; 2]> = Vec::new();
-        let mut fft_slots = 0usize;
-        let mut spec_len = 0usize;
         let sequential_max = sequential_max_for(ctx.report());
-        for (index, stage) in chain.stages.iter().enumerate() {
-            match stage {
-                DesignedStage::Sos(sections) => {
-                    // Exact or declined: a cascade whose float32 form would miss the
-                    // tolerance is not run here (the caller keeps it on the CPU).
-                    let delta = realize_cascade(sections, index, max_frames, sequential_max)?;
-                    fft_plans.push(None);
-                    layout.push((true, realizations.len(), sections.len(), 0));
-                    realizations.extend(delta);
+        let design = GpuDesign::new(chain, channels, max_frames, sequential_max, "wgpu")?;
+        let records = design.section_records();
+        let GpuDesign { stages: forms, realizations, taps: taps_all, spectra: kernel_spectra, fir_len, spec_len } = design;
+        // The FFT stages' parameter slots, one run after another.
+        let mut fft_slots = 0usize;
+        let fft_plans: Vec<Option<FftPlan>> = forms
+            .iter()
+            .map(|f| match *f {
+                StageForm::Fir { fft: Some(form), .. } => {
+                    let plan = FftPlan::new(form, fft_slots);
+                    fft_slots += plan.slots();
+                    Some(plan)
                 }
-                DesignedStage::Fir(taps) => {
-                    if taps.len() > MAX_GPU_FIR_TAPS {
-                        return Err(GpuError::Unsupported {
-                            what: format!(
-                                "stage {index}: a FIR of {} taps (the GPU runs FIRs up to {MAX_GPU_FIR_TAPS} taps)",
-                                taps.len()
-                            ),
-                        });
-                    }
-                    let taps_len = taps.len().max(1);
-                    if taps_len > DIRECT_MAX_TAPS {
-                        let part = FftPlan::part_for(taps_len);
-                        let plan = FftPlan {
-                            part,
-                            pcount: taps_len.div_ceil(part),
-                            log2n: (2 * part).trailing_zeros() as usize,
-                            kernel_base: kernel_spectra.len(),
-                            slot_base: fft_slots,
-                        };
-                        fft_slots += plan.slots();
-                        kernel_spectra.extend(partition_spectra(taps, part));
-                        spec_len = spec_len.max(channels * (max_frames.div_ceil(part) + plan.pcount) * plan.n());
-                        fft_plans.push(Some(plan));
-                    } else {
-                        fft_plans.push(None);
-                    }
-                    layout.push((false, taps_all.len(), taps_len, fir_len));
-                    taps_all.extend(taps.iter().map(|&t| t as f32));
-                    if taps.is_empty() {
-                        taps_all.push(0.0);
-                    }
-                    fir_len += channels * (taps_len - 1);
-                }
-            }
-        }
+                _ => None,
+            })
+            .collect();
         let total_sections = realizations.len();
         let work_bytes = (channels * max_frames * 4) as u64;
         let state_bytes = (channels * total_sections * 8) as u64;
@@ -140,7 +108,7 @@ impl GpuChain {
             device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: size.max(16), usage, mapped_at_creation: false })
         };
         use wgpu::BufferUsages as U;
-        let stages_n = layout.len().max(1) as u64;
+        let stages_n = forms.len().max(1) as u64;
         let params = buffer("params", stages_n * PARAM_SLOT, U::UNIFORM | U::COPY_DST);
         let work = buffer("work", work_bytes, U::STORAGE | U::COPY_DST | U::COPY_SRC);
         let tmp = buffer("tmp", work_bytes, U::STORAGE | U::COPY_SRC);
@@ -152,7 +120,6 @@ impl GpuChain {
         let hist_out = buffer("hist_out", hist_bytes, U::STORAGE | U::COPY_SRC);
         let readback = [0, 1].map(|_| buffer("readback", work_bytes + state_bytes + hist_bytes, U::MAP_READ | U::COPY_DST));
 
-        let records: Vec<[f32; 12]> = realizations.iter().map(|r| r.to_gpu().words()).collect();
         ctx.queue.write_buffer(&sections_buf, 0, bytemuck::cast_slice(&records));
         ctx.queue.write_buffer(&taps_buf, 0, bytemuck::cast_slice(&taps_all));
 
@@ -165,42 +132,45 @@ impl GpuChain {
         fn whole(b: &wgpu::Buffer) -> wgpu::BindingResource<'_> {
             b.as_entire_binding()
         }
-        let stages = layout
+        let stages = forms
             .iter()
             .enumerate()
-            .map(|(i, &(is_sos, first, count, hist_base))| {
+            .map(|(i, form)| {
                 let param = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                     buffer: &params,
                     offset: i as u64 * PARAM_SLOT,
                     size: std::num::NonZeroU64::new(32),
                 });
-                if is_sos {
-                    let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: Some("sos stage"),
-                        layout: sos_layout,
-                        entries: &[
-                            wgpu::BindGroupEntry { binding: 0, resource: param },
-                            wgpu::BindGroupEntry { binding: 1, resource: whole(&work) },
-                            wgpu::BindGroupEntry { binding: 2, resource: whole(&sections_buf) },
-                            wgpu::BindGroupEntry { binding: 3, resource: whole(&tables) },
-                            wgpu::BindGroupEntry { binding: 4, resource: whole(&states) },
-                        ],
-                    });
-                    StagePlan::Sos { first, count, bind }
-                } else {
-                    let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: Some("fir stage"),
-                        layout: fir_layout,
-                        entries: &[
-                            wgpu::BindGroupEntry { binding: 0, resource: param },
-                            wgpu::BindGroupEntry { binding: 1, resource: whole(&work) },
-                            wgpu::BindGroupEntry { binding: 2, resource: whole(&taps_buf) },
-                            wgpu::BindGroupEntry { binding: 3, resource: whole(&history) },
-                            wgpu::BindGroupEntry { binding: 4, resource: whole(&tmp) },
-                            wgpu::BindGroupEntry { binding: 5, resource: whole(&hist_out) },
-                        ],
-                    });
-                    StagePlan::Fir { tap_base: first, taps: count, hist_base, bind, fft: fft_plans[i] }
+                match *form {
+                    StageForm::Sos { first, count } => {
+                        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: Some("sos stage"),
+                            layout: sos_layout,
+                            entries: &[
+                                wgpu::BindGroupEntry { binding: 0, resource: param },
+                                wgpu::BindGroupEntry { binding: 1, resource: whole(&work) },
+                                wgpu::BindGroupEntry { binding: 2, resource: whole(&sections_buf) },
+                                wgpu::BindGroupEntry { binding: 3, resource: whole(&tables) },
+                                wgpu::BindGroupEntry { binding: 4, resource: whole(&states) },
+                            ],
+                        });
+                        StagePlan::Sos { first, count, bind }
+                    }
+                    StageForm::Fir { tap_base, taps, hist_base, .. } => {
+                        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: Some("fir stage"),
+                            layout: fir_layout,
+                            entries: &[
+                                wgpu::BindGroupEntry { binding: 0, resource: param },
+                                wgpu::BindGroupEntry { binding: 1, resource: whole(&work) },
+                                wgpu::BindGroupEntry { binding: 2, resource: whole(&taps_buf) },
+                                wgpu::BindGroupEntry { binding: 3, resource: whole(&history) },
+                                wgpu::BindGroupEntry { binding: 4, resource: whole(&tmp) },
+                                wgpu::BindGroupEntry { binding: 5, resource: whole(&hist_out) },
+                            ],
+                        });
+                        StagePlan::Fir { tap_base, taps, hist_base, bind, fft: fft_plans[i] }
+                    }
                 }
             })
             .collect::<Vec<_>>();
@@ -251,6 +221,7 @@ impl GpuChain {
                 pass: fft_pipes.pass.clone(),
                 mac: fft_pipes.mac.clone(),
                 extract: fft_pipes.extract.clone(),
+                kernel: kernel_buf.clone(),
                 a_to_b: group(&spec_a, &spec_b),
                 b_to_a: group(&spec_b, &spec_a),
                 params: fft_params,
@@ -265,7 +236,10 @@ impl GpuChain {
             fir_pipeline,
             hist_pipeline,
             stages,
+            forms,
             realizations,
+            sections: sections_buf,
+            taps: taps_buf,
             params,
             work,
             tmp,

@@ -2,7 +2,6 @@
 //! groups, kernel spectra, and the passes one long FIR stage encodes.
 
 use super::PARAM_SLOT;
-pub(super) use crate::gpu::realize::partition_spectra;
 
 /// An FFT-partitioned FIR stage: partitions of `part` taps, FFTs of `2 part` points.
 #[derive(Clone, Copy)]
@@ -16,6 +15,10 @@ pub(super) struct FftPlan {
 }
 
 impl FftPlan {
+    /// The plan of a stage's FFT form, its parameters from slot `slot_base`.
+    pub(super) fn new(form: crate::gpu::design::FftForm, slot_base: usize) -> FftPlan {
+        FftPlan { part: form.part, pcount: form.pcount, log2n: form.log2n, kernel_base: form.kernel_base, slot_base }
+    }
     pub(super) fn n(&self) -> usize {
         2 * self.part
     }
@@ -27,10 +30,6 @@ impl FftPlan {
         let outs = frames.div_ceil(self.part);
         (outs, outs + self.pcount)
     }
-    /// Partition size for `taps` taps ([`crate::gpu::realize::fft_partition_for`]).
-    pub(super) fn part_for(taps: usize) -> usize {
-        crate::gpu::realize::fft_partition_for(taps)
-    }
 }
 
 /// The FFT path's pipelines, buffers and bind groups (only when a chain has a long FIR).
@@ -40,6 +39,8 @@ pub(super) struct FftKit {
     pub(super) mac: wgpu::ComputePipeline,
     pub(super) extract: wgpu::ComputePipeline,
     pub(super) params: wgpu::Buffer,
+    /// The partitions' spectra (rewritten in place for new coefficients).
+    pub(super) kernel: wgpu::Buffer,
     /// Bind groups reading A writing B, and reading B writing A.
     pub(super) a_to_b: wgpu::BindGroup,
     pub(super) b_to_a: wgpu::BindGroup,

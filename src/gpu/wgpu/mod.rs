@@ -27,6 +27,7 @@ mod executor;
 mod fir;
 mod pipelines;
 mod stream;
+mod update;
 
 pub use backend::{open_backend, WgpuBackend};
 pub use chain::GpuChain;
@@ -59,9 +60,9 @@ pub fn sequential_max_for(report: &AdapterReport) -> usize {
     }
 }
 /// Longest FIR the GPU runs (the chain format's limit).
-pub const MAX_GPU_FIR_TAPS: usize = crate::dsp::fir::MAX_TAPS;
+pub const MAX_GPU_FIR_TAPS: usize = crate::gpu::design::MAX_FIR_TAPS;
 /// FIRs up to this many taps run by direct convolution, longer ones FFT-partitioned.
-pub const DIRECT_MAX_TAPS: usize = 512;
+pub const DIRECT_MAX_TAPS: usize = crate::gpu::design::DIRECT_MAX_TAPS;
 /// Uniform slots are this far apart (WebGPU's guaranteed minimum alignment).
 const PARAM_SLOT: u64 = 256;
 /// Longest wait for one job before the device is considered lost.

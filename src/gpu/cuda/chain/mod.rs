@@ -14,30 +14,18 @@ mod overlap;
 mod staging;
 mod update;
 
-use super::{overlap_default, sequential_max_frames, CudaDevice, CudaError, DIRECT_MAX_TAPS, MAX_CUDA_FIR_TAPS};
-use crate::chain::{DesignedChain, DesignedStage};
+use super::{overlap_default, sequential_max_frames, CudaDevice, CudaError};
+use crate::chain::DesignedChain;
 use crate::engine::ChainState;
-use crate::gpu::realize::{fft_partition_for, partition_spectra, realize_cascade, Realization, SCAN_STEPS};
+use crate::gpu::design::{GpuDesign, StageForm};
+use crate::gpu::realize::{Realization, SCAN_STEPS};
 use crate::gpu::GpuError;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
 use launch::Graph;
 use std::sync::Arc;
 
-/// An FFT-partitioned FIR stage: partitions of `part` taps, FFTs of `2 part` points.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct FftPlan {
-    part: usize,
-    pcount: usize,
-    log2n: usize,
-    /// This stage's first bin in the kernel spectra.
-    kernel_base: usize,
-}
-
-#[derive(PartialEq, Eq, Debug)]
-enum Plan {
-    Sos { first: usize, count: usize },
-    Fir { tap_base: usize, taps: usize, hist_base: usize, fft: Option<FftPlan> },
-}
+/// A stage's place in the device buffers (the backend-neutral form).
+type Plan = StageForm;
 
 /// Pinned staging slots: the overlapped stream stages block k+1 into one and reads
 /// block k-1 back from another while block k's is in use.
@@ -94,87 +82,30 @@ pub struct CudaChain {
     coefficient_updates: usize,
 }
 
-/// A chain's host-side form for the device: the stages' plans, the cascades' delta forms,
-/// the FIR taps and FFT partition spectra in float32, and the buffer sizes they need.
-/// Two designs with equal `plans` and `fir_len` fit the same device buffers and graphs.
-struct Design {
-    plans: Vec<Plan>,
-    realizations: Vec<Realization>,
-    taps: Vec<f32>,
-    spectra: Vec<[f32; 2]>,
-    fir_len: usize,
-    spec_len: usize,
-}
-
-impl Design {
-    /// The design of `chain` for `channels` channels and blocks of up to `max_frames`, or
-    /// why it does not run here (a cascade whose float32 form misses the tolerance, a FIR
-    /// longer than [`MAX_CUDA_FIR_TAPS`], too many FFT segments for one launch).
-    fn new(chain: &DesignedChain, channels: usize, max_frames: usize, sequential_max: usize) -> Result<Design, CudaError> {
-        let mut realizations = Vec::new();
-        let mut taps_all: Vec<f32> = Vec::new();
-        let mut plans = Vec::new();
-        let mut fir_len = 0usize;
-        let mut kernel_spectra: Vec<[f32; 2]> = Vec::new();
-        let mut spec_len = 0usize;
-        for (index, stage) in chain.stages.iter().enumerate() {
-            match stage {
-                DesignedStage::Sos(sections) => {
-                    // Exact or declined: the CPU keeps a cascade float32 would miss.
-                    let delta = realize_cascade(sections, index, max_frames, sequential_max)?;
-                    plans.push(Plan::Sos { first: realizations.len(), count: sections.len() });
-                    realizations.extend(delta);
-                }
-                DesignedStage::Fir(taps) => {
-                    if taps.len() > MAX_CUDA_FIR_TAPS {
-                        return Err(gpu(GpuError::Unsupported {
-                            what: format!(
-                                "stage {index}: a FIR of {} taps (the CUDA backend runs FIRs up to {MAX_CUDA_FIR_TAPS} taps, by direct convolution; the CPU runs longer ones by FFT)",
-                                taps.len()
-                            ),
-                        }));
-                    }
-                    let n = taps.len().max(1);
-                    let fft = (n > DIRECT_MAX_TAPS).then(|| {
-                        let part = fft_partition_for(n);
-                        let plan = FftPlan { part, pcount: n.div_ceil(part), log2n: (2 * part).trailing_zeros() as usize, kernel_base: kernel_spectra.len() };
-                        kernel_spectra.extend(partition_spectra(taps, part));
-                        spec_len = spec_len.max(channels * (max_frames.div_ceil(part) + plan.pcount) * 2 * part);
-                        plan
-                    });
-                    if let Some(plan) = fft {
-                        let rows = channels * (max_frames.div_ceil(plan.part) + plan.pcount);
-                        if rows > 65_535 {
-                            return Err(gpu(GpuError::Unsupported {
-                                what: format!("stage {index}: {rows} FFT segments in one launch (at most 65,535): fewer channels or a shorter block"),
-                            }));
-                        }
-                    }
-                    plans.push(Plan::Fir { tap_base: taps_all.len(), taps: n, hist_base: fir_len, fft });
-                    taps_all.extend(taps.iter().map(|&t| t as f32));
-                    if taps.is_empty() {
-                        taps_all.push(0.0);
-                    }
-                    fir_len += channels * (n - 1);
-                }
-            }
-        }
-        Ok(Design { plans, realizations, taps: taps_all, spectra: kernel_spectra, fir_len, spec_len })
-    }
-
-    /// The float32 section records the kernels read (`fx_section` of kernels/sos_math.h).
-    fn section_words(&self) -> Vec<f32> {
-        self.realizations.iter().flat_map(|r| r.to_gpu().words()).collect()
-    }
-}
-
 fn gpu(e: GpuError) -> CudaError {
     CudaError::Gpu(e)
 }
 
+/// The design of `chain` for this backend: the neutral one, plus the grid's limit on an
+/// FFT stage's segments in one launch.
+fn design_for(chain: &DesignedChain, channels: usize, max_frames: usize, sequential_max: usize) -> Result<GpuDesign, CudaError> {
+    let design = GpuDesign::new(chain, channels, max_frames, sequential_max, "CUDA")?;
+    for (index, stage) in design.stages.iter().enumerate() {
+        if let StageForm::Fir { fft: Some(f), .. } = stage {
+            let rows = channels * (max_frames.div_ceil(f.part) + f.pcount);
+            if rows > 65_535 {
+                return Err(gpu(GpuError::Unsupported {
+                    what: format!("stage {index}: {rows} FFT segments in one launch (at most 65,535): fewer channels or a shorter block"),
+                }));
+            }
+        }
+    }
+    Ok(design)
+}
+
 impl CudaChain {
     /// Buffers and plan for `chain`, or why it does not run here (a cascade whose float32
-    /// form misses the tolerance, a FIR longer than [`MAX_CUDA_FIR_TAPS`]).
+    /// form misses the tolerance, a FIR longer than [`crate::gpu::design::MAX_FIR_TAPS`]).
     pub fn new(dev: &Arc<CudaDevice>, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<CudaChain, CudaError> {
         let channels = channels.max(1);
         let max_frames = max_frames.max(1);
@@ -182,9 +113,9 @@ impl CudaChain {
             return Err(gpu(GpuError::Unsupported { what: format!("{channels} channels") }));
         }
         let sequential_max = sequential_max_frames();
-        let design = Design::new(chain, channels, max_frames, sequential_max)?;
-        let records = design.section_words();
-        let Design { plans, realizations, taps: taps_all, spectra: kernel_spectra, fir_len, spec_len } = design;
+        let design = design_for(chain, channels, max_frames, sequential_max)?;
+        let records: Vec<f32> = design.section_records().concat();
+        let GpuDesign { stages: plans, realizations, taps: taps_all, spectra: kernel_spectra, fir_len, spec_len } = design;
         let stream = dev.stream()?;
         let total = realizations.len();
         let block = channels * max_frames;

@@ -2,10 +2,9 @@
 //! buffers the captured graphs read (the sections, the FIR taps, the FFT partitions'
 //! spectra), so a coefficient change costs a few uploads and no capture.
 
-use super::{gpu, CudaChain, Design, Plan};
+use super::{design_for, CudaChain};
 use crate::chain::DesignedChain;
 use crate::gpu::cuda::CudaError;
-use crate::gpu::GpuError;
 
 impl CudaChain {
     /// Takes the coefficients of `chain`, which must have this chain's shape (the same
@@ -19,18 +18,10 @@ impl CudaChain {
     /// FIR the backend does not run) the chain keeps its old coefficients. Allocates the
     /// design on the host: not for an audio thread.
     pub fn set_coefficients(&mut self, chain: &DesignedChain) -> Result<(), CudaError> {
-        let design = Design::new(chain, self.channels, self.max_frames, self.sequential_max)?;
-        if design.plans != self.plans || design.fir_len != self.fir_len {
-            return Err(gpu(GpuError::Job {
-                why: format!(
-                    "new coefficients for stages {} on a chain of stages {} (only the coefficients of the same shape can change in place; build a new chain)",
-                    shape(&design.plans),
-                    shape(&self.plans)
-                ),
-            }));
-        }
-        let records = design.section_words();
-        let spectra: Vec<f32> = design.spectra.iter().flatten().copied().collect();
+        let design = design_for(chain, self.channels, self.max_frames, self.sequential_max)?;
+        design.fits(&self.plans, self.fir_len)?;
+        let records: Vec<f32> = design.section_records().concat();
+        let spectra: Vec<f32> = design.spectra.concat();
         if !records.is_empty() {
             self.stream.memcpy_htod(&records, &mut self.sections)?;
         }
@@ -52,16 +43,4 @@ impl CudaChain {
     pub fn graph_counts(&self) -> (usize, usize) {
         (self.captures, self.coefficient_updates)
     }
-}
-
-/// A chain's shape in words: `sos(4) fir(101)`.
-fn shape(plans: &[Plan]) -> String {
-    let words: Vec<String> = plans
-        .iter()
-        .map(|p| match p {
-            Plan::Sos { count, .. } => format!("sos({count})"),
-            Plan::Fir { taps, .. } => format!("fir({taps})"),
-        })
-        .collect();
-    words.join(" ")
 }

@@ -1,0 +1,32 @@
+//! New coefficients for a chain of the same shape: the design is written into the
+//! buffers the bind groups already point at (the sections, the FIR taps, the FFT
+//! partitions' spectra), so nothing is rebuilt.
+
+use super::GpuChain;
+use crate::chain::DesignedChain;
+use crate::gpu::design::GpuDesign;
+use crate::gpu::GpuError;
+
+impl GpuChain {
+    /// Takes the coefficients of `chain`, which must have this chain's shape (the same
+    /// stages in the same order, the same section and tap counts). Jobs already
+    /// submitted finish with the old coefficients (queue writes take effect at the next
+    /// submission); later jobs use the new ones, their state (the CPU engine's) converted
+    /// with them. On error (another shape, a cascade whose float32 form would miss the
+    /// tolerance) the chain keeps its old coefficients. Allocates the design on the
+    /// host: not for an audio thread.
+    pub fn set_coefficients(&mut self, chain: &DesignedChain) -> Result<(), GpuError> {
+        let design = GpuDesign::new(chain, self.channels, self.max_frames, self.sequential_max, "wgpu")?;
+        design.fits(&self.forms, self.fir_len)?;
+        let queue = &self.ctx.queue;
+        queue.write_buffer(&self.sections, 0, bytemuck::cast_slice(&design.section_records()));
+        queue.write_buffer(&self.taps, 0, bytemuck::cast_slice(&design.taps));
+        if let Some(kit) = &self.fft {
+            queue.write_buffer(&kit.kernel, 0, bytemuck::cast_slice(&design.spectra));
+        }
+        // The scan tables follow the coefficients: rewritten before the next scanned job.
+        self.table_chunk_len = 0;
+        self.realizations = design.realizations;
+        Ok(())
+    }
+}
