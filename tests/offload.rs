@@ -153,9 +153,9 @@ fn sections_variant(k: usize) -> DesignedChain {
 const RETUNES: [(usize, usize); 4] = [(100, 1), (180, 2), (181, 1), (400, 0)];
 
 /// Like [`stream`], retuning `off` before the blocks of [`RETUNES`] (inside the
-/// no-allocation check: the design moves in, nothing is freed); a refused retune is
-/// tried again at the next block. Returns the output, the allocations seen and the
-/// block at which each retune was taken.
+/// no-allocation check: the design moves in, nothing is freed there; a design handed
+/// back is freed outside it). Returns the output, the allocations seen and the block at
+/// which each retune was taken.
 fn retuned_stream(off: &mut Offload, pace: Duration) -> (Vec<Vec<f32>>, usize, Vec<usize>) {
     let frames = (FS as usize * 10) / BLOCK * BLOCK;
     let input: Vec<Vec<f32>> = (0..2).map(|c| noise(frames, c + 1)).collect();
@@ -170,7 +170,10 @@ fn retuned_stream(off: &mut Offload, pace: Duration) -> (Vec<Vec<f32>>, usize, V
             if b >= at && designs[i].is_some() && taken.len() == i {
                 let chain = designs[i].take().unwrap();
                 match assert_no_alloc(|| off.retune(chain)) {
-                    Ok(()) => taken.push(b),
+                    Ok(spare) => {
+                        drop(spare);
+                        taken.push(b);
+                    }
                     Err(e) => designs[i] = Some(e.into_chain()),
                 }
             }
@@ -225,8 +228,7 @@ fn retuned_coefficients_change_both_sides_at_the_same_block() {
     let mut off = Offload::new(&s, 2, BLOCK, CountsUpdates(CpuExecutor::new(&s, 2, BLOCK), updates.clone())).unwrap();
     let (out, allocs, taken) = retuned_stream(&mut off, Duration::from_micros(300));
     assert_eq!(allocs, 0, "the audio side allocated or freed");
-    assert_eq!(taken.len(), RETUNES.len(), "retunes taken at blocks {taken:?}");
-    assert!(taken.iter().zip(&RETUNES).all(|(&t, &(at, _))| t >= at && t <= at + 2), "{taken:?}");
+    assert_eq!(taken, RETUNES.iter().map(|&(at, _)| at).collect::<Vec<_>>(), "every retune is taken at once");
     assert_eq!(out, expected_retuned(&taken), "the stream must be the CPU engine's, retuned at the same blocks");
     // A stream that ignored the retunes is another signal (the test can fail).
     assert_ne!(out, expected(&s));
@@ -277,11 +279,11 @@ fn a_declined_retune_ends_the_worker_and_the_cpu_carries_on_exactly() {
     let (out, allocs, taken) = retuned_stream(&mut off, Duration::from_micros(300));
     assert_eq!(allocs, 0);
     assert!(off.worker_lost(), "a declined design must end the worker");
-    // The first retune reached the worker, later ones are refused (no worker): the CPU
-    // side took the first, nothing after it.
-    assert_eq!(taken.len(), 1, "{taken:?}");
+    // The first retune ended the worker; the CPU side took it and every later one.
+    assert_eq!(taken.len(), RETUNES.len(), "{taken:?}");
     assert_eq!(out, expected_retuned(&taken));
     assert!(off.stats().offloaded > 50, "{:?}", off.stats());
+    assert!(off.take_retired().is_some(), "the last design, taken without a worker, waits to be freed");
 }
 
 #[test]
@@ -299,9 +301,28 @@ fn retunes_of_another_shape_or_without_in_place_updates_are_refused_untouched() 
     let mut off = Offload::new(&s, 2, BLOCK, LosesDevice(CpuExecutor::new(&s, 2, BLOCK))).unwrap();
     let err = off.retune(Box::new(sections_variant(1))).unwrap_err();
     assert!(matches!(err, ferrofx::run::offload::RetuneError::NotInPlace { .. }), "{err}");
-    // No worker at all.
-    let mut off = Offload::cpu_only(&s, 2, BLOCK).unwrap();
-    let err = off.retune(Box::new(sections_variant(1))).unwrap_err();
-    assert!(err.to_string().contains("no worker"), "{err}");
+    assert!(err.to_string().contains("cannot take new coefficients in place"), "{err}");
     assert_eq!(*err.into_chain(), sections_variant(1));
+}
+
+#[test]
+fn an_offload_without_a_worker_retunes_its_cpu_side_at_the_same_blocks() {
+    let mut off = Offload::cpu_only(&sections(), 2, BLOCK).unwrap();
+    let (out, allocs, taken) = retuned_stream(&mut off, Duration::ZERO);
+    assert_eq!(allocs, 0);
+    assert_eq!(taken.len(), RETUNES.len(), "{taken:?}");
+    assert_eq!(out, expected_retuned(&taken));
+    assert_eq!(off.stats().offloaded, 0);
+}
+
+#[test]
+fn a_retune_that_has_not_taken_effect_is_replaced_and_handed_back() {
+    let s = sections();
+    let mut off = Offload::new(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK)).unwrap();
+    let (mut l, mut r) = (noise(BLOCK, 1), noise(BLOCK, 2));
+    off.process(&mut [&mut l[..], &mut r[..]]).unwrap();
+    // A block is in flight: the first design waits for it; the second replaces it.
+    assert!(off.retune(Box::new(sections_variant(1))).unwrap().is_none());
+    let spare = off.retune(Box::new(sections_variant(2))).unwrap();
+    assert_eq!(spare.as_deref(), Some(&sections_variant(1)), "the replaced design comes back");
 }

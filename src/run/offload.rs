@@ -167,19 +167,16 @@ pub enum RetuneError {
         source: crate::engine::UpdateError,
         chain: Box<DesignedChain>,
     },
-    /// The worker's executor cannot take coefficients in place, or there is no worker.
-    #[error("the offload cannot take new coefficients in place ({why}): a new offload is needed")]
-    NotInPlace { why: &'static str, chain: Box<DesignedChain> },
-    /// The previous retune has not reached the worker yet: try again at the next block.
-    #[error("the previous coefficients have not reached the worker yet; try again at the next block")]
-    Busy { chain: Box<DesignedChain> },
+    /// The worker's executor cannot take coefficients in place.
+    #[error("the offload's executor cannot take new coefficients in place: a new offload is needed")]
+    NotInPlace { chain: Box<DesignedChain> },
 }
 
 impl RetuneError {
     /// The refused design, to be freed off the audio thread.
     pub fn into_chain(self) -> Box<DesignedChain> {
         match self {
-            RetuneError::Shape { chain, .. } | RetuneError::NotInPlace { chain, .. } | RetuneError::Busy { chain } => chain,
+            RetuneError::Shape { chain, .. } | RetuneError::NotInPlace { chain } => chain,
         }
     }
 }
@@ -459,35 +456,34 @@ impl Offload {
     /// flight, if any, still finishes with the old coefficients (from the worker or, if
     /// late, here); then both sides change together, so the output stays the CPU's one
     /// block late, the filter state carried through the change as [`Engine::update`]
-    /// carries it. No allocation or deallocation: the design moves to the worker, which
-    /// frees it.
+    /// carries it. Without a worker (none was started, or it stopped) the CPU side alone
+    /// changes, at the same boundary.
+    ///
+    /// No allocation or deallocation: the design moves to the worker, which frees it.
+    /// Returns a design this offload no longer needs, to be freed off the audio thread:
+    /// one that had not taken effect yet (`chain` replaces it) or one the CPU side took
+    /// without a worker ([`Offload::take_retired`] collects the last of those).
     ///
     /// Refused, nothing changed and the design handed back in the error, when the shape
-    /// differs, when there is no worker or its executor cannot take coefficients in place
-    /// (build a new offload then), or while the previous retune is still on its way.
-    pub fn retune(&mut self, chain: Box<DesignedChain>) -> Result<(), RetuneError> {
-        if !self.has_worker() {
-            return Err(RetuneError::NotInPlace { why: "no worker", chain });
-        }
-        if !self.retunable {
-            return Err(RetuneError::NotInPlace { why: "the executor rebuilds for new coefficients", chain });
-        }
-        if self.retune_pending.is_some() {
-            return Err(RetuneError::Busy { chain });
+    /// differs or the worker's executor cannot take coefficients in place (build a new
+    /// offload then).
+    pub fn retune(&mut self, chain: Box<DesignedChain>) -> Result<Option<Box<DesignedChain>>, RetuneError> {
+        if self.has_worker && !self.retunable {
+            return Err(RetuneError::NotInPlace { chain });
         }
         if let Err(source) = self.cpu.check_update(&chain) {
             return Err(RetuneError::Shape { source, chain });
         }
-        self.retune_pending = Some(chain);
+        let spare = self.retune_pending.replace(chain).or_else(|| self.retired.take());
         if self.in_flight == InFlight::None {
             self.apply_retune();
         }
-        Ok(())
+        Ok(spare)
     }
 
-    /// A design this offload took after its worker had stopped (the CPU side applied it;
-    /// nobody was left to free it): take it to free it off the audio thread. Otherwise it
-    /// is freed with the offload.
+    /// A design the CPU side took without a worker (nobody was left to free it): take it
+    /// to free it off the audio thread. Otherwise it is freed with the next retune's
+    /// return or with the offload.
     pub fn take_retired(&mut self) -> Option<Box<DesignedChain>> {
         self.retired.take()
     }
@@ -508,8 +504,7 @@ impl Offload {
         if worker {
             let _ = self.retunes.push(chain);
         } else {
-            // The worker stopped after `retune` took the design (which refuses once it
-            // has), so this happens at most once per offload.
+            // `retune` took any earlier retired design before this one was pending.
             self.retired = Some(chain);
         }
     }

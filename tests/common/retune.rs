@@ -63,7 +63,7 @@ pub fn retuned_offload<E: Executor>(designs: &[DesignedChain], exec: E, block: u
             if k >= at {
                 let chain = pending.take().unwrap_or_else(|| Box::new(designs[d].clone()));
                 match off.retune(chain) {
-                    Ok(()) => taken.push((k, d)),
+                    Ok(_) => taken.push((k, d)),
                     Err(e) => pending = Some(e.into_chain()),
                 }
             }
