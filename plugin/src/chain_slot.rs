@@ -7,12 +7,18 @@
 //! an `rtrb` ring; the audio thread swaps it in at a block boundary and sends the old
 //! engine back through a second ring, to be dropped off the audio thread. The audio thread
 //! only takes a new engine when the return ring has room, so it never has to drop one.
+//!
+//! On the GPU path, a chain of the same shape as the running one (the same stages with
+//! the same section and tap counts: a moved cutoff, gain or Q) travels as its design
+//! alone: the audio thread hands it to the running offload ([`Offload::retune`]), whose
+//! worker writes it into the device buffers it already has. No device buffer is
+//! allocated and no CUDA graph captured again; a new shape builds a new offload.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ferrofx::run::offload::Offload;
-use ferrofx::{Chain, ChainError, DesignedChain, Engine};
+use ferrofx::{Chain, ChainError, DesignedChain, DesignedStage, Engine};
 use nice_plug::params::persist::PersistentField;
 use nice_plug::prelude::*;
 use rtrb::{Consumer, Producer, RingBuffer};
@@ -42,6 +48,33 @@ pub struct Built {
     pub offload: Option<Offload>,
     /// The chain has enabled stages (whether or not they designed).
     pub has_stages: bool,
+    /// New coefficients for the running offload instead of a new one (`engine` and
+    /// `offload` are then `None`); on the way back, a design the offload no longer needs.
+    pub retune: Option<Box<DesignedChain>>,
+    /// The running offload refused the retune: the chain is built anew off the audio
+    /// thread ([`ChainSlot::collect_returned`]).
+    pub refused: bool,
+}
+
+/// The last whole chain handed to the audio thread with an offload on a GPU worker: a
+/// later chain of the same shape for the same configuration goes as a retune while that
+/// worker runs.
+struct Sent {
+    config: AudioConfig,
+    shape: Vec<(bool, usize)>,
+    worker_alive: Arc<AtomicBool>,
+}
+
+/// A designed chain's shape: each stage's kind (SOS or not) and section or tap count.
+fn shape(designed: &DesignedChain) -> Vec<(bool, usize)> {
+    designed
+        .stages
+        .iter()
+        .map(|s| match s {
+            DesignedStage::Sos(sections) => (true, sections.len()),
+            DesignedStage::Fir(taps) => (false, taps.len()),
+        })
+        .collect()
 }
 
 /// The audio thread's ends of the rings and the engine it runs.
@@ -53,12 +86,25 @@ pub struct AudioSide {
 
 impl AudioSide {
     /// Takes the newest engine built for `config`, if any, returning replaced ones; true
-    /// when the chain changed. A new offload takes over the old one's block in flight,
-    /// so the stream has no gap. Never allocates, frees or blocks.
+    /// when the chain changed shape. A new offload takes over the old one's block in
+    /// flight, so the stream has no gap; a retune goes to the running offload, from the
+    /// next block on. Never allocates, frees or blocks.
     pub fn poll(&mut self, config: AudioConfig) -> bool {
         let mut changed = false;
         while self.returning.slots() > 0 {
             let Ok(mut next) = self.incoming.pop() else { break };
+            if let Some(chain) = next.retune.take().filter(|_| next.config == config) {
+                match self.current.as_mut().and_then(|c| c.offload.as_mut()) {
+                    Some(off) => match off.retune(chain) {
+                        Ok(spare) => next.retune = spare,
+                        Err(e) => (next.retune, next.refused) = (Some(e.into_chain()), true),
+                    },
+                    None => (next.retune, next.refused) = (Some(chain), true),
+                }
+                // Cannot fail: a slot was free before this pop.
+                let _ = self.returning.push(next);
+                continue;
+            }
             if next.config == config {
                 if let (Some(new), Some(old)) =
                     (next.offload.as_mut(), self.current.as_ref().and_then(|c| c.offload.as_ref()))
@@ -109,10 +155,24 @@ struct Inner {
     to_audio: Mutex<Producer<Box<Built>>>,
     returned: Mutex<Consumer<Box<Built>>>,
     audio_side: Mutex<Option<AudioSide>>,
+    last_sent: Mutex<Option<Sent>>,
     status: Mutex<String>,
     gpu_status: Mutex<String>,
     /// Counts installs: the editor's caches compare this instead of the chain text.
     revision: AtomicU64,
+    /// Whole chains and retunes handed to the audio thread, retunes it refused.
+    handovers: [AtomicU64; 3],
+}
+
+/// What [`ChainSlot::handovers`] counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Handovers {
+    /// Whole chains built (engine or offload) and handed to the audio thread.
+    pub builds: u64,
+    /// New coefficients handed to the running offload.
+    pub retunes: u64,
+    /// Retunes the running offload refused (each then built anew).
+    pub refused: u64,
 }
 
 /// The persisted chain file plus the handover to the audio thread. Cloning shares it.
@@ -139,9 +199,11 @@ impl Default for ChainSlot {
                 to_audio: Mutex::new(to_audio),
                 returned: Mutex::new(returned),
                 audio_side: Mutex::new(Some(AudioSide { incoming, returning, current: None })),
+                last_sent: Mutex::new(None),
                 status: Mutex::new(String::from("no chain stages")),
                 gpu_status: Mutex::new(String::from("CPU backend")),
                 revision: AtomicU64::new(0),
+                handovers: Default::default(),
             }),
         }
     }
@@ -167,6 +229,12 @@ impl ChainSlot {
     /// Changes whenever a chain is installed (cheap to compare, unlike the text).
     pub fn revision(&self) -> u64 {
         self.inner.revision.load(Ordering::Acquire)
+    }
+
+    /// Whole chains and retunes handed to the audio thread so far (for tests and logs).
+    pub fn handovers(&self) -> Handovers {
+        let [builds, retunes, refused] = &self.inner.handovers;
+        Handovers { builds: builds.load(Ordering::Relaxed), retunes: retunes.load(Ordering::Relaxed), refused: refused.load(Ordering::Relaxed) }
     }
 
     /// A line for the editor: what runs, or why not.
@@ -202,7 +270,7 @@ impl ChainSlot {
         self.collect_returned();
         match config {
             Some(config) => {
-                let built = self.build(config);
+                let built = self.retune_or_build(config);
                 if lock(&self.inner.to_audio).push(built).is_err() {
                     nice_warn!("chain handover ring full; the new chain will be used at the next activation");
                 }
@@ -236,16 +304,53 @@ impl ChainSlot {
         self.collect_returned();
     }
 
-    /// Drops engines the audio thread has returned.
+    /// Drops engines the audio thread has returned; builds the chain anew if the running
+    /// offload refused a retune (which the checks before sending one rule out).
     pub fn collect_returned(&self) {
-        let mut returned = lock(&self.inner.returned);
-        while returned.pop().is_ok() {}
+        let mut refused = false;
+        {
+            let mut returned = lock(&self.inner.returned);
+            while let Ok(built) = returned.pop() {
+                refused |= built.refused;
+                if built.refused {
+                    self.inner.handovers[2].fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        let config = *lock(&self.inner.config);
+        if let (true, Some(config)) = (refused, config) {
+            nice_warn!("the running offload refused new coefficients; the chain is built anew");
+            let built = self.build(config);
+            if lock(&self.inner.to_audio).push(built).is_err() {
+                nice_warn!("chain handover ring full; the new chain will be used at the next activation");
+            }
+        }
+    }
+
+    /// New coefficients for the running offload when `config` runs one on a live GPU
+    /// worker and the stored chain has its shape (and the backend takes it); otherwise
+    /// a whole new build.
+    fn retune_or_build(&self, config: AudioConfig) -> Box<Built> {
+        let chain = self.chain();
+        if !config.offload || !chain.stages.iter().any(|s| s.enabled) {
+            return self.build(config);
+        }
+        let Ok(designed) = chain.design(config.sample_rate_hz as f64) else { return self.build(config) };
+        let fits = lock(&self.inner.last_sent).as_ref().is_some_and(|s| {
+            s.config == config && s.worker_alive.load(Ordering::Acquire) && s.shape == shape(&designed)
+        });
+        if !fits || !crate::gpu::retune_accepted(&designed, config.channels, config.max_block_frames) {
+            return self.build(config);
+        }
+        *lock(&self.inner.status) = describe(&chain);
+        self.inner.handovers[1].fetch_add(1, Ordering::Relaxed);
+        Box::new(Built { config, engine: None, offload: None, has_stages: true, retune: Some(Box::new(designed)), refused: false })
     }
 
     fn build(&self, config: AudioConfig) -> Box<Built> {
         let chain = self.chain();
         let has_stages = chain.stages.iter().any(|s| s.enabled);
-        let mut built = Built { config, engine: None, offload: None, has_stages };
+        let mut built = Built { config, engine: None, offload: None, has_stages, retune: None, refused: false };
         let status = if !has_stages {
             String::from("no chain stages")
         } else {
@@ -261,6 +366,11 @@ impl ChainSlot {
             }
         };
         *lock(&self.inner.status) = status;
+        self.inner.handovers[0].fetch_add(1, Ordering::Relaxed);
+        *lock(&self.inner.last_sent) = built.offload.as_ref().filter(|o| o.has_worker()).and_then(|o| {
+            let designed = self.chain().design(config.sample_rate_hz as f64).ok()?;
+            Some(Sent { config, shape: shape(&designed), worker_alive: o.worker_alive() })
+        });
         Box::new(built)
     }
 

@@ -48,6 +48,13 @@ pub fn offload_refusal(chain: &DesignedChain) -> Option<String> {
     })
 }
 
+/// Whether the running offload's worker can take `chain` as new coefficients in place
+/// (the offload takes it, and so does the GPU backend's precision rule), so that a
+/// coefficient change needs no new offload.
+pub fn retune_accepted(chain: &DesignedChain, channels: usize, block: usize) -> bool {
+    offload_refusal(chain).is_none() && backend().is_ok_and(|b| b.accepts(chain, channels, block).is_ok())
+}
+
 /// Builds the offload of `chain` (allocates, starts its worker; not for the audio
 /// thread): on the GPU when it can, otherwise CPU-only with the reason.
 pub fn build_offload(chain: &DesignedChain, channels: usize, block: usize) -> (Option<Offload>, String) {

@@ -77,6 +77,14 @@ pub trait Backend: Send + Sync {
     fn prepare(&self, chain: &DesignedChain, channels: usize, max_block: usize) -> Result<Box<dyn Prepared>, RunError>;
     /// The chain as an offload executor for jobs of exactly `block` frames.
     fn executor(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<Box<dyn Executor>, RunError>;
+    /// Whether [`Backend::executor`] would take `chain` (its precision and size rules),
+    /// without building anything on the device: for new coefficients of a running
+    /// executor's shape ([`crate::run::offload::Offload::retune`]), which the executor
+    /// would otherwise decline only after the change.
+    fn accepts(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<(), RunError> {
+        let _ = (chain, channels, block);
+        Ok(())
+    }
 }
 
 /// The CPU: the engine, with a file's channels split over up to `threads` engines that

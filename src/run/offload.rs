@@ -385,6 +385,13 @@ impl Offload {
         self.has_worker && !self.alive.load(Ordering::Acquire)
     }
 
+    /// A flag that is true while the worker runs (false from the start for
+    /// [`Offload::cpu_only`]): whoever builds offloads can tell, off the audio thread,
+    /// whether the one running still has its worker.
+    pub fn worker_alive(&self) -> Arc<AtomicBool> {
+        self.alive.clone()
+    }
+
     pub fn stats(&self) -> OffloadStats {
         self.stats
     }

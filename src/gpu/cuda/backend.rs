@@ -47,6 +47,9 @@ impl Backend for CudaBackend {
     fn executor(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<Box<dyn Executor>, RunError> {
         Ok(Box::new(CudaChain::new(&self.dev, chain, channels, block).map_err(declined)?))
     }
+    fn accepts(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<(), RunError> {
+        CudaChain::accepts(chain, channels, block).map_err(declined)
+    }
 }
 
 impl Executor for CudaChain {

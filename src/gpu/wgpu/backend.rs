@@ -51,6 +51,10 @@ impl Backend for WgpuBackend {
     fn executor(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<Box<dyn Executor>, RunError> {
         Ok(Box::new(GpuChain::new(&self.ctx, chain, channels, block).map_err(declined)?))
     }
+    fn accepts(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<(), RunError> {
+        let sequential_max = super::sequential_max_for(self.ctx.report());
+        crate::gpu::design::GpuDesign::new(chain, channels.max(1), block.max(1), sequential_max, "wgpu").map(|_| ()).map_err(declined)
+    }
 }
 
 impl Prepared for GpuStream {

@@ -1,0 +1,84 @@
+//! The plugin's GPU path takes new coefficients without a new offload: a chain of the
+//! running chain's shape (a moved cutoff) reaches the running offload's worker as its
+//! design alone, and the sound follows it; a chain of another shape builds a new
+//! offload. Runs on whatever GPU backend opens (lavapipe's wgpu in CI, where
+//! `FERROFX_REQUIRE_GPU=1` makes a missing adapter a failure).
+
+use std::sync::Arc;
+
+use ferrofx::chain::{Butterworth, Chain, Fir};
+use ferrofx::run::realtime::Policy;
+use ferrofx_plugin::audio::AudioState;
+use ferrofx_plugin::chain_slot::{AudioConfig, Handovers};
+use ferrofx_plugin::params::{BackendChoice, FerroParams};
+use ferrofx_plugin::telemetry::Telemetry;
+use nice_plug::prelude::*;
+
+const FS: f64 = 48_000.0;
+const BLOCK: usize = 512;
+
+/// A lowpass at `cutoff_hz` (4 sections, or 6 for `order` 12) after a short FIR.
+fn chain(cutoff_hz: f64, order: usize) -> Chain {
+    Fir::lowpass(31, 20_000.0) | Butterworth::lowpass(cutoff_hz, order)
+}
+
+/// `blocks` blocks of a 4 kHz sine (amplitude 0.5) through the plugin from frame
+/// `start`, each block paced (a slow device such as lavapipe still answers most jobs);
+/// returns the RMS of the left output's last quarter.
+fn play(audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry, start: usize, blocks: usize) -> f64 {
+    let mut tail = Vec::new();
+    for k in 0..blocks {
+        let n0 = start + k * BLOCK;
+        let mut l: Vec<f32> = (n0..n0 + BLOCK).map(|i| 0.5 * (2.0 * std::f64::consts::PI * 4000.0 * i as f64 / FS).sin() as f32).collect();
+        let mut r = l.clone();
+        audio.process(params, telemetry, &mut [&mut l[..], &mut r[..]], None, BLOCK);
+        if k >= blocks * 3 / 4 {
+            tail.extend_from_slice(&l);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(4));
+    }
+    (tail.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / tail.len() as f64).sqrt()
+}
+
+#[test]
+fn a_moved_cutoff_retunes_the_running_offload_and_a_new_shape_builds_one() {
+    let params = Arc::new(FerroParams::default());
+    // SAFETY: the parameter lives in `params`, which outlives the call; no other thread
+    // reads it yet (the audio state is built below).
+    unsafe { params.backend.as_ptr()._internal_set_normalized_value(params.backend.preview_normalized(BackendChoice::Gpu)) };
+    let (telemetry, taps) = Telemetry::connected();
+    let mut audio = AudioState::new(params.chain.take_audio_side().unwrap(), taps);
+    params.chain.install(chain(1000.0, 8));
+    let config = AudioConfig { sample_rate_hz: FS as f32, channels: 2, max_block_frames: BLOCK, offload: true };
+    audio.activate(&params, config, Some(Policy::Gpu), None, BLOCK as u32);
+    let status = params.chain.gpu_status();
+    if !status.starts_with("GPU worker") {
+        assert!(std::env::var("FERROFX_REQUIRE_GPU").as_deref() != Ok("1"), "FERROFX_REQUIRE_GPU=1 but no GPU worker: {status}");
+        println!("SKIPPED (no GPU worker): {status}");
+        return;
+    }
+    println!("{status}");
+    let before = params.chain.handovers();
+    // 4 kHz two octaves above an 8th-order 1 kHz lowpass: about -96 dB.
+    let low = play(&mut audio, &params, &telemetry, 0, 40);
+    assert!(low < 0.5 / 2f64.sqrt() * 1e-3, "the 1 kHz lowpass passes {low:.2e} RMS of 4 kHz");
+
+    // The same shape, the cutoff moved to 16 kHz: a retune, no new offload.
+    params.chain.install(chain(16_000.0, 8));
+    let after = params.chain.handovers();
+    assert_eq!(after, Handovers { retunes: before.retunes + 1, ..before }, "a moved cutoff must travel as a retune");
+    let high = play(&mut audio, &params, &telemetry, 40 * BLOCK, 40);
+    let sine_rms = 0.5 / 2f64.sqrt();
+    assert!((high / sine_rms - 1.0).abs() < 0.02, "after the retune 4 kHz passes: {high:.4} RMS against {sine_rms:.4}");
+    params.chain.collect_returned();
+    assert_eq!(params.chain.handovers().refused, 0, "the running offload took the design");
+
+    // Another shape (12th order: six sections): a whole new build.
+    params.chain.install(chain(1000.0, 12));
+    let shaped = params.chain.handovers();
+    assert_eq!(shaped, Handovers { builds: after.builds + 1, ..after }, "a new shape builds a new offload");
+    let again = play(&mut audio, &params, &telemetry, 80 * BLOCK, 40);
+    assert!(again < 0.5 / 2f64.sqrt() * 1e-3, "the new 1 kHz lowpass passes {again:.2e} RMS of 4 kHz");
+    println!("4 kHz RMS: {low:.2e} (1 kHz lowpass), {high:.4} (retuned to 16 kHz), {again:.2e} (rebuilt, 12th order)");
+    audio.deactivate(&params);
+}
