@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares what a GPU machine lent by the `device` tool needs to test and measure the GPU
 # backends (it cannot reach any registry, so nothing is built there): the CUDA and wgpu
-# test binaries (the test profile: the wgpu tests count allocations, which only debug
+# test binaries, the plugin's GPU-path retune test (the test profile: the wgpu tests count allocations, which only debug
 # builds can) and a release xtask, stripped, plus the generated SciPy reference set, in
 # .gpu-carry/ (ignored by git through .git/info/exclude). Prints the
 # total size (the tool carries at most 64 MiB) and the command to run there.
@@ -12,7 +12,7 @@ out=.gpu-carry
 grep -qxF "/$out/" .git/info/exclude 2>/dev/null || echo "/$out/" >> .git/info/exclude
 rm -rf "$out" && mkdir -p "$out"
 # One build, the test binaries' paths from cargo's JSON messages.
-cargo test --no-run --message-format=json --test gpu_cuda --test gpu_wgpu \
+cargo test --no-run --message-format=json -p ferrofx -p ferrofx_plugin --test gpu_cuda --test gpu_wgpu --test gpu_retune \
     | python3 -c 'import json,sys
 for l in sys.stdin:
     m=json.loads(l)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine lent by the `device` tool, over what `scripts/gpu-carry.sh`
 # prepared (carry [".gpu-carry", ".gl"]): the CUDA and wgpu test binaries against the
-# SciPy reference set, a CUDA and a CPU render of the demo compared, and the
+# SciPy reference set, the plugin's GPU-path retune test, a CUDA and a CPU render of the demo compared, and the
 # command-line.md workloads on CPU, wgpu and CUDA in one run (60 s cells, 3 runs each;
 # realtime blocks of 32-4096 frames; CUDA's offline workloads also without the copy
 # stream's overlap, FERROFX_CUDA_OVERLAP=0). Every step has its own time limit, so one
@@ -38,6 +38,8 @@ step() { # name, seconds, command...
 }
 # One test at a time: the router test times real round trips.
 step gpu_cuda 120 ./gpu_cuda --nocapture --test-threads=1 > "$OUT/gpu_cuda.log" 2>&1
+# The plugin's GPU path (CUDA first, as the plugin opens it) taking new coefficients.
+step gpu_retune 60 ./gpu_retune --nocapture >> "$OUT/gpu_cuda.log" 2>&1
 [ "$mode" = all ] && step gpu_wgpu 120 ./gpu_wgpu --nocapture --test-threads=1 > "$OUT/gpu_wgpu.log" 2>&1
 if [ "$mode" = all ]; then
 # The demo rendered on CUDA and on the CPU: the largest difference, relative to the peak.
