@@ -335,12 +335,15 @@ impl ChainSlot {
         if !config.offload || !chain.stages.iter().any(|s| s.enabled) {
             return self.build(config);
         }
-        let Ok(designed) = chain.design(config.sample_rate_hz as f64) else { return self.build(config) };
+        let designed = match chain.design(config.sample_rate_hz as f64) {
+            Ok(designed) => designed,
+            Err(e) => return self.build_designed(config, &chain, Err(e)),
+        };
         let fits = lock(&self.inner.last_sent).as_ref().is_some_and(|s| {
             s.config == config && s.worker_alive.load(Ordering::Acquire) && s.shape == shape(&designed)
         });
         if !fits || !crate::gpu::retune_accepted(&designed, config.channels, config.max_block_frames) {
-            return self.build(config);
+            return self.build_designed(config, &chain, Ok(designed));
         }
         *lock(&self.inner.status) = describe(&chain);
         self.inner.handovers[1].fetch_add(1, Ordering::Relaxed);
@@ -349,15 +352,24 @@ impl ChainSlot {
 
     fn build(&self, config: AudioConfig) -> Box<Built> {
         let chain = self.chain();
+        let designed = chain.design(config.sample_rate_hz as f64);
+        self.build_designed(config, &chain, designed)
+    }
+
+    /// A whole build of `chain` (designed as `designed`) for `config`; remembered as the
+    /// last one sent, for the retunes that may follow it.
+    fn build_designed(&self, config: AudioConfig, chain: &Chain, designed: Result<DesignedChain, ChainError>) -> Box<Built> {
         let has_stages = chain.stages.iter().any(|s| s.enabled);
         let mut built = Built { config, engine: None, offload: None, has_stages, retune: None, refused: false };
+        let mut sent = None;
         let status = if !has_stages {
             String::from("no chain stages")
         } else {
-            match chain.design(config.sample_rate_hz as f64) {
+            match designed {
                 Ok(designed) => {
                     self.build_processing(&designed, &mut built);
-                    describe(&chain)
+                    sent = built.offload.as_ref().filter(|o| o.has_worker()).map(|o| Sent { config, shape: shape(&designed), worker_alive: o.worker_alive() });
+                    describe(chain)
                 }
                 Err(e) => {
                     nice_warn!("chain stages not run at {} Hz: {e}", config.sample_rate_hz);
@@ -366,11 +378,8 @@ impl ChainSlot {
             }
         };
         *lock(&self.inner.status) = status;
+        *lock(&self.inner.last_sent) = sent;
         self.inner.handovers[0].fetch_add(1, Ordering::Relaxed);
-        *lock(&self.inner.last_sent) = built.offload.as_ref().filter(|o| o.has_worker()).and_then(|o| {
-            let designed = self.chain().design(config.sample_rate_hz as f64).ok()?;
-            Some(Sent { config, shape: shape(&designed), worker_alive: o.worker_alive() })
-        });
         Box::new(built)
     }
 

@@ -254,7 +254,8 @@ impl CudaChain {
         self.check_job(frames, state)?;
         self.slot_mut(0)?[..n].copy_from_slice(&input[..n]);
         self.stage_state(0, state)?;
-        self.launch(0, frames)?;
+        let launched = self.launch(0, frames);
+        self.settled(launched)?;
         self.stream.synchronize()?;
         self.read_state(0, state)?;
         Ok(n)
@@ -281,11 +282,19 @@ impl CudaChain {
         self.check_job(1, state)?;
         let max = self.max_frames;
         let blocks: Vec<(usize, usize)> = (0..frames).step_by(max).map(|s| (s, max.min(frames - s))).collect();
-        if self.overlap {
-            self.stream_overlapped(buffers, &blocks, state)
-        } else {
-            self.stream_staged(buffers, &blocks, state)
+        let streamed = if self.overlap { self.stream_overlapped(buffers, &blocks, state) } else { self.stream_staged(buffers, &blocks, state) };
+        self.settled(streamed)
+    }
+
+    /// `r`, after waiting for both streams when it is an error: copies that were
+    /// enqueued before the failure may still read or write the pinned slots, which the
+    /// next job reuses (or dropping the chain frees).
+    fn settled<T>(&self, r: Result<T, CudaError>) -> Result<T, CudaError> {
+        if r.is_err() {
+            let _ = self.copy.synchronize();
+            let _ = self.stream.synchronize();
         }
+        r
     }
 
     /// Whether [`CudaChain::process_slices`] overlaps its copies with a second stream
