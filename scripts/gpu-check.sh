@@ -54,6 +54,21 @@ a, c = a.astype(np.float64), c.astype(np.float64)
 print('render cuda vs cpu: max |diff| / peak =', float(np.max(np.abs(a - c)) / np.max(np.abs(c))), 'shape', a.shape)
 PY
 fi
+# Rendering a long file on CUDA (60 s x 8 channels, float32 WAV, the demo chain) with
+# the overlapped stream and without it, blocks of 4,096 (the default) and 65,536 frames:
+# wall time of the whole render, reading and writing included.
+python3 -c "
+import numpy as np; from scipy.io import wavfile
+wavfile.write('/tmp/long.wav', 48000, (np.random.default_rng(1).standard_normal((48000 * 60, 8)) * 0.1).astype(np.float32))" 2>> "$info"
+for bs in 4096 65536; do
+    for ov in 1 0; do
+        t0=$EPOCHREALTIME
+        FERROFX_CUDA_OVERLAP=$ov timeout 60 ./xtask render --backend cuda --block-size $bs --chain "$root/examples/chains/demo.json" --output /tmp/long_out_$ov.wav /tmp/long.wav > /dev/null 2>> "$info"
+        rc=$?
+        echo "render 60 s x 8 ch, blocks of $bs, overlap $ov: exit $rc, $(awk "BEGIN { printf \"%.3f\", $EPOCHREALTIME - $t0 }") s" >> "$info"
+    done
+    cmp -s /tmp/long_out_1.wav /tmp/long_out_0.wav && echo "render, blocks of $bs: the same bytes with and without the overlap" >> "$info" || echo "render, blocks of $bs: OUTPUTS DIFFER" >> "$info"
+done
 backends="cuda wgpu cpu"
 [ "$mode" = all ] || backends="cuda cpu"
 nvidia-smi --query-gpu=clocks.sm,utilization.gpu --format=csv,noheader -lms 100 > /tmp/clocks.csv 2>&1 &

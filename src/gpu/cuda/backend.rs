@@ -75,7 +75,8 @@ fn exec_error(e: CudaError) -> ExecError {
     }
 }
 
-/// A stream's chain: the state stays on the host between blocks (a few floats per section).
+/// A stream's chain: blocks submitted and collected through the overlapped stream (the
+/// state on the device while blocks are in flight, on the host between streams).
 struct CudaPrepared {
     chain: CudaChain,
     state: ChainState,
@@ -83,16 +84,24 @@ struct CudaPrepared {
 
 impl Prepared for CudaPrepared {
     fn depth(&self) -> usize {
-        0
+        // Without the overlap (FERROFX_CUDA_OVERLAP=0), each block is one synchronous job.
+        if self.chain.overlap() {
+            super::chain::OVERLAP_DEPTH
+        } else {
+            0
+        }
     }
-    fn submit(&mut self, _: &[&[f32]], _: usize) -> Result<(), RunError> {
-        Err(RunError::NothingInFlight { backend: "cuda" })
+    fn submit(&mut self, buffers: &[&[f32]], frames: usize) -> Result<(), RunError> {
+        self.chain.submit_block(buffers, 0, frames, &self.state).map_err(declined)
     }
-    fn collect(&mut self, _: &mut [&mut [f32]]) -> Result<usize, RunError> {
-        Err(RunError::NothingInFlight { backend: "cuda" })
+    fn collect(&mut self, buffers: &mut [&mut [f32]]) -> Result<usize, RunError> {
+        if self.chain.blocks_in_flight() == 0 {
+            return Err(RunError::NothingInFlight { backend: "cuda" });
+        }
+        self.chain.collect_block(buffers, 0, &mut self.state).map_err(declined)
     }
     fn in_flight(&self) -> usize {
-        0
+        self.chain.blocks_in_flight()
     }
     fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), RunError> {
         let channels = self.chain.channels();
@@ -103,6 +112,7 @@ impl Prepared for CudaPrepared {
         self.chain.process_slices(buffers, &mut self.state).map_err(declined)
     }
     fn reset(&mut self) {
+        self.chain.abandon();
         self.state = self.chain.new_state();
     }
 }

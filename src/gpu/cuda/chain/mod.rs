@@ -11,6 +11,7 @@
 
 mod launch;
 mod overlap;
+pub use overlap::OVERLAP_DEPTH;
 mod staging;
 mod update;
 
@@ -69,13 +70,17 @@ pub struct CudaChain {
     /// Captured graphs by block length; `None` once capture failed (plain launches then).
     graphs: Option<Vec<((usize, usize), Graph)>>,
     graph_note: String,
-    /// The overlapped stream's copy stream and its events, per work buffer: block
-    /// uploaded, kernels done, block downloaded.
-    copy: Arc<CudaStream>,
+    /// The overlapped stream's upload and download streams and its events: per work
+    /// buffer, block uploaded, kernels done, buffer read back (free for the next upload);
+    /// per staging slot, block downloaded.
+    copy_in: Arc<CudaStream>,
+    copy_out: Arc<CudaStream>,
     uploaded: [CudaEvent; 2],
     computed: [CudaEvent; 2],
-    /// Per staging slot.
+    freed: [CudaEvent; 2],
     downloaded: [CudaEvent; STAGING_SLOTS],
+    /// The overlapped stream's blocks in flight.
+    flight: overlap::Flight,
     overlap: bool,
     /// Graphs captured, coefficient updates taken (for tests: see `graph_counts`).
     captures: usize,
@@ -150,10 +155,13 @@ impl CudaChain {
         let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(STAGING_SLOTS * (block + 2 * channels * total + fir_len)) }?;
         let event = || dev.ctx.new_event(None);
         let chain = CudaChain {
-            copy: dev.stream()?,
+            copy_in: dev.stream()?,
+            copy_out: dev.stream()?,
             uploaded: [event()?, event()?],
             computed: [event()?, event()?],
+            freed: [event()?, event()?],
             downloaded: [event()?, event()?, event()?],
+            flight: overlap::Flight::default(),
             overlap: overlap_default(),
             work2: zeros(block)?,
             work: zeros(block)?,
@@ -252,6 +260,7 @@ impl CudaChain {
             }));
         }
         self.check_job(frames, state)?;
+        self.check_idle()?;
         self.slot_mut(0)?[..n].copy_from_slice(&input[..n]);
         self.stage_state(0, state)?;
         let launched = self.launch(0, frames);
@@ -262,11 +271,11 @@ impl CudaChain {
     }
 
     /// Filters the channel slices (as many frames as the shortest holds) in place, in
-    /// blocks of up to `max_frames`, from `state` (left at the end state). Copies overlap
-    /// the device's work: three pinned staging slots and two device work buffers take
-    /// turns, so while the kernels run block k, the host copies block k+1 into pinned
-    /// memory and block k-1 out, a second stream uploads block k+1 and downloads block
-    /// k-1, and the filter state stays on the device from the first block to the last
+    /// blocks of up to `max_frames`, from `state` (left at the end state), through the
+    /// overlapped stream ([`CudaChain::submit_block`], [`CudaChain::collect_block`]):
+    /// while the kernels run block k, block k+1 is uploaded and block k-1 downloaded on
+    /// streams of their own, the host copies them into and out of pinned memory, and the
+    /// filter state stays on the device from the first block to the last
     /// (`set_overlap(false)` or `FERROFX_CUDA_OVERLAP=0`: one stream, each block's
     /// upload, kernels and download in one graph, the state through the host between
     /// blocks; the same bits either way).
@@ -280,6 +289,7 @@ impl CudaChain {
             return Ok(());
         }
         self.check_job(1, state)?;
+        self.check_idle()?;
         let max = self.max_frames;
         let blocks: Vec<(usize, usize)> = (0..frames).step_by(max).map(|s| (s, max.min(frames - s))).collect();
         let streamed = if self.overlap { self.stream_overlapped(buffers, &blocks, state) } else { self.stream_staged(buffers, &blocks, state) };
@@ -289,10 +299,9 @@ impl CudaChain {
     /// `r`, after waiting for both streams when it is an error: copies that were
     /// enqueued before the failure may still read or write the pinned slots, which the
     /// next job reuses (or dropping the chain frees).
-    fn settled<T>(&self, r: Result<T, CudaError>) -> Result<T, CudaError> {
+    fn settled<T>(&mut self, r: Result<T, CudaError>) -> Result<T, CudaError> {
         if r.is_err() {
-            let _ = self.copy.synchronize();
-            let _ = self.stream.synchronize();
+            self.abandon();
         }
         r
     }
@@ -301,6 +310,11 @@ impl CudaChain {
     /// (the default) or runs each block as one graph; tests compare both.
     pub fn set_overlap(&mut self, on: bool) {
         self.overlap = on;
+    }
+
+    /// Whether streams overlap ([`CudaChain::set_overlap`]).
+    pub fn overlap(&self) -> bool {
+        self.overlap
     }
 
     /// The stream on one CUDA stream: block k's upload, kernels and download are one
@@ -326,6 +340,15 @@ impl CudaChain {
             self.unstage_block(prev, blocks[k - 1], buffers)?;
         }
         Ok(())
+    }
+
+    /// Refuses a job while blocks of the overlapped stream are in flight (they use the
+    /// same buffers and carry the state on the device).
+    fn check_idle(&self) -> Result<(), CudaError> {
+        match self.flight.in_flight() {
+            0 => Ok(()),
+            n => Err(gpu(GpuError::Job { why: format!("{n} blocks of a stream in flight: collect them first") })),
+        }
     }
 
     /// Whether a job of `frames` frames from `state` fits this chain.

@@ -1,113 +1,187 @@
-//! The overlapped offline stream: two device work buffers, three pinned staging slots,
-//! a copy stream beside the chain's compute stream, and the filter state kept on the
-//! device from the first block to the last. While the kernels run block k from one
-//! buffer, the host copies block k+1 into pinned memory and block k-1 out, and the copy
-//! stream uploads block k+1 into the other buffer and downloads block k; events order
-//! them:
+//! The overlapped stream: blocks submitted and collected in order, up to two in flight,
+//! on three CUDA streams (uploads, kernels, downloads) with the filter state kept on the
+//! device from the first block to the last. While the kernels run block k, the upload
+//! stream brings block k+1 in, the download stream takes block k-1 out, and the host
+//! copies blocks between the caller's channels and three pinned staging slots; events
+//! order them:
 //!
 //! ```text
-//! compute: [wait uploaded(k)] kernels(k) ...... [wait uploaded(k+1)] kernels(k+1)
-//! copy:    up(k+1) [wait computed(k)] down(k) . up(k+2) [wait computed(k+1)] ...
-//! host:    in(k+1), out(k-1) ................... in(k+2), out(k)
+//! upload:   [wait freed(k-1)] up(k+1) ........................ [wait freed(k)] up(k+2)
+//! kernels:  [wait uploaded(k)] kernels(k) ..... [wait uploaded(k+1)] kernels(k+1)
+//! download: [wait computed(k-1)] down(k-1) ..... [wait computed(k)] down(k)
+//! host:     in(k+1) ... out(k-1) ................ in(k+2) ... out(k)
 //! ```
 //!
-//! Block k uses buffer `k % 2` and slot `k % 3`. Buffer `k % 2` is written again by the
-//! upload of block k+2, which the copy stream runs after block k's download; slot
-//! `k % 3` is written again by the host staging block k+3, after it copied block k out
-//! (which waits for `downloaded(k)`).
+//! Block k uses work buffer `k % 2` and staging slot `k % 3`. The buffer is written again
+//! by block k+2's upload, which waits for `freed(k % 2)` (block k downloaded); the slot
+//! is written again by the host staging block k+3, which happens only after block k was
+//! collected (at most two in flight), and collecting waits for `downloaded(k % 3)`.
 
 use super::{CudaChain, STAGING_SLOTS};
 use crate::engine::ChainState;
 use crate::gpu::cuda::CudaError;
+use crate::gpu::GpuError;
+
+/// Blocks the overlapped stream has submitted and collected, and each slot's frames.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Flight {
+    submitted: usize,
+    collected: usize,
+    frames: [usize; STAGING_SLOTS],
+}
+
+impl Flight {
+    pub(super) fn in_flight(&self) -> usize {
+        self.submitted - self.collected
+    }
+}
+
+/// Blocks the overlapped stream keeps in flight at most.
+pub const OVERLAP_DEPTH: usize = 2;
 
 impl CudaChain {
-    pub(super) fn stream_overlapped(&mut self, buffers: &mut [&mut [f32]], blocks: &[(usize, usize)], state: &mut ChainState) -> Result<(), CudaError> {
-        let block = self.channels * self.max_frames;
-        let ns = 2 * self.channels * self.realizations.len();
-        let fir_len = self.fir_len;
-        // The state once, through slot 0's state part, on the compute stream (the
-        // kernels' own stream).
+    /// Blocks submitted to the overlapped stream and not yet collected.
+    pub fn blocks_in_flight(&self) -> usize {
+        self.flight.in_flight()
+    }
+
+    /// Starts the next block of the overlapped stream: frames `start..start + frames` of
+    /// each channel buffer (`frames` at most the chain's largest block). The first block
+    /// of a stream (nothing in flight) starts from `state`; later ones continue from the
+    /// state the previous block left on the device. Returns before the device is done;
+    /// at most [`OVERLAP_DEPTH`] blocks in flight (collect one first).
+    pub fn submit_block<B: AsRef<[f32]>>(&mut self, buffers: &[B], start: usize, frames: usize, state: &ChainState) -> Result<(), CudaError> {
+        if self.flight.in_flight() >= OVERLAP_DEPTH {
+            return Err(CudaError::Gpu(GpuError::Job { why: format!("{OVERLAP_DEPTH} blocks in flight: collect one first") }));
+        }
+        if buffers.len() != self.channels || buffers.iter().any(|b| b.as_ref().len() < start + frames) || frames == 0 {
+            return Err(CudaError::Gpu(GpuError::Job {
+                why: format!("{} channel buffers for {} channels x frames {start}..{}", buffers.len(), self.channels, start + frames),
+            }));
+        }
+        self.check_job(frames, state)?;
+        let submitted = self.enqueue_block(buffers, start, frames, state);
+        self.settled(submitted)
+    }
+
+    fn enqueue_block<B: AsRef<[f32]>>(&mut self, buffers: &[B], start: usize, frames: usize, state: &ChainState) -> Result<(), CudaError> {
+        if self.flight.in_flight() == 0 {
+            self.upload_state(state)?;
+        }
+        let k = self.flight.submitted;
+        let (b, s) = (k % 2, k % STAGING_SLOTS);
+        self.stage_block(s, (start, frames), buffers)?;
+        let n = self.channels * frames;
+        let base = self.slot_ptr(s)?;
+        // SAFETY: the slot holds at least `n` floats; the host writes it again only after
+        // this block is collected, which waits for its download (after this upload).
+        let host = unsafe { std::slice::from_raw_parts(base, n) };
+        self.copy_in.wait(&self.freed[b])?;
+        let work = if b == 0 { &mut self.work } else { &mut self.work2 };
+        self.copy_in.memcpy_htod(host, &mut work.slice_mut(..n))?;
+        self.uploaded[b].record(&self.copy_in)?;
+        self.stream.wait(&self.uploaded[b])?;
+        self.launch_kernels(b, frames)?;
+        self.computed[b].record(&self.stream)?;
+        self.copy_out.wait(&self.computed[b])?;
+        // SAFETY: as above; the host reads the slot only after `downloaded[s]` completed.
+        let host = unsafe { std::slice::from_raw_parts_mut(base, n) };
+        let work = if b == 0 { &self.work } else { &self.work2 };
+        self.copy_out.memcpy_dtoh(&work.slice(..n), host)?;
+        self.freed[b].record(&self.copy_out)?;
+        self.downloaded[s].record(&self.copy_out)?;
+        self.flight.frames[s] = frames;
+        self.flight.submitted += 1;
+        Ok(())
+    }
+
+    /// Waits for the oldest block in flight and copies it into frames `start..` of each
+    /// channel buffer; returns its frame count. When it was the last block in flight, the
+    /// stream's end state is read back into `state`.
+    pub fn collect_block(&mut self, buffers: &mut [&mut [f32]], start: usize, state: &mut ChainState) -> Result<usize, CudaError> {
+        if self.flight.in_flight() == 0 {
+            return Err(CudaError::Gpu(GpuError::Job { why: "no block in flight to collect".into() }));
+        }
+        let s = self.flight.collected % STAGING_SLOTS;
+        let frames = self.flight.frames[s];
+        if buffers.len() != self.channels || buffers.iter().any(|b| b.len() < start + frames) {
+            return Err(CudaError::Gpu(GpuError::Job {
+                why: format!("{} channel buffers for {} channels x frames {start}..{}", buffers.len(), self.channels, start + frames),
+            }));
+        }
+        let collected = self.take_block(buffers, start, state);
+        self.settled(collected)
+    }
+
+    fn take_block(&mut self, buffers: &mut [&mut [f32]], start: usize, state: &mut ChainState) -> Result<usize, CudaError> {
+        let s = self.flight.collected % STAGING_SLOTS;
+        let frames = self.flight.frames[s];
+        self.downloaded[s].synchronize()?;
+        self.unstage_block(s, (start, frames), buffers)?;
+        self.flight.collected += 1;
+        if self.flight.in_flight() == 0 {
+            self.download_state(state)?;
+        }
+        Ok(frames)
+    }
+
+    /// Drops the blocks in flight (after waiting for every stream): a reset, or a failure.
+    pub fn abandon(&mut self) {
+        let _ = self.copy_in.synchronize();
+        let _ = self.stream.synchronize();
+        let _ = self.copy_out.synchronize();
+        self.flight = Flight::default();
+    }
+
+    /// `state` onto the device, through slot 0's state part, on the compute stream.
+    fn upload_state(&mut self, state: &ChainState) -> Result<(), CudaError> {
+        let (block, ns, fir_len) = (self.channels * self.max_frames, 2 * self.channels * self.realizations.len(), self.fir_len);
         self.stage_state(0, state)?;
-        let base0 = self.slot_ptr(0)?;
-        {
-            // SAFETY: slot 0 holds `block + ns + fir_len` floats; the views only hand the
-            // state's addresses to the asynchronous copies, and the host writes slot 0's
-            // state part again only after the compute stream is synchronised (at the end).
-            let (host_states, host_hist) = unsafe { (std::slice::from_raw_parts(base0.add(block), ns), std::slice::from_raw_parts(base0.add(block + ns), fir_len)) };
-            if ns > 0 {
-                self.stream.memcpy_htod(host_states, &mut self.states.slice_mut(..ns))?;
-            }
-            if fir_len > 0 {
-                self.stream.memcpy_htod(host_hist, &mut self.history.slice_mut(..fir_len))?;
-            }
+        let base = self.slot_ptr(0)?;
+        // SAFETY: slot 0 holds `block + ns + fir_len` floats; the views only hand the
+        // state's addresses to the asynchronous copies, and the host writes slot 0's state
+        // part again only after the compute stream is synchronised (`download_state`).
+        let (states, hist) = unsafe { (std::slice::from_raw_parts(base.add(block), ns), std::slice::from_raw_parts(base.add(block + ns), fir_len)) };
+        if ns > 0 {
+            self.stream.memcpy_htod(states, &mut self.states.slice_mut(..ns))?;
         }
-        self.stage_block(0, blocks[0], buffers)?;
-        self.upload(0, 0, blocks[0].1)?;
-        for (k, &(_, len)) in blocks.iter().enumerate() {
-            let (b, s) = (k % 2, k % STAGING_SLOTS);
-            self.stream.wait(&self.uploaded[b])?;
-            self.launch_kernels(b, len)?;
-            self.computed[b].record(&self.stream)?;
-            if let Some(&next) = blocks.get(k + 1) {
-                // Slot (k+1) % 3 was copied out last round; buffer (k+1) % 2 is free once
-                // the copy stream has downloaded block k-1 (it runs in order).
-                let s1 = (k + 1) % STAGING_SLOTS;
-                self.stage_block(s1, next, buffers)?;
-                self.upload(1 - b, s1, next.1)?;
-            }
-            self.copy.wait(&self.computed[b])?;
-            self.download(b, s, len)?;
-            if k >= 1 {
-                let s0 = (k - 1) % STAGING_SLOTS;
-                self.downloaded[s0].synchronize()?;
-                self.unstage_block(s0, blocks[k - 1], buffers)?;
-            }
+        if fir_len > 0 {
+            self.stream.memcpy_htod(hist, &mut self.history.slice_mut(..fir_len))?;
         }
-        // The end state after the last kernels, into slot 0's state part.
-        {
-            // SAFETY: as above; the host reads it after the compute stream is synchronised.
-            let (host_states, host_hist) =
-                unsafe { (std::slice::from_raw_parts_mut(base0.add(block), ns), std::slice::from_raw_parts_mut(base0.add(block + ns), fir_len)) };
-            if ns > 0 {
-                self.stream.memcpy_dtoh(&self.states.slice(..ns), host_states)?;
-            }
-            if fir_len > 0 {
-                self.stream.memcpy_dtoh(&self.history.slice(..fir_len), host_hist)?;
-            }
+        Ok(())
+    }
+
+    /// The device's state after the last kernels into `state` (waits for the compute
+    /// stream).
+    fn download_state(&mut self, state: &mut ChainState) -> Result<(), CudaError> {
+        let (block, ns, fir_len) = (self.channels * self.max_frames, 2 * self.channels * self.realizations.len(), self.fir_len);
+        let base = self.slot_ptr(0)?;
+        // SAFETY: as in `upload_state`; the host reads it after the stream is synchronised.
+        let (states, hist) = unsafe { (std::slice::from_raw_parts_mut(base.add(block), ns), std::slice::from_raw_parts_mut(base.add(block + ns), fir_len)) };
+        if ns > 0 {
+            self.stream.memcpy_dtoh(&self.states.slice(..ns), states)?;
         }
-        let last = blocks.len() - 1;
-        self.downloaded[last % STAGING_SLOTS].synchronize()?;
-        self.unstage_block(last % STAGING_SLOTS, blocks[last], buffers)?;
+        if fir_len > 0 {
+            self.stream.memcpy_dtoh(&self.history.slice(..fir_len), hist)?;
+        }
         self.stream.synchronize()?;
         self.read_state(0, state)
     }
 
-    /// Slot `slot`'s block (`frames` frames, planar) into work buffer `b` on the copy
-    /// stream; records `uploaded[b]`.
-    fn upload(&mut self, b: usize, slot: usize, frames: usize) -> Result<(), CudaError> {
-        let n = self.channels * frames;
-        let base = self.slot_ptr(slot)?;
-        // SAFETY: the slot holds at least `n` floats; the host writes it again only after
-        // copying the block out, which waits for the block's download (later on this
-        // stream).
-        let host = unsafe { std::slice::from_raw_parts(base, n) };
-        let work = if b == 0 { &mut self.work } else { &mut self.work2 };
-        self.copy.memcpy_htod(host, &mut work.slice_mut(..n))?;
-        self.uploaded[b].record(&self.copy)?;
-        Ok(())
-    }
-
-    /// Work buffer `b`'s block back into slot `slot` on the copy stream; records
-    /// `downloaded[slot]`.
-    fn download(&mut self, b: usize, slot: usize, frames: usize) -> Result<(), CudaError> {
-        let n = self.channels * frames;
-        let base = self.slot_ptr(slot)?;
-        // SAFETY: the slot holds at least `n` floats; the host reads it only after
-        // `downloaded[slot]` has completed.
-        let host = unsafe { std::slice::from_raw_parts_mut(base, n) };
-        let work = if b == 0 { &self.work } else { &self.work2 };
-        self.copy.memcpy_dtoh(&work.slice(..n), host)?;
-        self.downloaded[slot].record(&self.copy)?;
+    /// The whole of `blocks` through the overlapped stream, two blocks in flight.
+    pub(super) fn stream_overlapped(&mut self, buffers: &mut [&mut [f32]], blocks: &[(usize, usize)], state: &mut ChainState) -> Result<(), CudaError> {
+        let mut oldest = 0;
+        for &(start, len) in blocks {
+            if self.flight.in_flight() == OVERLAP_DEPTH {
+                self.collect_block(buffers, blocks[oldest].0, state)?;
+                oldest += 1;
+            }
+            self.submit_block(buffers, start, len, state)?;
+        }
+        while self.flight.in_flight() > 0 {
+            self.collect_block(buffers, blocks[oldest].0, state)?;
+            oldest += 1;
+        }
         Ok(())
     }
 }

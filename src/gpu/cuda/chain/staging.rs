@@ -24,9 +24,9 @@ impl CudaChain {
     }
 
     /// Frames `start..start + len` of the channel buffers into a slot's block, planar.
-    pub(super) fn stage_block(&mut self, slot: usize, (start, len): (usize, usize), buffers: &[&mut [f32]]) -> Result<(), CudaError> {
+    pub(super) fn stage_block<B: AsRef<[f32]>>(&mut self, slot: usize, (start, len): (usize, usize), buffers: &[B]) -> Result<(), CudaError> {
         let host = self.slot_mut(slot)?;
-        let pairs = host.chunks_mut(len).zip(buffers.iter()).map(|(h, b)| (h, &b[start..start + len]));
+        let pairs = host.chunks_mut(len).zip(buffers.iter()).map(|(h, b)| (h, &b.as_ref()[start..start + len]));
         copy_blocks(pairs, len * buffers.len());
         Ok(())
     }
