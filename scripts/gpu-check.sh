@@ -76,7 +76,7 @@ clocks=$!
 for b in $backends; do
     [ "$b" = cpu ] && kill "$clocks" 2>/dev/null
     step "bench_$b" 90 ./xtask bench --backend "$b" --duration-s 60 --runs 3 --json > "$OUT/bench_$b.json" 2>> "$OUT/bench.err"
-    # The offline stream without the copy stream's overlap, for the comparison in one run.
+    # The offline stream without the overlap (one stream), for the comparison in one run.
     [ "$b" = cuda ] && FERROFX_CUDA_OVERLAP=0 step bench_cuda_staged 90 ./xtask bench --backend cuda --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_staged.json" 2>> "$OUT/bench.err"
 done
 kill "$clocks" 2>/dev/null

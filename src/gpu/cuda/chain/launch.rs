@@ -81,7 +81,7 @@ pub(super) enum Work {
     /// the kernels on the first work buffer, the block and state downloaded to the slot.
     Job(*mut f32),
     /// The kernels alone, on work buffer 0 or 1 (the overlapped stream: its copies run on
-    /// the copy stream, the state stays on the device).
+    /// their own streams, the state stays on the device).
     Kernels(usize),
 }
 

@@ -306,8 +306,9 @@ impl CudaChain {
         r
     }
 
-    /// Whether [`CudaChain::process_slices`] overlaps its copies with a second stream
-    /// (the default) or runs each block as one graph; tests compare both.
+    /// Whether [`CudaChain::process_slices`] (and the backend's block stream) overlaps
+    /// copies and kernels on three streams (the default) or runs each block as one
+    /// graph; tests compare both.
     pub fn set_overlap(&mut self, on: bool) {
         self.overlap = on;
     }
