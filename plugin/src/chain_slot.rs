@@ -93,7 +93,9 @@ impl AudioSide {
         let mut changed = false;
         while self.returning.slots() > 0 {
             let Ok(mut next) = self.incoming.pop() else { break };
-            if let Some(chain) = next.retune.take().filter(|_| next.config == config) {
+            // (A retune for another configuration goes back untouched, like a build.)
+            let retune = if next.config == config { next.retune.take() } else { None };
+            if let Some(chain) = retune {
                 match self.current.as_mut().and_then(|c| c.offload.as_mut()) {
                     Some(off) => match off.retune(chain) {
                         Ok(spare) => next.retune = spare,

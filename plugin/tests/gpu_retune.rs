@@ -12,6 +12,7 @@ use ferrofx_plugin::audio::AudioState;
 use ferrofx_plugin::chain_slot::{AudioConfig, Handovers};
 use ferrofx_plugin::params::{BackendChoice, FerroParams};
 use ferrofx_plugin::telemetry::Telemetry;
+use nice_assert_no_alloc::{assert_no_alloc, violation_count};
 use nice_plug::prelude::*;
 
 const FS: f64 = 48_000.0;
@@ -23,7 +24,8 @@ fn chain(cutoff_hz: f64, order: usize) -> Chain {
 }
 
 /// `blocks` blocks of a 4 kHz sine (amplitude 0.5) through the plugin from frame
-/// `start`, each block paced (a slow device such as lavapipe still answers most jobs);
+/// `start`, each block paced (a slow device such as lavapipe still answers most jobs),
+/// each call inside the no-allocation check (a retune arriving there must not free);
 /// returns the RMS of the left output's last quarter.
 fn play(audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry, start: usize, blocks: usize) -> f64 {
     let mut tail = Vec::new();
@@ -31,7 +33,9 @@ fn play(audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry, sta
         let n0 = start + k * BLOCK;
         let mut l: Vec<f32> = (n0..n0 + BLOCK).map(|i| 0.5 * (2.0 * std::f64::consts::PI * 4000.0 * i as f64 / FS).sin() as f32).collect();
         let mut r = l.clone();
-        audio.process(params, telemetry, &mut [&mut l[..], &mut r[..]], None, BLOCK);
+        let before = violation_count();
+        assert_no_alloc(|| audio.process(params, telemetry, &mut [&mut l[..], &mut r[..]], None, BLOCK));
+        assert_eq!(violation_count(), before, "the audio thread allocated or freed");
         if k >= blocks * 3 / 4 {
             tail.extend_from_slice(&l);
         }
