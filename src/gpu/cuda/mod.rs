@@ -9,7 +9,10 @@
 //!   channel count and largest block, and one job's round trip through pinned host
 //!   memory: the upload, the stages' kernels and the download captured once per block
 //!   length as a CUDA graph and replayed (one launch per block); coefficient tables are
-//!   written to device buffers, never into the graph.
+//!   written to device buffers, never into the graph, so new coefficients of the same
+//!   shape are written in place without a new capture. Offline streams keep two blocks
+//!   in flight on three CUDA streams (uploads, kernels, downloads), the state on the
+//!   device.
 //! - [`backend`]: [`CudaBackend`], the [`crate::run::backend::Backend`] the router lists.
 //!
 //! The arithmetic is the wgpu backend's (the delta state-space form of
