@@ -1,7 +1,7 @@
 //! The plugin's GPU path takes new coefficients without a new offload: a chain of the
 //! running chain's shape (a moved cutoff) reaches the running offload's worker as its
-//! design alone, and the sound follows it; a chain of another shape builds a new
-//! offload. Runs on whatever GPU backend opens (lavapipe's wgpu in CI, where
+//! design alone, and the sound follows it; a chain of another shape, or of the same
+//! shape but a float32 form the GPU declines, builds a new offload. Runs on whatever GPU backend opens (lavapipe's wgpu in CI, where
 //! `FERROFX_REQUIRE_GPU=1` makes a missing adapter a failure).
 
 use std::sync::Arc;
@@ -84,5 +84,49 @@ fn a_moved_cutoff_retunes_the_running_offload_and_a_new_shape_builds_one() {
     let again = play(&mut audio, &params, &telemetry, 80 * BLOCK, 40);
     assert!(again < 0.5 / 2f64.sqrt() * 1e-3, "the new 1 kHz lowpass passes {again:.2e} RMS of 4 kHz");
     println!("4 kHz RMS: {low:.2e} (1 kHz lowpass), {high:.4} (retuned to 16 kHz), {again:.2e} (rebuilt, 12th order)");
+    audio.deactivate(&params);
+}
+
+/// A bandstop of 12th order (six sections) after the short FIR.
+fn bandstop(low_hz: f64, high_hz: f64) -> Chain {
+    Fir::lowpass(31, 20_000.0) | ferrofx::chain::Chebyshev1::bandstop(low_hz, high_hz, 12, 1.12)
+}
+
+#[test]
+fn a_same_shape_design_the_gpu_declines_builds_anew_on_the_cpu_and_back() {
+    let params = Arc::new(FerroParams::default());
+    // SAFETY: as above.
+    unsafe { params.backend.as_ptr()._internal_set_normalized_value(params.backend.preview_normalized(BackendChoice::Gpu)) };
+    let (telemetry, taps) = Telemetry::connected();
+    let mut audio = AudioState::new(params.chain.take_audio_side().unwrap(), taps);
+    params.chain.install(bandstop(5000.0, 9000.0));
+    let config = AudioConfig { sample_rate_hz: FS as f32, channels: 2, max_block_frames: BLOCK, offload: true };
+    audio.activate(&params, config, Some(Policy::Gpu), None, BLOCK as u32);
+    let status = params.chain.gpu_status();
+    if !status.starts_with("GPU worker") {
+        assert!(std::env::var("FERROFX_REQUIRE_GPU").as_deref() != Ok("1"), "FERROFX_REQUIRE_GPU=1 but no GPU worker: {status}");
+        println!("SKIPPED (no GPU worker): {status}");
+        return;
+    }
+    // 4 kHz outside the 5-9 kHz stop band passes.
+    let sine_rms = 0.5 / 2f64.sqrt();
+    let pass = play(&mut audio, &params, &telemetry, 0, 20);
+    assert!((pass / sine_rms - 1.0).abs() < 0.15, "4 kHz outside the stop band: {pass:.4} RMS");
+    // The same shape with a stop band whose float32 form the GPU declines (the shared
+    // reference case 023): not a retune, a whole build whose blocks run on the CPU.
+    let before = params.chain.handovers();
+    params.chain.install(bandstop(715.08, 2461.27));
+    let declined = params.chain.handovers();
+    assert_eq!(declined, Handovers { builds: before.builds + 1, ..before }, "a declined design must not travel as a retune");
+    let status = params.chain.gpu_status();
+    assert!(status.contains("declined") && status.contains("blocks run on the CPU"), "{status}");
+    // Back to a design the GPU takes: a whole build on the GPU again (the CPU-only
+    // offload had no worker to retune).
+    params.chain.install(bandstop(8000.0, 16_000.0));
+    assert_eq!(params.chain.handovers(), Handovers { builds: declined.builds + 1, ..declined });
+    assert!(params.chain.gpu_status().starts_with("GPU worker"), "{}", params.chain.gpu_status());
+    // 4 kHz, outside 8-16 kHz, passes; the output is the new chain's.
+    let again = play(&mut audio, &params, &telemetry, 20 * BLOCK, 20);
+    assert!((again / sine_rms - 1.0).abs() < 0.15, "4 kHz outside the new stop band: {again:.4} RMS");
     audio.deactivate(&params);
 }
