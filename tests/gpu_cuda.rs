@@ -12,8 +12,8 @@
 
 mod common;
 
-use common::retune::{jobs, retunable_chain, retuned_offload};
-use common::{chain_of, load_cases, rel_error};
+use common::retune::{assert_bits_equal, cpu_updated_at, jobs, retunable_chain, retuned_offload};
+use common::{chain_of, load_cases, one_block_late, rel_error};
 use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Fir};
 use ferrofx::engine::Engine;
 use ferrofx::gpu::cuda::{context::driver_present, CudaBackend, CudaChain, CudaError};
@@ -177,10 +177,7 @@ fn the_pipelined_stream_equals_jobs_one_by_one_bit_for_bit() {
             }
             println!("pipelined, {what}: graphs {:?}, {:?} captured", piped.graph_status(), piped.graph_counts());
             assert!(piped.graph_status().0, "{what}: graphs {:?}", piped.graph_status());
-            for c in 0..channels {
-                let differ = got[c].iter().zip(&want[c]).position(|(a, b)| a.to_bits() != b.to_bits());
-                assert_eq!(differ, None, "{what}, channel {c}: the pipelined stream differs");
-            }
+            assert_bits_equal(&got, &want, &format!("{what}: the pipelined stream"));
             assert_eq!(state_piped.sos, state_one.sos, "{what}");
             assert_eq!(state_piped.fir, state_one.fir, "{what}");
         }
@@ -204,11 +201,7 @@ fn the_pipelined_stream_equals_jobs_one_by_one_bit_for_bit() {
             while let Some(done) = stream.drain().unwrap() {
                 keep(done);
             }
-            for c in 0..channels {
-                let differ = got[c].iter().zip(&want[c]).position(|(a, b)| a.to_bits() != b.to_bits());
-                assert_eq!(got[c].len(), want[c].len());
-                assert_eq!(differ, None, "{channels} ch, blocks of {block}, block stream round {round}, channel {c}: differs");
-            }
+            assert_bits_equal(&got, &want, &format!("{channels} ch, blocks of {block}, block stream round {round}"));
             stream.reset();
         }
         println!("block stream, {channels} ch, blocks of {block}: equal to jobs one by one");
@@ -291,14 +284,7 @@ fn cpu_one_block_late(designed: &DesignedChain, mut input: Vec<Vec<f32>>, block:
     let mut cpu = Engine::with_options(designed, input.len(), block, OFFLOAD_ENGINE_OPTIONS);
     let mut s: Vec<&mut [f32]> = input.iter_mut().map(|c| &mut c[..]).collect();
     cpu.process(&mut s);
-    input
-        .into_iter()
-        .map(|c| {
-            let mut d = vec![0.0f32; block];
-            d.extend_from_slice(&c[..c.len() - block]);
-            d
-        })
-        .collect()
+    one_block_late(input, block)
 }
 
 /// The decision is the one its own figures call for (the router's rules, restated).
@@ -365,22 +351,12 @@ fn new_coefficients_replay_the_same_graphs_and_equal_a_fresh_chain() {
     let mut fresh = CudaChain::new(b.device(), &bb, 2, 4096).unwrap();
     let mut fresh_state = handed;
     let want = jobs(|d, n, s| fresh.process(d, n, s).unwrap(), &input, total / 2, &blocks, &mut fresh_state);
-    for c in 0..2 {
-        let differ = second[c].iter().zip(&want[c]).position(|(x, y)| x.to_bits() != y.to_bits());
-        assert_eq!(differ, None, "channel {c}: the updated chain differs from a fresh one");
-    }
+    assert_bits_equal(&second, &want, "the updated chain against a fresh one");
     assert_eq!(state.sos, fresh_state.sos);
     assert_eq!(state.fir, fresh_state.fir);
     // And the whole stream is the CPU engine's, updated at the same frame.
-    let mut cpu = Engine::with_options(&a, 2, 4096, OFFLOAD_ENGINE_OPTIONS);
-    let mut y = input.clone();
-    let (h0, h1) = y.split_at_mut(1);
-    let half = total / 2;
-    cpu.process(&mut [&mut h0[0][..half], &mut h1[0][..half]]);
-    cpu.update(&bb).unwrap();
-    cpu.process(&mut [&mut h0[0][half..], &mut h1[0][half..]]);
     let got: Vec<Vec<f32>> = (0..2).map(|c| [first[c].clone(), second[c].clone()].concat()).collect();
-    let e = rel_error(&got, &y);
+    let e = rel_error(&got, &cpu_updated_at(&a, &bb, input, total / 2));
     println!("retuned CUDA chain against the CPU engine: {e:.2e}; {captured} graphs, none captured again");
     assert!(e <= TIME_TOLERANCE, "{e:.3e}");
     // Another shape is refused and the chain keeps its coefficients.

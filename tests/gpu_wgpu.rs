@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::retune::{jobs, retunable_chain, retuned_offload};
+use common::retune::{assert_bits_equal, cpu_updated_at, jobs, retunable_chain, retuned_offload};
 use common::{chain_of, load_cases, rel_error, run_engine};
 use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Elliptic, Fir};
 use ferrofx::engine::{ChainState, Engine, EngineOptions};
@@ -276,21 +276,12 @@ fn new_coefficients_rewrite_the_buffers_and_equal_a_fresh_chain() {
     let mut fresh = GpuChain::new(ctx, &b, 2, 4096).unwrap();
     let mut fresh_state = handed;
     let want = jobs(|d, n, s| fresh.process(d, n, s).unwrap(), &input, half, &blocks, &mut fresh_state);
-    for c in 0..2 {
-        let differ = second[c].iter().zip(&want[c]).position(|(x, y)| x.to_bits() != y.to_bits());
-        assert_eq!(differ, None, "channel {c}: the updated chain differs from a fresh one");
-    }
+    assert_bits_equal(&second, &want, "the updated chain against a fresh one");
     assert_eq!(state.sos, fresh_state.sos);
     assert_eq!(state.fir, fresh_state.fir);
     // The whole stream is the CPU engine's, updated at the same frame.
-    let mut cpu = Engine::with_options(&a, 2, 4096, EngineOptions { fir_mode: FirMode::Direct, time_segments: 0 });
-    let mut y = input.clone();
-    let (h0, h1) = y.split_at_mut(1);
-    cpu.process(&mut [&mut h0[0][..half], &mut h1[0][..half]]);
-    cpu.update(&b).unwrap();
-    cpu.process(&mut [&mut h0[0][half..], &mut h1[0][half..]]);
     let got: Vec<Vec<f32>> = (0..2).map(|c| [first[c].clone(), second[c].clone()].concat()).collect();
-    let e = rel_error(&got, &y);
+    let e = rel_error(&got, &cpu_updated_at(&a, &b, input, half));
     println!("retuned wgpu chain against the CPU engine: {e:.2e}");
     assert!(e <= TIME_TOLERANCE, "{e:.3e}");
     // Another shape is refused, naming both.
@@ -363,15 +354,7 @@ mod offload {
         let mut y = input;
         let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..]).collect();
         cpu.process(&mut s);
-        let delayed = y
-            .into_iter()
-            .map(|c| {
-                let mut d = vec![0.0f32; BLOCK];
-                d.extend_from_slice(&c[..frames - BLOCK]);
-                d
-            })
-            .collect();
-        (out, delayed)
+        (out, common::one_block_late(y, BLOCK))
     }
 
     #[test]

@@ -74,11 +74,11 @@ fn on_time_jobs_give_the_cpu_stream_one_block_late() {
     assert!(!off.worker_lost());
 }
 
-#[test]
-fn a_random_third_of_late_jobs_changes_nothing() {
+/// An offload of [`sections`] on the CPU executor whose deterministic "random" third of
+/// jobs (hashed sequence number 0 mod 3) sleep 3 ms, far past the 0.3 ms the test's audio
+/// clock waits between blocks.
+fn late_third_offload() -> Offload {
     let s = sections();
-    // Deterministic "random" third: jobs whose hashed sequence number is 0 mod 3 sleep
-    // 3 ms, far past the 0.3 ms the test's audio clock waits between blocks.
     let delay = Arc::new(|seq: u64| {
         if seq.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17).is_multiple_of(3) {
             Duration::from_millis(3)
@@ -87,10 +87,15 @@ fn a_random_third_of_late_jobs_changes_nothing() {
         }
     });
     let faults = Faults { delay: Some(delay), die_at: None };
-    let mut off = Offload::with_faults(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), faults).unwrap();
+    Offload::with_faults(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), faults).unwrap()
+}
+
+#[test]
+fn a_random_third_of_late_jobs_changes_nothing() {
+    let mut off = late_third_offload();
     let (out, allocs) = stream(&mut off, Duration::from_micros(300));
     assert_eq!(allocs, 0);
-    assert_eq!(out, expected(&s), "late jobs must be replaced by the CPU, sample for sample");
+    assert_eq!(out, expected(&sections()), "late jobs must be replaced by the CPU, sample for sample");
     let st = off.stats();
     assert!(st.fallbacks > st.blocks / 10, "{st:?}: the injected delays should have caused fallbacks");
     assert!(st.offloaded > 0, "{st:?}");
@@ -239,16 +244,7 @@ fn retuned_coefficients_change_both_sides_at_the_same_block() {
 
 #[test]
 fn retunes_with_a_random_third_of_late_jobs_change_nothing() {
-    let s = sections();
-    let delay = Arc::new(|seq: u64| {
-        if seq.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17).is_multiple_of(3) {
-            Duration::from_millis(3)
-        } else {
-            Duration::ZERO
-        }
-    });
-    let faults = Faults { delay: Some(delay), die_at: None };
-    let mut off = Offload::with_faults(&s, 2, BLOCK, CpuExecutor::new(&s, 2, BLOCK), faults).unwrap();
+    let mut off = late_third_offload();
     let (out, allocs, taken) = retuned_stream(&mut off, Duration::from_micros(300));
     assert_eq!(allocs, 0);
     assert_eq!(taken.len(), RETUNES.len(), "{taken:?}");

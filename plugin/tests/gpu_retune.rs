@@ -44,24 +44,32 @@ fn play(audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry, sta
     (tail.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / tail.len() as f64).sqrt()
 }
 
-#[test]
-fn a_moved_cutoff_retunes_the_running_offload_and_a_new_shape_builds_one() {
+/// The plugin's audio state at 48 kHz stereo, blocks of 512, on the GPU backend with
+/// `first` installed; `None` (printed) where no GPU worker starts, unless
+/// `FERROFX_REQUIRE_GPU=1`.
+fn gpu_plugin(first: Chain) -> Option<(Arc<FerroParams>, Telemetry, AudioState)> {
     let params = Arc::new(FerroParams::default());
     // SAFETY: the parameter lives in `params`, which outlives the call; no other thread
     // reads it yet (the audio state is built below).
     unsafe { params.backend.as_ptr()._internal_set_normalized_value(params.backend.preview_normalized(BackendChoice::Gpu)) };
     let (telemetry, taps) = Telemetry::connected();
     let mut audio = AudioState::new(params.chain.take_audio_side().unwrap(), taps);
-    params.chain.install(chain(1000.0, 8));
+    params.chain.install(first);
     let config = AudioConfig { sample_rate_hz: FS as f32, channels: 2, max_block_frames: BLOCK, offload: true };
     audio.activate(&params, config, Some(Policy::Gpu), None, BLOCK as u32);
     let status = params.chain.gpu_status();
     if !status.starts_with("GPU worker") {
         assert!(std::env::var("FERROFX_REQUIRE_GPU").as_deref() != Ok("1"), "FERROFX_REQUIRE_GPU=1 but no GPU worker: {status}");
         println!("SKIPPED (no GPU worker): {status}");
-        return;
+        return None;
     }
     println!("{status}");
+    Some((params, telemetry, audio))
+}
+
+#[test]
+fn a_moved_cutoff_retunes_the_running_offload_and_a_new_shape_builds_one() {
+    let Some((params, telemetry, mut audio)) = gpu_plugin(chain(1000.0, 8)) else { return };
     let before = params.chain.handovers();
     // 4 kHz two octaves above an 8th-order 1 kHz lowpass: about -96 dB.
     let low = play(&mut audio, &params, &telemetry, 0, 40);
@@ -94,20 +102,7 @@ fn bandstop(low_hz: f64, high_hz: f64) -> Chain {
 
 #[test]
 fn a_same_shape_design_the_gpu_declines_builds_anew_on_the_cpu_and_back() {
-    let params = Arc::new(FerroParams::default());
-    // SAFETY: as above.
-    unsafe { params.backend.as_ptr()._internal_set_normalized_value(params.backend.preview_normalized(BackendChoice::Gpu)) };
-    let (telemetry, taps) = Telemetry::connected();
-    let mut audio = AudioState::new(params.chain.take_audio_side().unwrap(), taps);
-    params.chain.install(bandstop(5000.0, 9000.0));
-    let config = AudioConfig { sample_rate_hz: FS as f32, channels: 2, max_block_frames: BLOCK, offload: true };
-    audio.activate(&params, config, Some(Policy::Gpu), None, BLOCK as u32);
-    let status = params.chain.gpu_status();
-    if !status.starts_with("GPU worker") {
-        assert!(std::env::var("FERROFX_REQUIRE_GPU").as_deref() != Ok("1"), "FERROFX_REQUIRE_GPU=1 but no GPU worker: {status}");
-        println!("SKIPPED (no GPU worker): {status}");
-        return;
-    }
+    let Some((params, telemetry, mut audio)) = gpu_plugin(bandstop(5000.0, 9000.0)) else { return };
     // 4 kHz outside the 5-9 kHz stop band passes.
     let sine_rms = 0.5 / 2f64.sqrt();
     let pass = play(&mut audio, &params, &telemetry, 0, 20);

@@ -277,12 +277,38 @@ pub fn realize_cascade(
     sequential_max: usize,
 ) -> Result<Vec<Realization>, crate::gpu::GpuError> {
     let coefs: Vec<SosCoefs> = sections.iter().map(SosCoefs::from).collect();
-    let estimate = f32_error_estimate(&coefs, max_frames, sequential_max);
+    let estimate = remembered_estimate(&coefs, max_frames, sequential_max);
     #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN estimate declines too
     if !(estimate <= GPU_ERROR_BUDGET) {
         return Err(crate::gpu::GpuError::Precision { stage, estimate });
     }
     Ok(coefs.iter().map(Realization::new).collect())
+}
+
+/// [`f32_error_estimate`], remembered for the last cascades asked about (exact
+/// coefficient bits, block and limit): the estimate takes milliseconds (10.8 ms for a
+/// 12-section cascade on the development machine), and a coefficient change on the GPU
+/// path asks twice, once where it is designed (is it accepted?) and once on the offload
+/// worker that takes it (`GpuDesign::new`), which must not stall there.
+fn remembered_estimate(coefs: &[SosCoefs], frames: usize, sequential_max: usize) -> f64 {
+    type Entry = (Vec<SosCoefs>, usize, usize, f64);
+    const KEPT: usize = 32;
+    static MEMORY: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
+    let same = |a: &[SosCoefs], b: &[SosCoefs]| {
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(x, y)| [x.b0, x.b1, x.b2, x.a1, x.a2].map(f64::to_bits) == [y.b0, y.b1, y.b2, y.a1, y.a2].map(f64::to_bits))
+    };
+    let lock = || MEMORY.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = lock().iter().find(|e| e.1 == frames && e.2 == sequential_max && same(&e.0, coefs)) {
+        return e.3;
+    }
+    let estimate = f32_error_estimate(coefs, frames, sequential_max);
+    let mut memory = lock();
+    if memory.len() == KEPT {
+        memory.remove(0);
+    }
+    memory.push((coefs.to_vec(), frames, sequential_max, estimate));
+    estimate
 }
 
 /// Estimates the error of running `sections` (one cascade) the way the GPU does: a
@@ -347,6 +373,20 @@ mod tests {
         z[0] = s.b1 * x - s.a1 * y + z[1];
         z[1] = s.b2 * x - s.a2 * y;
         y
+    }
+
+    #[test]
+    fn remembered_estimates_are_the_estimates_of_exactly_those_coefficients() {
+        let a = [coefs([0.2, 0.4, 0.2], [1.0, -0.9, 0.3]), coefs([1.0, -1.99, 1.0], [1.0, -1.995, 0.99501])];
+        let mut b = a;
+        b[1].a2 = f64::from_bits(b[1].a2.to_bits() + 1); // one bit away: another cascade
+        for (cascade, frames, limit) in [(&a[..], 4096, 64), (&a[..], 4096, 512), (&a[..], 512, 64), (&b[..], 4096, 64)] {
+            let direct = f32_error_estimate(cascade, frames, limit);
+            // Asked twice: the first computes and keeps it, the second finds it.
+            for _ in 0..2 {
+                assert_eq!(remembered_estimate(cascade, frames, limit).to_bits(), direct.to_bits());
+            }
+        }
     }
 
     #[test]

@@ -239,3 +239,15 @@ pub fn in_cuts(input: &[Vec<f32>], cuts: &[usize], mut process: impl FnMut(&mut 
     }
     out
 }
+
+/// Planar channels delayed by `block` frames (zeros first, the length kept): an offloaded
+/// stream is its CPU reference one block late.
+pub fn one_block_late(y: Vec<Vec<f32>>, block: usize) -> Vec<Vec<f32>> {
+    y.into_iter()
+        .map(|c| {
+            let mut d = vec![0.0f32; block];
+            d.extend_from_slice(&c[..c.len() - block]);
+            d
+        })
+        .collect()
+}

@@ -85,13 +85,25 @@ pub fn retuned_offload<E: Executor>(designs: &[DesignedChain], exec: E, block: u
         let (l, r) = y.split_at_mut(1);
         cpu.process(&mut [&mut l[0][start..start + block], &mut r[0][start..start + block]]);
     }
-    let want = y
-        .into_iter()
-        .map(|c| {
-            let mut d = vec![0.0f32; block];
-            d.extend_from_slice(&c[..frames - block]);
-            d
-        })
-        .collect();
-    Retuned { out, want, taken, stats: off.stats(), worker_lost: off.worker_lost() }
+    Retuned { out, want: super::one_block_late(y, block), taken, stats: off.stats(), worker_lost: off.worker_lost() }
+}
+
+/// Asserts `got` equals `want` bit for bit, channel by channel (`what` names the case).
+pub fn assert_bits_equal(got: &[Vec<f32>], want: &[Vec<f32>], what: &str) {
+    for (c, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.len(), w.len(), "{what}, channel {c}: length");
+        let differ = g.iter().zip(w).position(|(x, y)| x.to_bits() != y.to_bits());
+        assert_eq!(differ, None, "{what}, channel {c}: differs");
+    }
+}
+
+/// Stereo `input` through the offload's CPU engine for `a`, its coefficients updated to
+/// `b` at frame `at`: what a chain given new coefficients at that frame must match.
+pub fn cpu_updated_at(a: &DesignedChain, b: &DesignedChain, mut input: Vec<Vec<f32>>, at: usize) -> Vec<Vec<f32>> {
+    let mut cpu = Engine::with_options(a, 2, 4096, OFFLOAD_ENGINE_OPTIONS);
+    let (h0, h1) = input.split_at_mut(1);
+    cpu.process(&mut [&mut h0[0][..at], &mut h1[0][..at]]);
+    cpu.update(b).unwrap();
+    cpu.process(&mut [&mut h0[0][at..], &mut h1[0][at..]]);
+    input
 }

@@ -131,7 +131,8 @@ pub(super) const LANE_VECTORS: usize = 3;
 
 /// One or two channels with AVX-512, the sections in the lanes of up to `V` vectors side
 /// by side (lane `g = k * C + ch` of the chunk, vector `g / 8`, is section `k` of channel
-/// `ch`), time-skewed by two frames per section as in [`section_lanes_avx512`]. A
+/// `ch`), time-skewed by one frame per section (two with one vector, as in
+/// [`section_lanes_avx512`]). A
 /// vector's first lanes take the previous vector's last section's output through a
 /// two-source permute, so the `V` vectors of one iteration are independent and their
 /// recurrences overlap: one vector alone leaves the FMA units idle for most of each

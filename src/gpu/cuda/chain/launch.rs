@@ -77,20 +77,21 @@ const GRAPHS_KEPT: usize = 8;
 /// What one graph (or one series of plain launches) holds.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Work {
-    /// A whole job: the block and state uploaded from the staging slot at this address,
+    /// A whole job: the block and state uploaded from staging slot `slot` (at `base`),
     /// the kernels on the first work buffer, the block and state downloaded to the slot.
-    Job(*mut f32),
+    Job { base: *mut f32, slot: usize },
     /// The kernels alone, on work buffer 0 or 1 (the overlapped stream: its copies run on
     /// their own streams, the state stays on the device).
     Kernels(usize),
 }
 
 impl Work {
-    /// The graph's key beside the block length: the staging slot, or 2 + the buffer.
-    fn key(self, slot: usize) -> usize {
+    /// The graph's key beside the block length: the staging slot, or past the slots,
+    /// the buffer.
+    fn key(self) -> usize {
         match self {
-            Work::Job(_) => slot,
-            Work::Kernels(buf) => 2 + buf,
+            Work::Job { slot, .. } => slot,
+            Work::Kernels(buf) => super::STAGING_SLOTS + buf,
         }
     }
 }
@@ -112,14 +113,14 @@ impl CudaChain {
         // The slot's address, taken before any capture (taking it synchronises on the
         // buffer's event, which a capturing stream must not see).
         let base = self.slot_ptr(slot)?;
-        self.run(frames, Work::Job(base).key(slot), chunks, chunk_len, Work::Job(base))
+        self.run(frames, chunks, chunk_len, Work::Job { base, slot })
     }
 
     /// Enqueues the kernels alone for a block of `frames` frames in work buffer `buf`
     /// (the overlapped stream's copies and state are its own business).
     pub(super) fn launch_kernels(&mut self, buf: usize, frames: usize) -> Result<(), CudaError> {
         let (chunks, chunk_len) = self.scan_tables_for(frames)?;
-        self.run(frames, Work::Kernels(buf).key(0), chunks, chunk_len, Work::Kernels(buf))
+        self.run(frames, chunks, chunk_len, Work::Kernels(buf))
     }
 
     /// Staging slot `slot`'s address in the pinned allocation.
@@ -151,7 +152,8 @@ impl CudaChain {
 
     /// The device work: a graph replay, or a capture then replay, or plain launches
     /// where capture failed.
-    fn run(&mut self, frames: usize, key: usize, chunks: usize, chunk_len: usize, what: Work) -> Result<(), CudaError> {
+    fn run(&mut self, frames: usize, chunks: usize, chunk_len: usize, what: Work) -> Result<(), CudaError> {
+        let key = what.key();
         let Some(graphs) = self.graphs.as_mut() else {
             return self.enqueue(frames, chunks, chunk_len, what);
         };
@@ -226,7 +228,7 @@ impl CudaChain {
             // the pinned allocation; these views only hand its addresses to the
             // asynchronous copies below, and the host touches that slot again only after
             // the stream is synchronised.
-            Work::Job(base) => Some(unsafe {
+            Work::Job { base, .. } => Some(unsafe {
                 (
                     std::slice::from_raw_parts_mut(base, n),
                     std::slice::from_raw_parts_mut(base.add(block), ns),
