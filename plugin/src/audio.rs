@@ -14,6 +14,7 @@ use crate::bands::{Band, BANDS};
 use crate::autogain::{AutoGain, Weighting};
 use crate::routing::RoutedEqualiser;
 use crate::chain_slot::{AudioConfig, AudioSide};
+use crate::output::{self, Measured, Stage};
 use crate::params::FerroParams;
 use crate::telemetry::{AudioTaps, Telemetry};
 use ferrofx::run::realtime::{Policy, RealtimeOffload};
@@ -280,28 +281,6 @@ impl AudioState {
     }
 }
 
-/// Multiplies `samples` by `gain` and flushes subnormal results to zero, in one pass
-/// that vectorises (lanes of eight); returns whether any result is not finite.
-fn scale_and_flush(samples: &mut [f32], gain: f32) -> bool {
-    const LANES: usize = 8;
-    let mut bad = [false; LANES];
-    let step = |v: &mut f32, bad: &mut bool| {
-        let y = *v * gain;
-        *bad |= !y.is_finite();
-        *v = if y.abs() < f32::MIN_POSITIVE { 0.0 } else { y };
-    };
-    let mut chunks = samples.chunks_exact_mut(LANES);
-    for chunk in &mut chunks {
-        for (v, b) in chunk.iter_mut().zip(bad.iter_mut()) {
-            step(v, b);
-        }
-    }
-    for (v, b) in chunks.into_remainder().iter_mut().zip(bad.iter_mut()) {
-        step(v, b);
-    }
-    bad.iter().any(|&b| b)
-}
-
 /// What the IIR equaliser runs of `band`: in linear phase the FIR carries the bands on
 /// every channel, so they are off here.
 fn iir_band(band: &Band, linear: bool, stereo: bool) -> Band {
@@ -401,9 +380,6 @@ impl AudioState {
         analyse: bool,
     ) {
         let channels = buffers.len().min(self.dry.len());
-        for b in buffers.iter_mut() {
-            ferrofx::engine::sanitize_input(&mut b[start..start + frames]);
-        }
         let target = if bypass { 0.0 } else { 1.0 };
         let fading = self.wet_mix != target;
         // The filters keep running while bypassed (their output unused), so un-bypassing
@@ -414,6 +390,38 @@ impl AudioState {
         let soloing = self.solo.as_ref().is_some_and(|s| s.active(solo_band));
         let delta_target = if params.delta.value() { 1.0 } else { 0.0 };
         let delta = self.delta_mix != 0.0 || delta_target != 0.0;
+        // The output gain and auto-gain, settled or not (no stage below changes them).
+        let auto_on = params.auto_gain.value() != crate::params::AutoGainChoice::Off;
+        // A settled output gain is converted once per block, not per sample.
+        let out_smoother = &params.output_gain_db.smoothed;
+        let settled_gain = (!out_smoother.is_smoothing()).then(|| util::db_to_gain(out_smoother.next()));
+        let auto_settled = self.autogain.as_ref().map_or(Some(0.0), |a| a.settled_db(auto_on));
+        // The usual block (no fade, no delta, gains settled): one pass per channel
+        // (`output.rs`). Otherwise the general loop below, per sample.
+        let fast = match (settled_gain, auto_settled) {
+            (Some(g), Some(auto_db)) if !fading && !delta => Some(if auto_db == 0.0 { g } else { g * util::db_to_gain(auto_db as f32) }),
+            _ => None,
+        };
+        // After that pass only bypass and solo change the signal: without them the pass
+        // measures the output for the meters too.
+        let metered = fast.is_some() && !bypassed && !soloing;
+        let dynamic = self.dynamics.is_some() && (self.any_dynamic_band || self.dynamics.as_ref().is_some_and(|d| d.any_change()));
+        // Nothing reads the signal before that pass (every band idle, no chain, no FIR, no
+        // GPU path, no dry copy, no analyser): then it sanitises the input as well, else
+        // the input is sanitised here.
+        let untouched = metered
+            && !analyse
+            && !dynamic
+            && self.dry_delay.is_none()
+            && self.linear.is_none()
+            && self.realtime.is_none()
+            && self.side.engine().is_none()
+            && self.eq.as_mut().is_none_or(|eq| eq.idle());
+        if !untouched {
+            for b in buffers.iter_mut() {
+                ferrofx::engine::sanitize_input(&mut b[start..start + frames]);
+            }
+        }
         // On the GPU path the dry signal runs through a delay of the path's latency,
         // which must see every block.
         if fading || bypassed || soloing || delta || self.dry_delay.is_some() {
@@ -437,7 +445,6 @@ impl AudioState {
             self.taps.spectrum.pre(refs, frames);
         }
         if let Some(eq) = self.eq.as_mut() {
-            let dynamic = self.any_dynamic_band || self.dynamics.as_ref().is_some_and(|d| d.any_change());
             match self.dynamics.as_mut() {
                 Some(dynamics) if dynamic => {
                     // Dynamic bands: the detectors see each piece of input before the
@@ -486,21 +493,13 @@ impl AudioState {
         // Output gain and auto-gain (smoothed per sample), the delta listen mix, then the
         // bypass crossfade.
         let mut non_finite = false;
-        let auto_on = params.auto_gain.value() != crate::params::AutoGainChoice::Off;
         let delta_step = self.wet_step;
-        // A settled output gain is converted once per block, not per sample.
-        let out_smoother = &params.output_gain_db.smoothed;
-        let settled_gain = (!out_smoother.is_smoothing()).then(|| util::db_to_gain(out_smoother.next()));
-        let auto_settled = self.autogain.as_ref().map_or(Some(0.0), |a| a.settled_db(auto_on));
-        // The usual block (no fade, no delta, gains settled): one vectorised pass per
-        // channel. Otherwise the general loop below, per sample.
-        let fast = match (settled_gain, auto_settled) {
-            (Some(g), Some(auto_db)) if !fading && !delta => Some(if auto_db == 0.0 { g } else { g * util::db_to_gain(auto_db as f32) }),
-            _ => None,
-        };
+        let mut measured = [Measured::default(); MAX];
         if let Some(gain) = fast {
-            for r in refs.iter_mut() {
-                non_finite |= scale_and_flush(r, gain);
+            let stage = Stage { sanitize: untouched, gain };
+            for (r, m) in refs.iter_mut().zip(measured.iter_mut()) {
+                *m = output::apply_and_measure(r, stage);
+                non_finite |= m.non_finite;
             }
         }
         if fast.is_none() {
@@ -555,45 +554,16 @@ impl AudioState {
             let band = params.bands[solo.follows(solo_band).unwrap_or(0).min(BANDS - 1)].band();
             solo.process(solo_band, band.freq_hz, band.q, f64::from(fs_hz), &self.dry, refs, frames);
         }
-        let clipped = refs.iter().zip(&telemetry.meters).fold(false, |c, (r, meter)| meter.add(r) >= 1.0 || c);
+        // (A silenced block is measured again: the pass measured what it silenced.)
+        let clipped = refs.iter().zip(&telemetry.meters).zip(&measured).fold(false, |c, ((r, meter), m)| {
+            let peak = if metered && !non_finite { meter.record(*m, r.len()) } else { meter.add(r) };
+            peak >= 1.0 || c
+        });
         if clipped {
             telemetry.clipped.store(true, Ordering::Relaxed);
         }
         if analyse {
             self.taps.spectrum.post(refs, frames, fs_hz);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::scale_and_flush;
-
-    /// The one-pass output stage equals the per-sample rule (scale, flush subnormals, flag
-    /// non-finite) for every length, with NaN, infinities and subnormals among the input.
-    #[test]
-    fn scale_and_flush_equals_the_per_sample_rule() {
-        let specials = [f32::NAN, f32::INFINITY, -f32::INFINITY, 1e-39, -1e-40, f32::MAX, 0.0, -0.0];
-        let mut seed = 7u32;
-        for len in 0..40 {
-            for gain in [1.0f32, 0.5, 3.0, 1e-30] {
-                let x: Vec<f32> = (0..len)
-                    .map(|i| {
-                        seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                        if seed.is_multiple_of(7) { specials[i % specials.len()] } else { (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5 }
-                    })
-                    .collect();
-                let mut got = x.clone();
-                let bad = scale_and_flush(&mut got, gain);
-                let mut want_bad = false;
-                for (g, &v) in got.iter().zip(&x) {
-                    let y = v * gain;
-                    want_bad |= !y.is_finite();
-                    let want = if y.abs() < f32::MIN_POSITIVE { 0.0 } else { y };
-                    assert!(g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()), "len {len}, gain {gain}: {g} vs {want}");
-                }
-                assert_eq!(bad, want_bad, "len {len}, gain {gain}");
-            }
         }
     }
 }

@@ -28,6 +28,7 @@ pub mod editor;
 pub mod gpu;
 pub mod ir;
 pub mod linear;
+pub mod output;
 pub mod params;
 pub mod preset;
 pub mod routing;

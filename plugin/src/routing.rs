@@ -135,6 +135,14 @@ impl RoutedEqualiser {
         [&self.all, &self.left, &self.right, &self.mid, &self.side].iter().map(|e| e.redesigns()).sum()
     }
 
+    /// Whether [`RoutedEqualiser::process`] would leave every channel as it is: no band
+    /// acts or fades in any route. Settles the idle routes as `process` does (so calling
+    /// `process` after it changes nothing either). Allocation-free.
+    pub fn idle(&mut self) -> bool {
+        self.all.settle_if_idle()
+            && (self.setup.1 != 2 || [&mut self.left, &mut self.right, &mut self.mid, &mut self.side].into_iter().all(|e| e.settle_if_idle()))
+    }
+
     /// Filters planar channel buffers in place. No allocation, lock or panic.
     pub fn process(&mut self, buffers: &mut [&mut [f32]]) {
         if !self.all.settle_if_idle() {

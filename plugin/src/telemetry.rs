@@ -67,16 +67,13 @@ pub struct ChannelMeter {
 impl ChannelMeter {
     /// Adds a block (audio thread); returns its peak.
     pub fn add(&self, samples: &[f32]) -> f32 {
-        // Sixteen independent float32 lanes (one sequential sum would be a chain of
-        // dependent adds as long as the block), summed in float64 per 4096 samples: a
-        // relative error under 1e-5 of the level, for a display, at half the cost of
-        // float64 lanes in the baseline build (measured).
-        let (mut peak, mut sum) = (0.0f32, 0.0f64);
-        for part in samples.chunks(4096) {
-            let (p, s) = peak_and_squares(part);
-            peak = if p > peak { p } else { peak };
-            sum += f64::from(s);
-        }
+        self.record(crate::output::measure(samples), samples.len())
+    }
+
+    /// Adds a block the output pass has measured already ([`crate::output::apply_and_measure`]:
+    /// the same sums as [`ChannelMeter::add`] of the written samples); returns its peak.
+    pub fn record(&self, measured: crate::output::Measured, frames: usize) -> f32 {
+        let (peak, sum) = (measured.peak, measured.sum_squares);
         // Non-negative floats order like their bits.
         if peak.to_bits() > self.peak_bits.load(Ordering::Relaxed) {
             self.peak_bits.fetch_max(peak.to_bits(), Ordering::Relaxed);
@@ -84,7 +81,7 @@ impl ChannelMeter {
         let total = f64::from_bits(self.sum_squares_bits.load(Ordering::Relaxed)) + sum;
         self.sum_squares_bits.store(total.to_bits(), Ordering::Relaxed);
         // Release: a reader that sees the new count sees the sum it belongs to.
-        let frames = self.frames.load(Ordering::Relaxed) + samples.len() as u64;
+        let frames = self.frames.load(Ordering::Relaxed) + frames as u64;
         self.frames.store(frames, Ordering::Release);
         peak
     }
@@ -99,69 +96,6 @@ impl ChannelMeter {
         let frames = self.frames.load(Ordering::Acquire);
         (f64::from_bits(self.sum_squares_bits.load(Ordering::Relaxed)), frames)
     }
-}
-
-/// The peak magnitude and the float32 sum of squares of `part`, in sixteen lanes: four
-/// SSE2 vectors on x86-64 (the baseline every x86-64 build has), where the compiler's own
-/// vectorisation of the same loop reshuffled the lanes and cost more on short blocks
-/// (measured); a NaN sample leaves its lane's peak as it was (as `f32::max` would).
-#[cfg(target_arch = "x86_64")]
-fn peak_and_squares(part: &[f32]) -> (f32, f32) {
-    use std::arch::x86_64::*;
-    let chunks = part.chunks_exact(16);
-    let tail = chunks.remainder();
-    // SAFETY: SSE2 is part of the x86-64 baseline; every load reads four floats at
-    // offsets 0, 4, 8 and 12 of a 16-float chunk, every store fills a 4-float array.
-    let (mut peaks, mut sums) = unsafe {
-        let abs = _mm_castsi128_ps(_mm_set1_epi32(0x7fff_ffff));
-        let mut p = [_mm_setzero_ps(); 4];
-        let mut q = [_mm_setzero_ps(); 4];
-        for c in chunks {
-            for j in 0..4 {
-                let x = _mm_loadu_ps(c.as_ptr().add(4 * j));
-                // maxps returns its second operand when either is NaN: the lane's peak.
-                p[j] = _mm_max_ps(_mm_and_ps(x, abs), p[j]);
-                q[j] = _mm_add_ps(q[j], _mm_mul_ps(x, x));
-            }
-        }
-        let (mut pa, mut qa) = ([0.0f32; 4], [0.0f32; 4]);
-        _mm_storeu_ps(pa.as_mut_ptr(), _mm_max_ps(_mm_max_ps(p[0], p[1]), _mm_max_ps(p[2], p[3])));
-        _mm_storeu_ps(qa.as_mut_ptr(), _mm_add_ps(_mm_add_ps(q[0], q[1]), _mm_add_ps(q[2], q[3])));
-        (pa, qa)
-    };
-    for (k, &v) in tail.iter().enumerate() {
-        let a = v.abs();
-        peaks[k % 4] = if a > peaks[k % 4] { a } else { peaks[k % 4] };
-        sums[k % 4] += v * v;
-    }
-    let peak = peaks.iter().fold(0.0f32, |m, &p| if p > m { p } else { m });
-    (peak, (sums[0] + sums[1]) + (sums[2] + sums[3]))
-}
-
-/// [`peak_and_squares`] without explicit vectors: the same sixteen lanes (the meter off
-/// x86-64; compiled for the tests everywhere, which hold the two to each other).
-#[cfg(not(target_arch = "x86_64"))]
-use peak_and_squares_portable as peak_and_squares;
-
-#[cfg(any(test, not(target_arch = "x86_64")))]
-fn peak_and_squares_portable(part: &[f32]) -> (f32, f32) {
-    const LANES: usize = 16;
-    let (mut peaks, mut sums) = ([0.0f32; LANES], [0.0f32; LANES]);
-    let chunks = part.chunks_exact(LANES);
-    let tail = chunks.remainder();
-    for chunk in chunks {
-        for k in 0..LANES {
-            let a = chunk[k].abs();
-            peaks[k] = if a > peaks[k] { a } else { peaks[k] };
-            sums[k] += chunk[k] * chunk[k];
-        }
-    }
-    for (k, &v) in tail.iter().enumerate() {
-        let a = v.abs();
-        peaks[k] = if a > peaks[k] { a } else { peaks[k] };
-        sums[k] += v * v;
-    }
-    (peaks.iter().fold(0.0f32, |m, &p| if p > m { p } else { m }), sums.iter().sum())
 }
 
 /// What the editor shows about the GPU path, written by the audio thread once per host
@@ -269,30 +203,6 @@ mod tests {
             assert!((sum - want_sum).abs() <= 1e-5 * want_sum.max(1e-30), "len {len}: {sum} vs {want_sum}");
             assert_eq!(frames, len as u64);
         }
-    }
-
-    /// The explicit-vector lanes and the portable ones agree: the same peak, the same
-    /// sum of squares up to float32 rounding of the lanes' order, NaN samples included.
-    #[test]
-    fn both_lane_kernels_agree() {
-        for len in (0..70usize).chain([255, 256, 4096]) {
-            let mut x: Vec<f32> = (0..len).map(|i| ((i * 53 % 29) as f32 - 14.0) / 9.0).collect();
-            if len > 5 {
-                x[len / 3] = f32::NAN;
-            }
-            let (pa, sa) = super::peak_and_squares(&x);
-            let (pb, sb) = super::peak_and_squares_portable(&x);
-            assert_eq!(pa, pb, "len {len}");
-            if len <= 5 {
-                assert!((sa - sb).abs() <= 1e-6 * sb.max(1e-30), "len {len}: {sa} vs {sb}");
-            } else {
-                assert!(sa.is_nan() && sb.is_nan(), "len {len}: a NaN sample's square is NaN in both");
-            }
-        }
-        let x: Vec<f32> = (0..1000).map(|i| ((i * 53 % 29) as f32 - 14.0) / 9.0).collect();
-        let ((pa, sa), (pb, sb)) = (super::peak_and_squares(&x), super::peak_and_squares_portable(&x));
-        assert_eq!(pa, pb);
-        assert!((sa - sb).abs() <= 1e-6 * sb, "{sa} vs {sb}");
     }
 
     /// A NaN sample leaves the peak to the other samples (as `f32::max` does); the peak

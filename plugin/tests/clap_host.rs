@@ -1351,6 +1351,52 @@ fn non_finite_and_subnormal_input() {
     assert!(t_sub <= 2.0 * t_norm, "subnormal input took {:.2}x as long as normal input", t_sub / t_norm);
 }
 
+/// With every band off and no chain, the output stage sanitises the input in the same
+/// pass as the output gain (`output.rs`): at 0 dB the output is the input with NaN,
+/// infinities and subnormals replaced by zero, bit for bit, at block sizes that leave
+/// samples past the pass's 16-sample lanes; at +6 dB it is the input scaled, and the block
+/// whose largest sample overflows is silenced while the blocks after it are not.
+#[test]
+fn idle_plugin_outputs_the_sanitised_input() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let frames = 9_600;
+    let mut x = stereo_noise(frames, 41);
+    let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-39, -1e-40, 0.0, -0.0];
+    for (i, v) in specials.iter().enumerate() {
+        x[0][1_000 + 37 * i] = *v;
+        x[1][1_003 + 41 * i] = *v;
+    }
+    for block in [64usize, 100, 333] {
+        let mut plugin = Plugin::new(entry);
+        let (out, _) = plugin.run(fs, block, &x, &[], |_, _, _| {});
+        for (c, (y, x)) in out.iter().zip(&x).enumerate() {
+            for (i, (&y, &x)) in y.iter().zip(x).enumerate() {
+                let want = if x.is_finite() && x.abs() >= f32::MIN_POSITIVE { x } else { 0.0 };
+                assert_eq!(y.to_bits(), want.to_bits(), "block {block}, channel {c}, frame {i}: {y:e} for input {x:e}");
+            }
+        }
+    }
+    // +6 dB, set before the first block (its 20 ms glide is over by frame 2,400).
+    let huge_at = 6_000;
+    x[0][huge_at] = f32::MAX;
+    let block = 100;
+    let mut plugin = Plugin::new(entry);
+    let evs = events(&plugin, 0, &[("Output Gain".to_string(), Plain::OutDb(6.0))]);
+    let (out, _) = plugin.run(fs, block, &x, &evs, |_, _, _| {});
+    let gain = 10f32.powf(6.0 / 20.0);
+    let silenced = (huge_at / block) * block..(huge_at / block + 1) * block;
+    for (c, (y, x)) in out.iter().zip(&x).enumerate() {
+        for i in 2_400..frames {
+            if silenced.contains(&i) {
+                assert_eq!(y[i], 0.0, "channel {c}, frame {i}: the overflowing block is silenced");
+            } else {
+                assert!((y[i] - x[i] * gain).abs() <= 1e-3 * x[i].abs(), "channel {c}, frame {i}: {} for {} at +6 dB", y[i], x[i]);
+            }
+        }
+    }
+}
+
 /// Output checks a validator makes: every sample finite, none subnormal, and within the
 /// largest gain the parameters can ask for (24 bands of +24 dB and +24 dB output gain
 /// on a signal of peak `peak`).
