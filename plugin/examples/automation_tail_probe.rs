@@ -1,0 +1,106 @@
+//! Per-block times of the equaliser alone (no host, no plugin framework) with the plugin
+//! benchmark's bands and automation: 24 cookbook bells stereo (`MATCHED=1`: analog-
+//! matched), every gain moving a little every block, `BLOCK` frames (64). Prints min,
+//! median, p99, p99.9 and max over 10 s of audio after 0.5 s of warm-up, beside the same
+//! statistics for plain arithmetic calibrated to the median's length and run between the
+//! equaliser's blocks (the machine's own tail at that length, under the same conditions:
+//! when the two tails match, the machine sets them, not the equaliser), and the worst
+//! blocks' positions. `STATIC=1`: no automation. `DUMP=FILE` writes each block's
+//! equaliser and plain-arithmetic microseconds, one pair per line.
+//! `cargo run --release -p ferrofx_plugin --example automation_tail_probe`.
+use ferrofx_plugin::bands::{Band, Equaliser, Shape, BANDS};
+use ferrofx_testkit::bench::bell;
+use std::hint::black_box;
+use std::time::Instant;
+
+fn percentiles(mut t: Vec<f64>) -> String {
+    t.sort_by(f64::total_cmp);
+    let n = t.len();
+    let at = |q: f64| t[((q * (n - 1) as f64).round() as usize).min(n - 1)] * 1e6;
+    format!(
+        "min {:.2}  median {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2} us  (p99.9/median {:.2})",
+        at(0.0),
+        at(0.5),
+        at(0.99),
+        at(0.999),
+        at(1.0),
+        at(0.999) / at(0.5)
+    )
+}
+
+/// `steps` dependent multiply-adds (nothing in memory): a block of plain arithmetic.
+fn plain(steps: u64) -> f64 {
+    let mut x = 1.0f64;
+    for i in 0..steps {
+        x = black_box(x * 1.000_000_1 + (i as f64) * 1e-12);
+    }
+    x
+}
+
+fn time<T>(f: impl FnOnce() -> T) -> f64 {
+    let t0 = Instant::now();
+    black_box(f());
+    t0.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let fs = 48_000.0;
+    let block: usize = std::env::var("BLOCK").ok().and_then(|v| v.parse().ok()).unwrap_or(64);
+    let matched = std::env::var("MATCHED").is_ok_and(|v| v == "1");
+    let automated = !std::env::var("STATIC").is_ok_and(|v| v == "1");
+    let warm = (0.5 * fs) as usize / block;
+    let blocks = (10.0 * fs) as usize / block;
+    let noise: Vec<f32> = ferrofx_testkit::noise_amp(1 << 18, 7, 0.5);
+    let mut eq = Equaliser::new(fs, 2, block);
+    let band = |j: usize, gain_db: f64| {
+        let (freq_hz, _) = bell(j, BANDS);
+        Band { enabled: true, shape: Shape::Peak, freq_hz, gain_db, q: 1.0, matched, ..Band::default() }
+    };
+    for i in 0..BANDS {
+        eq.set_band(i, band(i, bell(i, BANDS).1));
+    }
+    eq.snap();
+    let mut left = vec![0f32; block];
+    let mut right = vec![0f32; block];
+    let mut run_block = |k: usize| {
+        let start = (k * block) % (noise.len() - block);
+        left.copy_from_slice(&noise[start..start + block]);
+        let r = (start + 7919) % (noise.len() - block);
+        right.copy_from_slice(&noise[r..r + block]);
+        time(|| {
+            if automated {
+                for j in 0..BANDS {
+                    // The benchmark's automation: +-10 % of the -24..24 dB range, a slow sine.
+                    let phase = (k + 1) as f64 * 0.01 + j as f64;
+                    eq.set_band(j, band(j, -24.0 + 48.0 * (0.5 + 0.1 * phase.sin())));
+                }
+            }
+            eq.process(&mut [&mut left[..], &mut right[..]]);
+            left[0]
+        })
+    };
+    // Warm-up, then plain arithmetic calibrated to the equaliser's median block.
+    let mut first: Vec<f64> = (0..warm).map(&mut run_block).collect();
+    first.sort_by(f64::total_cmp);
+    let target = first[first.len() / 2];
+    let probe_steps = 100_000u64;
+    let per_step = (0..5).map(|_| time(|| plain(probe_steps))).fold(f64::INFINITY, f64::min) / probe_steps as f64;
+    let steps = ((target / per_step) as u64).max(1);
+    // Interleaved, so that both meet the same machine: equaliser block, plain block, ...
+    let mut times = Vec::with_capacity(blocks);
+    let mut plain_times = Vec::with_capacity(blocks);
+    for k in warm..warm + blocks {
+        times.push(run_block(k));
+        plain_times.push(time(|| plain(steps)));
+    }
+    if let Ok(path) = std::env::var("DUMP") {
+        let text: Vec<String> = times.iter().zip(&plain_times).map(|(t, p)| format!("{:.3} {:.3}", t * 1e6, p * 1e6)).collect();
+        std::fs::write(path, text.join("\n")).expect("writing DUMP");
+    }
+    println!("equaliser, {block} frames, {}{}: {}", if automated { "automated" } else { "static" }, if matched { ", matched" } else { "" }, percentiles(times.clone()));
+    let mut worst: Vec<(usize, f64)> = times.iter().copied().enumerate().collect();
+    worst.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let list: Vec<String> = worst.iter().take(12).map(|(i, t)| format!("{i}:{:.1}", t * 1e6)).collect();
+    println!("  worst blocks (index:us): {}", list.join(" "));
+    println!("plain arithmetic ({steps} steps), interleaved: {}", percentiles(plain_times));
+}
