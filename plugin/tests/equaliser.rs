@@ -415,3 +415,36 @@ fn host_block_size_does_not_change_a_bit() {
         }
     }
 }
+
+/// Settings given to bands while the equaliser is idle (every band off) are the ones the
+/// bands start from when they are switched on, not older ones: each change is copied into
+/// the smoothing while idle, the latest too, though only the bands that changed are
+/// copied.
+#[test]
+fn an_idle_equalisers_bands_start_from_their_latest_settings() {
+    let fs = 48_000.0;
+    let mut eq = Equaliser::new(fs, 2, 64);
+    let off = |b: Band| Band { enabled: false, ..b };
+    let first = band(Shape::Peak, 2_000.0, 12.0, 2.0, 12, false);
+    let second = band(Shape::Peak, 500.0, -6.0, 0.7, 12, false);
+    let third = band(Shape::LowShelf, 150.0, 4.0, 1.3, 12, false);
+    for (i, b) in [(3, first), (5, first), (3, second), (7, first), (7, third)] {
+        eq.set_band(i, off(b));
+        assert!(eq.settle_if_idle(), "every band is off");
+        assert!(eq.settle_if_idle(), "still idle, nothing to copy");
+    }
+    for (i, b) in [(3, second), (5, first), (7, third)] {
+        eq.set_band(i, b);
+    }
+    assert!(!eq.settle_if_idle(), "bands are on");
+    let mut y = vec![noise(64, 1), noise(64, 2)];
+    let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..]).collect();
+    eq.process(&mut s);
+    let running = eq.running_bands();
+    for (i, want) in [(3, second), (5, first), (7, third)] {
+        let got = running[i];
+        for (what, g, w) in [("frequency", got.freq_hz, want.freq_hz), ("gain", got.gain_db, want.gain_db), ("Q", got.q, want.q)] {
+            assert!((g - w).abs() <= 1e-9 * w.abs(), "band {i}: {what} {g} where its latest setting is {w}");
+        }
+    }
+}
