@@ -405,7 +405,7 @@ impl AudioState {
         // After that pass only bypass and solo change the signal: without them the pass
         // measures the output for the meters too.
         let metered = fast.is_some() && !bypassed && !soloing;
-        let dynamic = self.dynamics.is_some() && (self.any_dynamic_band || self.dynamics.as_ref().is_some_and(|d| d.any_change()));
+        let dynamic = self.dynamics.as_ref().is_some_and(|d| self.any_dynamic_band || d.any_change());
         // Nothing reads the signal before that pass (every band idle, no chain, no FIR, no
         // GPU path, no dry copy, no analyser): then it sanitises the input as well, else
         // the input is sanitised here.
@@ -444,7 +444,8 @@ impl AudioState {
         if analyse {
             self.taps.spectrum.pre(refs, frames);
         }
-        if let Some(eq) = self.eq.as_mut() {
+        // (An idle equaliser, `untouched` found, has nothing to do.)
+        if let Some(eq) = self.eq.as_mut().filter(|_| !untouched) {
             match self.dynamics.as_mut() {
                 Some(dynamics) if dynamic => {
                     // Dynamic bands: the detectors see each piece of input before the

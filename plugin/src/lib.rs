@@ -4,7 +4,7 @@
 //!
 //! Layout: this file (the `Plugin` impl only), `params.rs` (parameters and their
 //! ranges), `audio.rs` (the one owner of the audio-thread state: equaliser, chain stages,
-//! GPU path, bypass), `bands/` and `svf.rs` (the equaliser DSP), `chain_slot.rs`
+//! GPU path, bypass), `bands/` and `svf/` (the equaliser DSP), `chain_slot.rs`
 //! (chain stages built off the audio thread and handed over lock-free), `gpu.rs` (the
 //! offload built on the core's GPU backend), `output.rs` (a block's output stage in one
 //! pass), `telemetry.rs` (what the audio thread tells the editor), `preset.rs` (chain-file import/export), `editor/` (egui).

@@ -437,7 +437,7 @@ fn an_idle_equalisers_bands_start_from_their_latest_settings() {
         eq.set_band(i, b);
     }
     assert!(!eq.settle_if_idle(), "bands are on");
-    let mut y = vec![noise(64, 1), noise(64, 2)];
+    let mut y = [noise(64, 1), noise(64, 2)];
     let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..]).collect();
     eq.process(&mut s);
     let running = eq.running_bands();

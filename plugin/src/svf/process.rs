@@ -1,0 +1,197 @@
+//! [`SvfCascade::process_at`]: the filtering, in pieces of [`PIECE`] frames, each slot
+//! over the whole piece before the next. No allocation.
+
+use super::SvfCascade;
+
+/// Frames filtered at a time: each slot runs the whole piece before the next slot (see
+/// [`SvfCascade::process_at`]).
+pub(super) const PIECE: usize = 32;
+
+/// One slot's coefficients for each frame of a piece: the update's `a1, a2, a3` and the
+/// output mix `m0, m1, m2`, and the glide's `g, k` they come from.
+#[derive(Clone, Default)]
+pub(super) struct PieceCoefs {
+    g: [f64; PIECE],
+    k: [f64; PIECE],
+    a: [[f64; PIECE]; 3],
+    m: [[f64; PIECE]; 3],
+}
+
+impl SvfCascade {
+    /// Filters `frames` samples at `offset` of each channel in place.
+    ///
+    /// In pieces of [`PIECE`] frames, each slot in turn filters the whole piece (all
+    /// channels) before the next slot, its coefficients for every frame of the piece
+    /// computed first: the recurrence of one slot is then the only chain of dependent
+    /// operations, and the slots' work overlaps where a frame-by-frame walk through all
+    /// slots waited on each one in turn. Per frame and slot the arithmetic (the glide's
+    /// steps, the update coefficients, the fades' weights, the filter) is the
+    /// frame-by-frame order's, so the output is the same bit for bit (tested against it).
+    pub fn process_at(&mut self, buffers: &mut [&mut [f32]], offset: usize, frames: usize) {
+        let channels = buffers.len().min(self.channels);
+        let mut done = 0;
+        while done < frames {
+            let n = (frames - done).min(PIECE);
+            for (w, buf) in self.work.iter_mut().zip(buffers.iter()).take(channels) {
+                for (v, &x) in w[..n].iter_mut().zip(&buf[offset + done..offset + done + n]) {
+                    *v = f64::from(x);
+                }
+            }
+            self.piece(channels, n);
+            for (w, buf) in self.work.iter().zip(buffers.iter_mut()).take(channels) {
+                for (y, &v) in buf[offset + done..offset + done + n].iter_mut().zip(&w[..n]) {
+                    *y = v as f32;
+                }
+            }
+            done += n;
+        }
+        self.flush_states();
+    }
+
+    /// Filters `self.work[..channels][..n]` in place (`1 <= n <= PIECE`).
+    fn piece(&mut self, channels: usize, n: usize) {
+        for r in 0..self.runs.len() {
+            let run = self.runs[r];
+            // The band's fade weights for each frame of the piece (a fade moves on one
+            // step per frame, before the frame is filtered).
+            let mut weight = [0.0f64; PIECE];
+            if let Some(fade) = self.fades.get_mut(run.band) {
+                for w in weight[..n].iter_mut() {
+                    *w = fade.advance();
+                }
+            }
+            if let Some(range) = run.incoming {
+                for (inc, w) in self.incoming_work.iter_mut().zip(&self.work).take(channels) {
+                    inc[..n].copy_from_slice(&w[..n]);
+                }
+                self.run_range(range, true, channels, n);
+            }
+            self.run_range(run.live, false, channels, n);
+            if run.incoming.is_some() {
+                for (y, y_new) in self.work.iter_mut().zip(&self.incoming_work).take(channels) {
+                    for i in 0..n {
+                        y[i] += weight[i] * (y_new[i] - y[i]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs `run_slots[range]` in turn over `n` frames of `work` (or `incoming_work`).
+    fn run_range(&mut self, range: (usize, usize), incoming: bool, channels: usize, n: usize) {
+        let slots = self.slots();
+        for k in range.0..range.1 {
+            let slot = self.run_slots[k];
+            self.frame_coefs(slot, n);
+            let work = if incoming { &mut self.incoming_work[..channels] } else { &mut self.work[..channels] };
+            for (p, chunk) in work.chunks_mut(2).enumerate() {
+                let at = |c: usize| (2 * p + c) * slots + slot;
+                match chunk {
+                    [w0, w1] => filter(&self.piece_coefs, [w0, w1], &mut self.state, [at(0), at(1)], n),
+                    [w0] => filter(&self.piece_coefs, [w0], &mut self.state, [at(0)], n),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Writes slot `slot`'s coefficients for each of the next `n` frames into
+    /// `piece_coefs`, its glide moved on by `n` steps (one before each frame, as the
+    /// glide is defined: `left - 1` steps of `step`, then the target): first the glide's
+    /// values frame by frame, then the update coefficients of all frames at once
+    /// (independent of each other, so they vectorise; the same operations as
+    /// [`SvfCoefs::update_coefs`]).
+    fn frame_coefs(&mut self, slot: usize, n: usize) {
+        let c = &mut *self.piece_coefs;
+        if self.left[slot] == 0 {
+            let (q, d) = (self.coefs[slot], self.derived[slot]);
+            for (row, v) in c.a.iter_mut().zip([d.0, d.1, d.2]).chain(c.m.iter_mut().zip([q.m0, q.m1, q.m2])) {
+                row[..n].fill(v);
+            }
+            return;
+        }
+        let steps = n.min(self.left[slot] - 1);
+        let d = self.step[slot];
+        let q = &mut self.coefs[slot];
+        for i in 0..steps {
+            q.add(&d);
+            (c.g[i], c.k[i], c.m[0][i], c.m[1][i], c.m[2][i]) = (q.g, q.k, q.m0, q.m1, q.m2);
+        }
+        self.left[slot] -= steps;
+        if steps < n {
+            // The glide's last frame lands on the target exactly.
+            self.left[slot] = 0;
+            self.gliding -= 1;
+            *q = self.target[slot];
+            for i in steps..n {
+                (c.g[i], c.k[i], c.m[0][i], c.m[1][i], c.m[2][i]) = (q.g, q.k, q.m0, q.m1, q.m2);
+            }
+        }
+        let [a1, a2, a3] = &mut c.a;
+        for i in 0..n {
+            let g = c.g[i];
+            a1[i] = 1.0 / (1.0 + g * (g + c.k[i]));
+            a2[i] = g * a1[i];
+            a3[i] = g * a2[i];
+        }
+        // The last frame's are the slot's coefficients' (`n >= 1`).
+        self.derived[slot] = (a1[n - 1], a2[n - 1], a3[n - 1]);
+    }
+
+    /// Contains non-finite states; flushes what would linger as subnormals. Only the
+    /// running slots' states can hold anything: every other slot's state is cleared when
+    /// it stops running (`refresh`, `set_at_rest`, `load_from_tdf2`) and no filtering
+    /// touches it.
+    fn flush_states(&mut self) {
+        let slots = self.slots();
+        for ch in 0..self.channels {
+            let state = &mut self.state[ch * slots..(ch + 1) * slots];
+            for &slot in &self.run_slots {
+                flush(&mut state[slot]);
+            }
+        }
+    }
+}
+
+/// One frame of one slot: the SVF update of state `s` with update coefficients `a` and
+/// the output mix `m` for input `x`.
+#[inline(always)]
+pub(super) fn step(a: (f64, f64, f64), m: [f64; 3], s: &mut [f64; 2], x: f64) -> f64 {
+    let (a1, a2, a3) = a;
+    let v3 = x - s[1];
+    let v1 = a1 * s[0] + a2 * v3;
+    let v2 = s[1] + a2 * s[0] + a3 * v3;
+    *s = [2.0 * v1 - s[0], 2.0 * v2 - s[1]];
+    m[0] * x + m[1] * v1 + m[2] * v2
+}
+
+/// [`step`] with frame `i`'s coefficients of a piece.
+#[inline(always)]
+fn tick(c: &PieceCoefs, i: usize, s: &mut [f64; 2], x: f64) -> f64 {
+    step((c.a[0][i], c.a[1][i], c.a[2][i]), [c.m[0][i], c.m[1][i], c.m[2][i]], s, x)
+}
+
+/// Zeroes a non-finite state and what would linger as subnormals.
+#[inline]
+pub(super) fn flush(s: &mut [f64; 2]) {
+    for v in s.iter_mut() {
+        if !v.is_finite() || v.abs() < ferrofx::dsp::sos::FLUSH_BELOW {
+            *v = 0.0;
+        }
+    }
+}
+
+/// One slot over `n` frames of `M` channels (`states`: their state indices); the
+/// channels' recurrences are independent and overlap.
+#[inline(always)]
+fn filter<const M: usize>(c: &PieceCoefs, mut work: [&mut [f64; PIECE]; M], state: &mut [[f64; 2]], states: [usize; M], n: usize) {
+    let mut s: [[f64; 2]; M] = states.map(|at| state[at]);
+    for i in 0..n {
+        for (w, s) in work.iter_mut().zip(s.iter_mut()) {
+            w[i] = tick(c, i, s, w[i]);
+        }
+    }
+    for (at, s) in states.into_iter().zip(s) {
+        state[at] = s;
+    }
+}
