@@ -2,7 +2,7 @@
 """FerroFX against SciPy, an optional TorchFX and the hand-written C reference, on the
 workloads of `cargo xtask bench`, measured in one run on this machine.
 
-    python benchmarks/compare.py [--quick] [--runs N] [--rounds R] [--out DIR] [--anchor FILE.c]
+    python benchmarks/compare.py [--quick] [--runs N] [--rounds R] [--out DIR] [--anchor FILE.c] [--anchor-cflags FLAGS]
 
 Results go to target/compare/ (or --out DIR); `--out docs` replaces the committed
 figures that docs/perf.md quotes, so do that only for a run the page is updated from.
@@ -112,9 +112,10 @@ def xtask_binary():
     return os.path.join(target, "release", "xtask")
 
 
-def build_anchor(src):
+def build_anchor(src, cflags):
+    """Builds the anchor with gcc and `cflags` (its README's build: `-O3 -march=native`)."""
     exe = os.path.join(tempfile.gettempdir(), "ferrofx_c_anchor")
-    subprocess.run(["gcc", "-O3", "-march=native", "-o", exe, src, "-lm"], check=True)
+    subprocess.run(["gcc", *cflags.split(), "-o", exe, src, "-lm"], check=True)
     return exe
 
 
@@ -232,6 +233,9 @@ def main():
                     help="folder for perf.json and perf_iir.png (default: target/compare; docs/ holds the committed figures)")
     ap.add_argument("--anchor", default=os.environ.get("FERROFX_C_ANCHOR"),
                     help="a C anchor's source to time beside FerroFX (default: $FERROFX_C_ANCHOR; none: benchmarks/sos_tdf2_ref.c is the C column)")
+    ap.add_argument("--anchor-cflags", default="-O3 -march=native",
+                    help="gcc flags for the anchor (default: its README's build, '-O3 -march=native'); e.g. add "
+                         "-mno-avx512f where gcc's AVX-512 code for it is slower than its AVX2 code (gcc 12 on AMD Zen 5)")
     args = ap.parse_args()
     args.anchor_exe = None
     if args.anchor:
@@ -239,9 +243,10 @@ def main():
             sys.exit(f"--anchor {args.anchor}: no such file")
         if not (shutil.which("gcc") and shutil.which("taskset")):
             sys.exit("--anchor needs gcc and taskset")
-        args.anchor_exe = build_anchor(args.anchor)
+        args.anchor_exe = build_anchor(args.anchor, args.anchor_cflags)
         args.xtask_exe = xtask_binary()
-        print(f"C column: the anchor {args.anchor}, both sides pinned to CPU {pinned_cpu()}, process CPU time", file=sys.stderr)
+        print(f"C column: the anchor {args.anchor} (gcc {args.anchor_cflags}), both sides pinned to CPU {pinned_cpu()}, "
+              "process CPU time", file=sys.stderr)
     else:
         print("C column: benchmarks/sos_tdf2_ref.c (no --anchor given)", file=sys.stderr)
     scale = 0.05 if args.quick else 1.0
@@ -257,7 +262,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     meta = {"machine": platform.processor() or platform.machine(), "cpu": cpu_name(), "simd": simd_level(ours),
             "date": time.strftime("%Y-%m-%d"), "quick": args.quick, "torchfx": have_torchfx, "rounds": args.rounds,
-            "c_reference": f"{args.anchor} (pinned, process CPU time, interleaved with FerroFX in 65,536-frame blocks)" if args.anchor_exe
+            "c_reference": f"{args.anchor} (gcc {args.anchor_cflags}; pinned, process CPU time, interleaved with FerroFX in "
+                           "65,536-frame blocks)" if args.anchor_exe
             else "benchmarks/sos_tdf2_ref.c (wall time)", "anchor": bool(args.anchor_exe)}
     with open(os.path.join(args.out, "perf.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
