@@ -158,7 +158,9 @@ impl SvfCascade {
 }
 
 /// One frame of one slot: the SVF update of state `s` with update coefficients `a` and
-/// the output mix `m` for input `x`.
+/// the output mix `m` for input `x`. [`filter_pair`] does the same operations in the same
+/// order on two channels at once: a change here belongs there too (the piece-wise test
+/// compares the two bit for bit).
 #[inline(always)]
 pub(super) fn step(a: (f64, f64, f64), m: [f64; 3], s: &mut [f64; 2], x: f64) -> f64 {
     let (a1, a2, a3) = a;
