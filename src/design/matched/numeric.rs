@@ -22,7 +22,28 @@ pub(super) fn poly(c: &[f64], x: f64) -> f64 {
 /// read): a column at a time, each sum was a chain of dependent additions, latency-bound.
 /// The operations and their order on every element that is read are those of the
 /// column-at-a-time form, so the result is the same bit for bit (tested against it).
+///
+/// With AVX2 on the CPU the same code runs compiled for it (wider vectors, no fused
+/// multiply-add: the same bits).
 pub(super) fn least_squares(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usize) -> Option<[f64; MAX_UNKNOWNS]> {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU reports AVX2, the only feature the function is compiled with.
+        return unsafe { least_squares_avx2(m, r, n) };
+    }
+    householder(m, r, n)
+}
+
+/// [`householder`] compiled with AVX2 (and without FMA, so the arithmetic is unchanged).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn least_squares_avx2(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usize) -> Option<[f64; MAX_UNKNOWNS]> {
+    householder(m, r, n)
+}
+
+/// [`least_squares`]' arithmetic.
+#[inline(always)]
+fn householder(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usize) -> Option<[f64; MAX_UNKNOWNS]> {
     let rows = m.len();
     if rows < n || n > MAX_UNKNOWNS {
         return None;
@@ -387,7 +408,8 @@ mod tests {
 
     /// Seeded random systems of every shape the fit uses and more (1-9 unknowns, 9-200
     /// rows, entries over many magnitudes, some exact zeros and negative zeros): the
-    /// solution, or the refusal, is the reference's bit for bit.
+    /// solution, or the refusal, is the reference's bit for bit, from the dispatched
+    /// build and from the baseline one.
     #[test]
     fn least_squares_equals_the_column_at_a_time_form_bit_for_bit() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
@@ -421,8 +443,12 @@ mod tests {
                 }
             }
             let (mut m_ref, mut r_ref) = (m.clone(), r.clone());
-            let got = least_squares(&mut m, &mut r, n);
+            let (mut m_base, mut r_base) = (m.clone(), r.clone());
             let want = least_squares_reference(&mut m_ref, &mut r_ref, n);
+            // The baseline build as well as the AVX2 one `least_squares` picks here.
+            let baseline = householder(&mut m_base, &mut r_base, n);
+            assert_eq!(baseline.map(|y| y.map(f64::to_bits)), want.map(|y| y.map(f64::to_bits)), "case {case}: the baseline build");
+            let got = least_squares(&mut m, &mut r, n);
             match (got, want) {
                 (Some(a), Some(b)) => {
                     solved += 1;
