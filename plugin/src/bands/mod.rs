@@ -26,7 +26,7 @@ pub const REDESIGN_INTERVAL: usize = 32;
 /// While bands move, analog-matched bands are re-designed at most this often (samples)
 /// and glide over it; see [`Equaliser`]'s `redesign`.
 pub const MATCHED_INTERVAL: usize = 256;
-/// Analog-matched fits per re-design interval, on average (about 0.1 ms each; a bell or
+/// Analog-matched fits per re-design interval, on average (0.06-0.1 ms each; a bell or
 /// shelf is one fit, a tilt two, a matched cut one per pole pair). Unused ones are saved
 /// up to [`MATCHED_CREDIT_MAX`], so a steep cut gets its turn.
 pub const MATCHED_PER_STEP: usize = 1;
