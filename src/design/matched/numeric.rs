@@ -117,6 +117,13 @@ fn householder(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usize) -> Option
         }
         m[j][j] = alpha;
     }
+    back_substitute(m, r, n, &scale)
+}
+
+/// `y` from the triangular `R y = Q^T r` that the reflections left in the first `n` rows
+/// of `m` and `r`, unscaled by the columns' `scale`; `None` if `R` is (nearly) singular
+/// or `y` not finite.
+fn back_substitute(m: &[[f64; MAX_UNKNOWNS]], r: &[f64], n: usize, scale: &[f64; MAX_UNKNOWNS]) -> Option<[f64; MAX_UNKNOWNS]> {
     let mut y = [0.0f64; MAX_UNKNOWNS];
     for j in (0..n).rev() {
         let mut acc = r[j];
@@ -342,8 +349,9 @@ pub(super) fn quadratics(r: &[Complex64; 4]) -> Option<[[f64; 2]; 2]> {
 mod tests {
     use super::*;
 
-    /// The column-at-a-time Householder QR that [`least_squares`] was first written as:
-    /// the reference its row-wise passes must equal bit for bit.
+    /// The column-at-a-time Householder QR that [`least_squares`] was first written as
+    /// (the back substitution is shared): the reference its row-wise passes must equal
+    /// bit for bit.
     fn least_squares_reference(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usize) -> Option<[f64; MAX_UNKNOWNS]> {
         let rows = m.len();
         if rows < n {
@@ -389,21 +397,7 @@ mod tests {
             }
             m[j][j] = alpha;
         }
-        let mut y = [0.0f64; MAX_UNKNOWNS];
-        for j in (0..n).rev() {
-            let mut acc = r[j];
-            for k in j + 1..n {
-                acc -= m[j][k] * y[k];
-            }
-            if m[j][j].abs() < 1e-13 {
-                return None;
-            }
-            y[j] = acc / m[j][j];
-        }
-        for j in 0..n {
-            y[j] /= scale[j];
-        }
-        y[..n].iter().all(|v| v.is_finite()).then_some(y)
+        back_substitute(m, r, n, &scale)
     }
 
     /// Seeded random systems of every shape the fit uses and more (1-9 unknowns, 9-200
