@@ -418,8 +418,7 @@ fn host_block_size_does_not_change_a_bit() {
 
 /// Settings given to bands while the equaliser is idle (every band off) are the ones the
 /// bands start from when they are switched on, not older ones: each change is copied into
-/// the smoothing while idle, the latest too, though only the bands that changed are
-/// copied.
+/// the smoothing while idle, the latest too.
 #[test]
 fn an_idle_equalisers_bands_start_from_their_latest_settings() {
     let fs = 48_000.0;

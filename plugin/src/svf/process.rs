@@ -119,18 +119,17 @@ impl SvfCascade {
             at.add(&d);
             (c.g[i], c.k[i], c.m[0][i], c.m[1][i], c.m[2][i]) = (at.g, at.k, at.m0, at.m1, at.m2);
         }
-        let q = &mut self.coefs[slot];
-        *q = at;
         self.left[slot] -= steps;
         if steps < n {
             // The glide's last frame lands on the target exactly.
             self.left[slot] = 0;
             self.gliding -= 1;
-            *q = self.target[slot];
+            at = self.target[slot];
             for i in steps..n {
-                (c.g[i], c.k[i], c.m[0][i], c.m[1][i], c.m[2][i]) = (q.g, q.k, q.m0, q.m1, q.m2);
+                (c.g[i], c.k[i], c.m[0][i], c.m[1][i], c.m[2][i]) = (at.g, at.k, at.m0, at.m1, at.m2);
             }
         }
+        self.coefs[slot] = at;
         let [a1, a2, a3] = &mut c.a;
         for i in 0..n {
             let g = c.g[i];
