@@ -211,11 +211,17 @@ impl Engine {
         let used = buffers.len().min(self.channels);
         let buffers = &mut buffers[..used];
         let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
-        for buf in buffers.iter_mut() {
-            sanitize_input(&mut buf[..frames]);
+        // A first cascade that runs unsegmented sanitises the input as it reads it (the
+        // same bits, one pass over the audio fewer); otherwise a pass of its own.
+        let fused = matches!((self.processors.first(), self.segments.first()), (Some(Processor::Sos(s)), Some(None)) if s.channels() >= used);
+        if !fused {
+            for buf in buffers.iter_mut() {
+                sanitize_input(&mut buf[..frames]);
+            }
         }
-        for (p, segments) in self.processors.iter_mut().zip(self.segments.iter_mut()) {
+        for (i, (p, segments)) in self.processors.iter_mut().zip(self.segments.iter_mut()).enumerate() {
             match p {
+                Processor::Sos(s) if i == 0 && fused => s.process_sanitized(buffers, frames),
                 Processor::Sos(s) => {
                     if !segments.as_mut().is_some_and(|seg| seg.process(s, buffers, frames)) {
                         s.process(buffers, frames)
@@ -404,8 +410,6 @@ fn sanitize_avx2(buf: &mut [f32]) {
 #[inline(always)]
 fn sanitize_portable(buf: &mut [f32]) {
     for v in buf.iter_mut() {
-        // `abs() >= MIN_POSITIVE` is false for NaN, zero and subnormals.
-        let keep = v.abs() >= f32::MIN_POSITIVE && v.abs() <= f32::MAX;
-        *v = if keep { *v } else { 0.0 };
+        *v = crate::dsp::sanitize_sample(*v);
     }
 }

@@ -152,3 +152,92 @@ fn section_lane_chunks_of_every_length_match() {
     }
     println!("{cases} cascades compared");
 }
+
+/// Input with the values the engine's input rule removes (NaN, both infinities,
+/// subnormals of both signs, negative zero) and the edge values it keeps (the smallest
+/// normal, the largest finite), scattered through noise by a seeded generator.
+fn salted(channels: usize, frames: usize, seed: u64) -> Vec<Vec<f32>> {
+    let special = [f32::NAN, -f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-40, -1e-42, f32::from_bits(1), -0.0, f32::MIN_POSITIVE, -f32::MIN_POSITIVE, f32::MAX, -f32::MAX];
+    let mut r = ferrofx_testkit::Rng::new(seed);
+    (0..channels)
+        .map(|_| (0..frames).map(|_| if r.unit() < 0.05 { special[(r.unit() * special.len() as f64) as usize % special.len()] } else { (r.unit() - 0.5) as f32 }).collect())
+        .collect()
+}
+
+fn same_bits(a: &[Vec<f32>], b: &[Vec<f32>]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits()))
+}
+
+/// `process_sanitized` (the input rule applied while the kernels read the input) is bit
+/// for bit `engine::sanitize_input` on every buffer followed by `process`, on every kernel,
+/// for 1 to 13 channels (every group width and the transposed tiles), odd block cuts and a
+/// cascade with no sections.
+#[test]
+fn sanitizing_while_reading_equals_a_pass_before() {
+    let sections = sections_of(Butterworth::highpass(30.0, 7) | Elliptic::lowpass(9000.0, 6, 0.5, 70.0));
+    // A pass-through section (y = v exactly): its output is the sanitised input itself.
+    let identity = [Sos { b: [1.0, 0.0, 0.0], a: [1.0, 0.0, 0.0] }];
+    let frames = 1500;
+    let mut checked = 0;
+    for isa in [Isa::Portable, Isa::Avx2, Isa::Avx512] {
+        if !isa.is_supported() {
+            println!("SKIPPED {}: this CPU lacks it", isa.name());
+            continue;
+        }
+        for channels in 1..=13 {
+            for secs in [&sections[..], &sections[..1], &identity[..], &[]] {
+                let input = salted(channels, frames, 100 + channels as u64);
+                let cuts = [37usize, 256, 3, 700];
+                let mut fused = SosCascade::with_isa(secs, channels, isa);
+                let got = common::in_cuts(&input, &cuts, |s, n| fused.process_sanitized(s, n));
+                let mut plain = SosCascade::with_isa(secs, channels, isa);
+                let want = common::in_cuts(&input, &cuts, |s, n| {
+                    for b in s.iter_mut() {
+                        ferrofx::engine::sanitize_input(&mut b[..n]);
+                    }
+                    plain.process(s, n)
+                });
+                assert!(same_bits(&got, &want), "{}: {channels} channels, {} sections", isa.name(), secs.len());
+                if secs.len() <= 1 && secs.first() != Some(&sections[0]) {
+                    let mut rule = input.clone();
+                    rule.iter_mut().flatten().for_each(|v| *v = ferrofx::dsp::sanitize_sample(*v));
+                    assert!(same_bits(&got, &rule), "{}: {channels} channels pass-through", isa.name());
+                }
+                checked += 1;
+            }
+        }
+    }
+    println!("{checked} cascades compared bit for bit");
+}
+
+/// The engine's output on salted input is bit for bit its output on the same input
+/// sanitised beforehand, whether its first stage is a cascade (which sanitises while it
+/// reads), a FIR, or a cascade that runs in time segments (offline, one to seven
+/// channels).
+#[test]
+fn the_engine_sanitises_its_input_once_whatever_its_first_stage() {
+    use ferrofx::chain::Fir;
+    use ferrofx::engine::{Engine, EngineOptions};
+    let chains = [
+        Butterworth::highpass(30.0, 7) | Elliptic::lowpass(9000.0, 6, 0.5, 70.0),
+        Chain::from(Fir::lowpass(31, 4000.0)) | Butterworth::lowpass(8000.0, 2),
+        Butterworth::bandpass(300.0, 3000.0, 4) | Fir::lowpass(15, 6000.0),
+    ];
+    for (ci, chain) in chains.iter().enumerate() {
+        let designed = chain.design(48_000.0).unwrap();
+        for channels in [1, 2, 3, 8, 12] {
+            for offline in [false, true] {
+                let frames = 40_000;
+                let options = if offline { EngineOptions::offline(channels) } else { EngineOptions::default() };
+                let input = salted(channels, frames, 7 + channels as u64);
+                let mut clean = input.clone();
+                clean.iter_mut().for_each(|b| ferrofx::engine::sanitize_input(b));
+                let mut a = Engine::with_options(&designed, channels, frames, options.clone());
+                let mut b = Engine::with_options(&designed, channels, frames, options);
+                let got = common::in_cuts(&input, &[frames, 333], |s, _| a.process(s));
+                let want = common::in_cuts(&clean, &[frames, 333], |s, _| b.process(s));
+                assert!(same_bits(&got, &want), "chain {ci}, {channels} channels, offline {offline}");
+            }
+        }
+    }
+}

@@ -10,3 +10,16 @@
 pub mod fir;
 pub mod simd;
 pub mod sos;
+
+/// The input rule every path applies before filtering: NaN, infinities and subnormals
+/// become zero (`+0.0`), every other value passes unchanged.
+#[inline(always)]
+pub fn sanitize_sample(v: f32) -> f32 {
+    // `abs() >= MIN_POSITIVE` is false for NaN, zero and subnormals.
+    let a = v.abs();
+    if a >= f32::MIN_POSITIVE && a <= f32::MAX {
+        v
+    } else {
+        0.0
+    }
+}

@@ -157,7 +157,20 @@ pub(super) mod transpose {
         }
     }
 
-    transpose_io!(4, "avx", __m256d, _mm256_setzero_pd, _mm_loadu_ps, _mm_storeu_ps, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_cvtps_pd, _mm256_cvtpd_ps);
+    /// [`crate::dsp::sanitize_sample`] on 4 samples: zero where `|v|` is not in
+    /// `[MIN_POSITIVE, MAX]` (ordered compares: NaN fails both).
+    #[inline(always)]
+    unsafe fn clean(v: __m128) -> __m128 {
+        // SAFETY: register-only intrinsics; the caller enables AVX (VEX compares).
+        unsafe {
+            let a = _mm_andnot_ps(_mm_set1_ps(-0.0), v);
+            let lo = _mm_cmp_ps::<_CMP_GE_OQ>(a, _mm_set1_ps(f32::MIN_POSITIVE));
+            let hi = _mm_cmp_ps::<_CMP_LE_OQ>(a, _mm_set1_ps(f32::MAX));
+            _mm_and_ps(v, _mm_and_ps(lo, hi))
+        }
+    }
+
+    transpose_io!(4, "avx", __m256d, _mm256_setzero_pd, _mm_loadu_ps, _mm_storeu_ps, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_cvtps_pd, _mm256_cvtpd_ps, clean);
 }
 
 #[target_feature(enable = "avx2,fma")]
@@ -168,6 +181,7 @@ pub(super) fn process_avx2(
     buffers: &mut [&mut [f32]],
     start: usize,
     end: usize,
+    clean: bool,
 ) {
-    process_all::<4, 4, Fused>(Wave::Avx2, coefs, state, scratch, buffers, start, end)
+    process_all::<4, 4, Fused>(Wave::Avx2, coefs, state, scratch, buffers, start, end, clean)
 }

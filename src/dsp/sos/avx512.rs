@@ -302,7 +302,20 @@ pub(super) mod transpose {
         }
     }
 
-    transpose_io!(8, "avx512f,avx512vl", __m512d, _mm512_setzero_pd, _mm256_loadu_ps, _mm256_storeu_ps, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_cvtps_pd, _mm512_cvtpd_ps);
+    /// [`crate::dsp::sanitize_sample`] on 8 samples: zero where `|v|` is not in
+    /// `[MIN_POSITIVE, MAX]` (ordered compares: NaN fails both).
+    #[inline(always)]
+    unsafe fn clean(v: __m256) -> __m256 {
+        // SAFETY: register-only intrinsics; the caller enables AVX-512F/VL (AVX with it).
+        unsafe {
+            let a = _mm256_andnot_ps(_mm256_set1_ps(-0.0), v);
+            let lo = _mm256_cmp_ps::<_CMP_GE_OQ>(a, _mm256_set1_ps(f32::MIN_POSITIVE));
+            let hi = _mm256_cmp_ps::<_CMP_LE_OQ>(a, _mm256_set1_ps(f32::MAX));
+            _mm256_and_ps(v, _mm256_and_ps(lo, hi))
+        }
+    }
+
+    transpose_io!(8, "avx512f,avx512vl", __m512d, _mm512_setzero_pd, _mm256_loadu_ps, _mm256_storeu_ps, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_cvtps_pd, _mm512_cvtpd_ps, clean);
 }
 
 #[target_feature(enable = "avx512f,avx512vl,fma")]
@@ -313,6 +326,7 @@ pub(super) fn process_avx512(
     buffers: &mut [&mut [f32]],
     start: usize,
     end: usize,
+    clean: bool,
 ) {
-    process_all::<8, 8, Fused>(Wave::Avx512, coefs, state, scratch, buffers, start, end)
+    process_all::<8, 8, Fused>(Wave::Avx512, coefs, state, scratch, buffers, start, end, clean)
 }

@@ -5,6 +5,7 @@
 use super::{SosCoefs, SUB_BLOCK};
 #[cfg(target_arch = "x86_64")]
 use super::{avx2, avx512};
+use crate::dsp::sanitize_sample;
 use crate::dsp::simd::{MulAdd, PortableMulAdd};
 
 /// One section on one frame of `L` lanes (transposed direct form II).
@@ -336,26 +337,27 @@ macro_rules! wavefront {
 pub(super) use wavefront;
 
 /// Planar `f32` channels (frames `t0..t0 + data.len()`) into interleaved `f64` frames;
-/// missing lanes are zero. Full groups of 8 (AVX-512) or 4 (AVX2) channels use the
+/// missing lanes are zero. With `clean`, each sample first goes through
+/// [`sanitize_sample`] (the engine's input rule, in this pass instead of one of its own). Full groups of 8 (AVX-512) or 4 (AVX2) channels use the
 /// explicit in-register transposes below (the compiler leaves this transposition
 /// scalar: it cost more than four sections of the cascade itself at 8 channels);
 /// otherwise tiles of 8 frames.
 #[inline(always)]
-fn gather<const L: usize>(wave: Wave, bufs: &[&mut [f32]], t0: usize, data: &mut [[f64; L]]) {
+fn gather<const L: usize>(wave: Wave, bufs: &[&mut [f32]], t0: usize, data: &mut [[f64; L]], clean: bool) {
     let done = match (wave, L, bufs.len() == L) {
         #[cfg(target_arch = "x86_64")]
         (Wave::Avx512, 8, true) => {
             let (tiles, _) = data.as_flattened_mut().as_chunks_mut::<8>();
             // SAFETY: `Wave::Avx512` is only passed after AVX-512F/VL detection; every
             // buffer holds at least `t0 + data.len()` samples (the caller's `end`).
-            unsafe { avx512::transpose::gather(bufs, t0, tiles) }
+            unsafe { avx512::transpose::gather(bufs, t0, tiles, clean) }
         }
         #[cfg(target_arch = "x86_64")]
         (Wave::Avx512 | Wave::Avx2, 4, true) => {
             let (tiles, _) = data.as_flattened_mut().as_chunks_mut::<4>();
             // SAFETY: both waves are only passed after AVX (AVX2) detection; every
             // buffer holds at least `t0 + data.len()` samples.
-            unsafe { avx2::transpose::gather(bufs, t0, tiles) }
+            unsafe { avx2::transpose::gather(bufs, t0, tiles, clean) }
         }
         _ => 0,
     };
@@ -367,6 +369,9 @@ fn gather<const L: usize>(wave: Wave, bufs: &[&mut [f32]], t0: usize, data: &mut
         let mut src = [[0.0f32; 8]; L];
         for l in 0..lanes {
             src[l].copy_from_slice(&bufs[l][t..t + 8]);
+            if clean {
+                src[l] = src[l].map(sanitize_sample);
+            }
         }
         for (i, frame) in tile.iter_mut().enumerate() {
             for l in 0..L {
@@ -379,7 +384,8 @@ fn gather<const L: usize>(wave: Wave, bufs: &[&mut [f32]], t0: usize, data: &mut
     for (i, frame) in data[rest - t0..].iter_mut().enumerate() {
         *frame = [0.0; L];
         for l in 0..lanes {
-            frame[l] = f64::from(bufs[l][rest + i]);
+            let v = bufs[l][rest + i];
+            frame[l] = f64::from(if clean { sanitize_sample(v) } else { v });
         }
     }
 }
@@ -431,12 +437,13 @@ fn scatter<const L: usize>(wave: Wave, data: &[[f64; L]], bufs: &mut [&mut [f32]
 /// both return the frames moved (a multiple of `L`). Safety for both: the module's
 /// target features present, `L` buffers of at least `t0 + frames.len()` samples.
 /// `f32 -> f64` is exact and `f64 -> f32` rounds to nearest like `as f32`, so the
-/// result is bit-identical to the scalar loops.
+/// result is bit-identical to the scalar loops; `clean` (gather) applies the same rule as
+/// [`sanitize_sample`] with a mask per row.
 #[cfg(target_arch = "x86_64")]
 macro_rules! transpose_io {
-    ($lanes:literal, $feat:literal, $vd:ty, $zero:ident, $ld_ps:ident, $st_ps:ident, $ld_pd:ident, $st_pd:ident, $widen:ident, $narrow:ident) => {
+    ($lanes:literal, $feat:literal, $vd:ty, $zero:ident, $ld_ps:ident, $st_ps:ident, $ld_pd:ident, $st_pd:ident, $widen:ident, $narrow:ident, $clean:ident) => {
         #[target_feature(enable = $feat)]
-        pub(in crate::dsp::sos) unsafe fn gather(bufs: &[&mut [f32]], t0: usize, frames: &mut [[f64; $lanes]]) -> usize {
+        pub(in crate::dsp::sos) unsafe fn gather(bufs: &[&mut [f32]], t0: usize, frames: &mut [[f64; $lanes]], clean: bool) -> usize {
             let tiles = frames.len() / $lanes;
             for tile in 0..tiles {
                 let t = t0 + tile * $lanes;
@@ -444,7 +451,9 @@ macro_rules! transpose_io {
                 for (l, row) in r.iter_mut().enumerate() {
                     let src = &bufs[l][t..t + $lanes];
                     // SAFETY: `src` holds exactly one vector of `f32` (bounds-checked).
-                    *row = $widen(unsafe { $ld_ps(src.as_ptr()) });
+                    let raw = unsafe { $ld_ps(src.as_ptr()) };
+                    // SAFETY: register-only; the target features are enabled here.
+                    *row = $widen(if clean { unsafe { $clean(raw) } } else { raw });
                 }
                 // SAFETY: register-only; the target features are enabled here.
                 let f = unsafe { transpose(r) };
@@ -493,6 +502,7 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
     first_channel: usize,
     start: usize,
     end: usize,
+    clean: bool,
 ) {
     let sections = coefs.len();
     let lanes = bufs.len();
@@ -501,7 +511,7 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
     while t0 < end {
         let n = (end - t0).min(SUB_BLOCK);
         let data = &mut data_all[..n];
-        gather(wave, bufs, t0, data);
+        gather(wave, bufs, t0, data, clean);
         // Sections per register-resident chunk. One channel in section lanes takes
         // up to `M` (eight with AVX-512: one vector); two channels in section lanes
         // take four per vector; the channel-lane wavefronts also run four at a time:
@@ -558,14 +568,15 @@ pub(super) fn process_all<const LMAX: usize, const M: usize, A: MulAdd>(
     buffers: &mut [&mut [f32]],
     start: usize,
     end: usize,
+    clean: bool,
 ) {
     for (g, bufs) in buffers.chunks_mut(LMAX).enumerate() {
         let first = g * LMAX;
         match bufs.len() {
-            1 => process_group::<1, M, A>(wave, coefs, state, scratch, bufs, first, start, end),
-            2 => process_group::<2, M, A>(wave, coefs, state, scratch, bufs, first, start, end),
-            3 | 4 => process_group::<4, M, A>(wave, coefs, state, scratch, bufs, first, start, end),
-            _ => process_group::<LMAX, M, A>(wave, coefs, state, scratch, bufs, first, start, end),
+            1 => process_group::<1, M, A>(wave, coefs, state, scratch, bufs, first, start, end, clean),
+            2 => process_group::<2, M, A>(wave, coefs, state, scratch, bufs, first, start, end, clean),
+            3 | 4 => process_group::<4, M, A>(wave, coefs, state, scratch, bufs, first, start, end, clean),
+            _ => process_group::<LMAX, M, A>(wave, coefs, state, scratch, bufs, first, start, end, clean),
         }
     }
 }
@@ -577,6 +588,7 @@ pub(super) fn process_portable(
     buffers: &mut [&mut [f32]],
     start: usize,
     end: usize,
+    clean: bool,
 ) {
-    process_all::<4, 4, PortableMulAdd>(Wave::None, coefs, state, scratch, buffers, start, end)
+    process_all::<4, 4, PortableMulAdd>(Wave::None, coefs, state, scratch, buffers, start, end, clean)
 }

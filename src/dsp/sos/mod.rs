@@ -43,7 +43,8 @@
 //!
 //! # Non-finite values and subnormals
 //!
-//! Input sanitising is the engine's job (see `engine`). Here, at the end of every
+//! Input sanitising is the engine's job (see `engine`), done here only through
+//! [`SosCascade::process_sanitized`], in the pass that reads the input. Here, at the end of every
 //! `process` call, a lane whose state became non-finite (a finite but huge input can
 //! overflow an unstable-looking transient) is reset to zero, and subnormal state values
 //! (below [`FLUSH_BELOW`]) are flushed to zero, so a decaying state never lingers in the
@@ -277,12 +278,31 @@ impl SosCascade {
     /// [`SosCascade::process`] on `frames` samples starting at `offset` in every buffer
     /// (lets a caller slice a host block into sub-blocks without building new slice lists).
     pub fn process_at(&mut self, buffers: &mut [&mut [f32]], offset: usize, frames: usize) {
-        if self.coefs.is_empty() {
-            return;
-        }
+        self.run(buffers, offset, frames, false);
+    }
+
+    /// [`SosCascade::process`] on input that first goes through
+    /// [`crate::dsp::sanitize_sample`] (NaN, infinities and subnormals to zero), in the
+    /// same pass that reads it into the cascade: the result is bit for bit
+    /// `engine::sanitize_input` on each of the first `channels` buffers, then
+    /// [`SosCascade::process`]. The engine filters its input this way when a cascade is
+    /// its first stage (one pass over the audio fewer).
+    pub fn process_sanitized(&mut self, buffers: &mut [&mut [f32]], frames: usize) {
+        self.run(buffers, 0, frames, true);
+    }
+
+    fn run(&mut self, buffers: &mut [&mut [f32]], offset: usize, frames: usize, clean: bool) {
         let used = buffers.len().min(self.channels);
         let end = buffers[..used].iter().map(|b| b.len()).min().unwrap_or(0).min(offset.saturating_add(frames));
         if end <= offset {
+            return;
+        }
+        if self.coefs.is_empty() {
+            if clean {
+                for b in buffers[..used].iter_mut() {
+                    b[offset..end].iter_mut().for_each(|v| *v = crate::dsp::sanitize_sample(*v));
+                }
+            }
             return;
         }
         let buffers = &mut buffers[..used];
@@ -291,11 +311,11 @@ impl SosCascade {
         match self.isa {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `with_isa` only keeps `Avx512` when the CPU reports AVX-512F/VL and FMA.
-            Isa::Avx512 => unsafe { avx512::process_avx512(coefs, state, scratch, buffers, offset, end) },
+            Isa::Avx512 => unsafe { avx512::process_avx512(coefs, state, scratch, buffers, offset, end, clean) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `with_isa` only keeps `Avx2` when the CPU reports AVX2 and FMA.
-            Isa::Avx2 => unsafe { avx2::process_avx2(coefs, state, scratch, buffers, offset, end) },
-            _ => kernel::process_portable(coefs, state, scratch, buffers, offset, end),
+            Isa::Avx2 => unsafe { avx2::process_avx2(coefs, state, scratch, buffers, offset, end, clean) },
+            _ => kernel::process_portable(coefs, state, scratch, buffers, offset, end, clean),
         }
         let sections = self.coefs.len();
         for ch in self.state.chunks_exact_mut(sections).take(used) {
