@@ -102,11 +102,13 @@ fn channel_grouping_and_block_cuts_do_not_change_a_bit() {
 }
 
 /// A seeded sweep over cascade lengths (1 to 60 sections: one, two and three vectors of
-/// section lanes per chunk and every remainder) for one and two channels, in random block
-/// cuts down to single frames (shorter than the pipeline's fill): the AVX-512 and AVX2
-/// kernels agree bit for bit, and both with the float64 reference to 1e-6 of the peak.
+/// section lanes per chunk for one and two channels, one to three section pairs per
+/// chunk for a group of four, and every remainder) for one, two, four and twelve
+/// channels, in random block cuts down to single frames (shorter than the pipelines'
+/// fill): the AVX-512 and AVX2 kernels agree bit for bit, and both with the float64
+/// reference to 1e-6 of the peak.
 #[test]
-fn section_lane_chunks_of_every_length_match() {
+fn chunks_of_every_length_match() {
     use ferrofx::design::{rbj, BiquadKind};
     let have = [Isa::Avx2, Isa::Avx512].into_iter().filter(|i| i.is_supported()).collect::<Vec<_>>();
     if have.is_empty() {
@@ -127,7 +129,7 @@ fn section_lane_chunks_of_every_length_match() {
                 rbj::biquad(kind, freq_hz, q, gain_db, fs)
             })
             .collect();
-        for channels in [1usize, 2] {
+        for channels in [1usize, 2, 4, 12] {
             let frames = 200 + r.below(1200);
             let input: Vec<Vec<f32>> = (0..channels).map(|_| (0..frames).map(|_| (r.unit() - 0.5) as f32).collect()).collect();
             let cuts: Vec<usize> = (0..6).map(|_| if r.below(3) == 0 { 1 + r.below(8) } else { 1 + r.below(400) }).collect();

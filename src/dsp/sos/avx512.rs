@@ -330,3 +330,115 @@ pub(super) fn process_avx512(
 ) {
     process_all::<8, 8, Fused>(Wave::Avx512, coefs, state, scratch, buffers, start, end, clean)
 }
+
+/// Most sections per chunk of [`wavefront_pairs_avx512`]: three pairs (state, frame and
+/// coefficient vectors of three pairs fill 24 of the 32 registers).
+pub(super) const PAIR_SECTIONS: usize = 6;
+
+/// Four channels with AVX-512, two sections per vector: lanes 0-3 are section `2p` of the
+/// four channels, lanes 4-7 section `2p + 1`, for pair `p` of a chunk of `N` sections
+/// (`N` even). In iteration `t` section `k` works on frame `t - k` (the channel
+/// wavefront's schedule), so a pair's upper half takes its lower half's output of the
+/// previous iteration, and its lower half the previous pair's upper half: one 256-bit
+/// lane shuffle per pair and iteration. A 4-lane vector per section (the AVX2
+/// wavefront) costs an instruction per section and frame as a full vector does; here
+/// two sections share one. The five operations per section are those of every other
+/// kernel, in the same order: the results are bit-identical.
+#[target_feature(enable = "avx512f,avx512vl,fma")]
+pub(super) fn wavefront_pairs_avx512<const N: usize>(
+    c: &[SosCoefs; N],
+    s1: &mut [[f64; 4]; N],
+    s2: &mut [[f64; 4]; N],
+    data: &mut [[f64; 4]],
+) {
+    use std::arch::x86_64::*;
+    const MAX_PAIRS: usize = PAIR_SECTIONS / 2;
+    let n = data.len();
+    if N % 2 != 0 || N > PAIR_SECTIONS || n < N {
+        for t in 0..n + N - 1 {
+            masked_iteration::<4, N, 1, Fused>(c, s1, s2, data, t);
+        }
+        return;
+    }
+    let pairs = N / 2;
+    let fill = N - 1;
+    for t in 0..fill {
+        masked_iteration::<4, N, 1, Fused>(c, s1, s2, data, t);
+    }
+    // Per pair: the five coefficient rows, the two states and the outputs of iteration
+    // `fill - 1` (section k's frame `fill - 1 - k`, in place in `data` after the
+    // prologue; the chunk's last section's is never fed forward: left zero).
+    let mut coef = [[[0.0f64; 8]; 5]; MAX_PAIRS];
+    let (mut s1a, mut s2a, mut ya) = ([[0.0f64; 8]; MAX_PAIRS], [[0.0f64; 8]; MAX_PAIRS], [[0.0f64; 8]; MAX_PAIRS]);
+    for k in 0..N {
+        let (p, h) = (k / 2, 4 * (k % 2));
+        let ck = &c[k];
+        for l in 0..4 {
+            for (row, v) in coef[p].iter_mut().zip([ck.b0, ck.b1, ck.b2, ck.a1, ck.a2]) {
+                row[h + l] = v;
+            }
+            s1a[p][h + l] = s1[k][l];
+            s2a[p][h + l] = s2[k][l];
+            if k + 1 < N {
+                ya[p][h + l] = data[fill - 1 - k][l];
+            }
+        }
+    }
+    // SAFETY: vector loads and stores use `[f64; 8]` arrays or one frame of `data`
+    // (`[f64; 4]`, 256 bits: `t < n` for the input, `t - fill < n` for the output). The
+    // target features are enabled on this function, called only after detection.
+    unsafe {
+        let load = |a: &[f64; 8]| _mm512_loadu_pd(a.as_ptr());
+        let mut b0 = [_mm512_setzero_pd(); MAX_PAIRS];
+        let (mut b1, mut b2, mut a1, mut a2) = (b0, b0, b0, b0);
+        let (mut sv1, mut sv2, mut y) = (b0, b0, b0);
+        for p in 0..pairs {
+            b0[p] = load(&coef[p][0]);
+            b1[p] = load(&coef[p][1]);
+            b2[p] = load(&coef[p][2]);
+            a1[p] = load(&coef[p][3]);
+            a2[p] = load(&coef[p][4]);
+            sv1[p] = load(&s1a[p]);
+            sv2[p] = load(&s2a[p]);
+            y[p] = load(&ya[p]);
+        }
+        let base = data.as_mut_ptr().cast::<f64>();
+        for t in fill..n {
+            let x = _mm512_castpd256_pd512(_mm256_loadu_pd(base.add(4 * t)));
+            let mut ny = [_mm512_setzero_pd(); MAX_PAIRS];
+            for p in 0..pairs {
+                // Lower half: the input, or the previous pair's upper section's output;
+                // upper half: this pair's lower section's output (both of iteration t-1).
+                let v = if p == 0 { _mm512_shuffle_f64x2::<0b01_00_01_00>(x, y[0]) } else { _mm512_shuffle_f64x2::<0b01_00_11_10>(y[p - 1], y[p]) };
+                let p1 = _mm512_fmadd_pd(b1[p], v, sv2[p]);
+                let p2 = _mm512_mul_pd(b2[p], v);
+                let yp = _mm512_fmadd_pd(b0[p], v, sv1[p]);
+                sv1[p] = _mm512_fnmadd_pd(a1[p], yp, p1);
+                sv2[p] = _mm512_fnmadd_pd(a2[p], yp, p2);
+                ny[p] = yp;
+            }
+            _mm256_storeu_pd(base.add(4 * (t - fill)), _mm512_extractf64x4_pd::<1>(ny[pairs - 1]));
+            y = ny;
+        }
+        for p in 0..pairs {
+            _mm512_storeu_pd(s1a[p].as_mut_ptr(), sv1[p]);
+            _mm512_storeu_pd(s2a[p].as_mut_ptr(), sv2[p]);
+            _mm512_storeu_pd(ya[p].as_mut_ptr(), y[p]);
+        }
+    }
+    for k in 0..N {
+        let (p, h) = (k / 2, 4 * (k % 2));
+        for l in 0..4 {
+            s1[k][l] = s1a[p][h + l];
+            s2[k][l] = s2a[p][h + l];
+            // Frames still in flight go back in place for the draining iterations:
+            // section k's last output is frame n-1-k.
+            if k + 1 < N {
+                data[n - 1 - k][l] = ya[p][h + l];
+            }
+        }
+    }
+    for t in n..n + N - 1 {
+        masked_iteration::<4, N, 1, Fused>(c, s1, s2, data, t);
+    }
+}

@@ -233,6 +233,7 @@ fn wave_chunk<const L: usize, const N: usize>(
             (Wave::Avx512, 1) if N <= 8 => run_wave!(1, avx512::section_lanes_avx512::<1, N>),
             (Wave::Avx512, 2) if N <= 4 => run_wave!(2, avx512::section_lanes_avx512::<2, N>),
             (Wave::Avx512, 8) => run_wave!(8, avx512::wavefront_avx512::<N>),
+            (Wave::Avx512, 4) if N % 2 == 0 && N <= avx512::PAIR_SECTIONS => run_wave!(4, avx512::wavefront_pairs_avx512::<N>),
             (Wave::Avx512 | Wave::Avx2, 4) => run_wave!(4, avx2::wavefront_avx2::<N>),
             _ => false,
         }
@@ -537,6 +538,14 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
             t0 += n;
             continue;
         }
+        #[cfg(target_arch = "x86_64")]
+        let m = match (wave, L) {
+            (_, 1) => M,
+            // Four channels with AVX-512: two sections per vector, three pairs a chunk.
+            (Wave::Avx512, 4) => avx512::PAIR_SECTIONS,
+            _ => M.min(4),
+        };
+        #[cfg(not(target_arch = "x86_64"))]
         let m = if L == 1 { M } else { M.min(4) };
         for (ci, chunk) in coefs.chunks(m).enumerate() {
             let first_section = ci * m;

@@ -24,7 +24,10 @@
 //! multiply-adds on whole vectors. Audio moves through an interleaved `f64` scratch of
 //! [`SUB_BLOCK`] frames (16 KiB, in L1); the cascade runs over it in chunks of up to 4
 //! sections whose state lives in registers for the whole sub-block, so the sample loop
-//! touches no state memory. One or two channels (AVX2 or AVX-512) put the *sections* in
+//! touches no state memory. A group of three or four channels with AVX-512 puts two
+//! sections in each 8-lane vector (one frame apart), so that it costs half a vector per
+//! section instead of a whole 4-lane one (`wavefront_pairs_avx512`: 12 channels 1.14-1.39x
+//! faster at 4-48 sections, `examples/sos_probe.rs`). One or two channels (AVX2 or AVX-512) put the *sections* in
 //! the lanes instead, time-skewed so the sections of one iteration are independent, in
 //! up to three vectors side by side (24 sections of one channel or 12 of two per chunk
 //! with AVX-512), so that the vectors' recurrences overlap rather than each waiting on
