@@ -1,8 +1,5 @@
 //! Times the SOS cascade per kernel, channel count and section count:
 //! `cargo run --release --example sos_probe [frames per call] [isa: portable|avx2|avx512|all]`.
-//! The sections are a cookbook bell (+3 dB, Q 1, 48 kHz) at `FERROFX_PROBE_FREQ_HZ`
-//! (default 1,000 Hz); `FERROFX_PROBE_MIXED=1` plans mixed precision
-//! (`SosCascade::set_mixed_precision`) and prints how many sections run in float32.
 use ferrofx::design::Sos;
 use ferrofx::dsp::sos::{Isa, SosCascade};
 use std::time::Instant;
@@ -13,9 +10,7 @@ fn main() {
     // Optional filters: FERROFX_PROBE_CHANNELS=2 FERROFX_PROBE_SECTIONS=24.
     let only = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<usize>().ok());
     let (only_ch, only_n) = (only("FERROFX_PROBE_CHANNELS"), only("FERROFX_PROBE_SECTIONS"));
-    let freq_hz = std::env::var("FERROFX_PROBE_FREQ_HZ").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(1000.0);
-    let mixed = std::env::var("FERROFX_PROBE_MIXED").is_ok_and(|v| v == "1");
-    let s = ferrofx::design::rbj::biquad(ferrofx::design::BiquadKind::Peaking, freq_hz, 1.0, 3.0, 48000.0);
+    let s = ferrofx::design::rbj::biquad(ferrofx::design::BiquadKind::Peaking, 1000.0, 1.0, 3.0, 48000.0);
     for isa in [Isa::Portable, Isa::Avx2, Isa::Avx512] {
         if which != "all" && !isa.name().starts_with(which) {
             continue;
@@ -27,7 +22,6 @@ fn main() {
                 }
                 let secs: Vec<Sos> = vec![s; n];
                 let mut c = SosCascade::with_isa(&secs, ch, isa);
-                let f32_sections = if mixed { c.set_mixed_precision(ferrofx::dsp::sos::precision::F32_BUDGET) } else { 0 };
                 let mut bufs: Vec<Vec<f32>> = (0..ch).map(|_| (0..frames).map(|i| ((i * 7919) % 100) as f32 / 100.0).collect()).collect();
                 let reps = (800_000 / (frames * n)).max(20) * if only_n.is_some() { 50 } else { 1 };
                 let mut best = f64::INFINITY;
@@ -39,8 +33,7 @@ fn main() {
                     }
                     best = best.min(t0.elapsed().as_secs_f64() / reps as f64);
                 }
-                let f32_note = if mixed { format!("  ({f32_sections} in float32)") } else { String::new() };
-                println!("{:<10} ch {ch:>2} sections {n:>2}: {:8.3} ns/frame  {:.3} ns/sample/ch/section{f32_note}", isa.name(), best * 1e9 / frames as f64, best * 1e9 / (frames * ch * n) as f64);
+                println!("{:<10} ch {ch:>2} sections {n:>2}: {:8.3} ns/frame  {:.3} ns/sample/ch/section", isa.name(), best * 1e9 / frames as f64, best * 1e9 / (frames * ch * n) as f64);
             }
         }
     }

@@ -106,17 +106,6 @@ pub struct EngineOptions {
     /// block length only that far. [`offline_segments`] gives the count for a channel
     /// count. No allocation either way.
     pub time_segments: usize,
-    /// Mixed precision: each cascade runs in `f32` the pairs of sections that a
-    /// worst-case bound allows within [`crate::dsp::sos::precision::F32_BUDGET`] (1e-5 of
-    /// the input's peak, for every input; see [`crate::dsp::sos::precision`]), so eight
-    /// channels fit two such sections per AVX-512 vector. Off by default: the bound is
-    /// relative to the *input's* peak, so an output far quieter than its input (a
-    /// heavily attenuating chain) can be further from SciPy's float64 result, relative to
-    /// its own peak, than the all-`f64` path ever is. Replaces time segments (they run
-    /// `f64`); building costs a few impulse-response runs per section; an
-    /// [`Engine::update`] returns the cascades to `f64` (the new coefficients are not
-    /// covered by the bound).
-    pub mixed_precision: bool,
 }
 
 impl EngineOptions {
@@ -165,13 +154,7 @@ impl Engine {
             .stages
             .iter()
             .map(|stage| match stage {
-                DesignedStage::Sos(sections) => {
-                    let mut cascade = SosCascade::new(sections, channels);
-                    if options.mixed_precision {
-                        cascade.set_mixed_precision(crate::dsp::sos::precision::F32_BUDGET);
-                    }
-                    Processor::Sos(cascade)
-                }
+                DesignedStage::Sos(sections) => Processor::Sos(SosCascade::new(sections, channels)),
                 DesignedStage::Fir(taps) => {
                     Processor::Fir(FirFilter::new(taps, channels, options.fir_mode, max_block_frames))
                 }
@@ -180,9 +163,7 @@ impl Engine {
         let segments = processors
             .iter()
             .map(|p| match p {
-                Processor::Sos(c) if options.time_segments > 1 && !options.mixed_precision => {
-                    Some(Segments::new(c, options.time_segments, max_block_frames))
-                }
+                Processor::Sos(c) if options.time_segments > 1 => Some(Segments::new(c, options.time_segments, max_block_frames)),
                 _ => None,
             })
             .collect();

@@ -96,7 +96,7 @@ fn with_planar(data: &mut [f32], channels: usize, frames: usize, f: impl FnOnce(
 
 /// The engine options of the CPU side of an offload: FIRs on the direct path, whose
 /// history is the time-domain state a job carries.
-pub const OFFLOAD_ENGINE_OPTIONS: EngineOptions = EngineOptions { fir_mode: FirMode::Direct, time_segments: 0, mixed_precision: false };
+pub const OFFLOAD_ENGINE_OPTIONS: EngineOptions = EngineOptions { fir_mode: FirMode::Direct, time_segments: 0 };
 
 /// The reference executor: the same chain on the CPU of the worker thread.
 pub struct CpuExecutor {

@@ -121,11 +121,6 @@ pub struct BenchArgs {
     /// blocks of up to 262,144 frames).
     #[arg(long, conflicts_with = "plugin")]
     block_frames: Option<usize>,
-    /// Engine workloads on the CPU backend: build the engine with mixed precision (the
-    /// pairs of sections a worst-case bound allows run in float32;
-    /// `EngineOptions::mixed_precision`).
-    #[arg(long, conflicts_with = "plugin")]
-    mixed_precision: bool,
     /// Engine workloads: timed runs per cell (their median is reported; default 7, 3 with
     /// --quick).
     #[arg(long, conflicts_with = "plugin")]
@@ -257,7 +252,6 @@ fn time_stream(
     runs: usize,
     clock: Clock,
     cpu_block: usize,
-    mixed_precision: bool,
 ) -> Result<Measurement> {
     let designed = chain.design(FS).expect("bench chains are valid");
     let frames = (seconds * FS) as usize;
@@ -270,8 +264,7 @@ fn time_stream(
     };
     for run in 0..=runs {
         // As the renderer's CPU backend builds it: offline, time segments as lanes.
-        let options = EngineOptions { mixed_precision, ..EngineOptions::offline(channels) };
-        let mut engine = Engine::with_options(&designed, channels, cpu_block, options);
+        let mut engine = Engine::with_options(&designed, channels, cpu_block, EngineOptions::offline(channels));
         let mut gpu = match runner {
             Runner::Cpu => None,
             Runner::Gpu(backend) => Some(BlockStream::new(backend.prepare(&designed, channels, block)?, block)),
@@ -430,8 +423,6 @@ pub struct StreamOptions {
     pub clock: Clock,
     /// Frames per engine call on the CPU.
     pub cpu_block: usize,
-    /// The CPU engine with mixed precision.
-    pub mixed_precision: bool,
 }
 
 /// Every measurement of one workload.
@@ -450,7 +441,7 @@ pub fn run_workload(runner: Runner, w: Workload, opts: &StreamOptions) -> Result
         let mut out = Vec::new();
         for &ch in channels.iter().filter(|&&ch| wanted(ch)) {
             for s in durations(seconds) {
-                out.push(time_stream(runner, name, chain, ch, s, runs, opts.clock, opts.cpu_block, opts.mixed_precision)?);
+                out.push(time_stream(runner, name, chain, ch, s, runs, opts.clock, opts.cpu_block)?);
             }
         }
         Ok(out)
@@ -584,7 +575,6 @@ fn run_inner(args: BenchArgs) -> Result<()> {
         runs: args.runs,
         clock: if args.cpu_time { Clock::ProcessCpu } else { Clock::Wall },
         cpu_block: args.block_frames.unwrap_or(RENDER_BLOCK).max(1),
-        mixed_precision: args.mixed_precision,
     };
     for b in &backends {
         let runner = match opened.iter().find(|(o, _)| o == b) {

@@ -182,7 +182,6 @@ pub(super) fn process_avx2(
     start: usize,
     end: usize,
     clean: bool,
-    plan: Option<&[bool]>,
 ) {
-    process_all::<4, 4, Fused>(Wave::Avx2, coefs, state, scratch, buffers, start, end, clean, plan)
+    process_all::<4, 4, Fused>(Wave::Avx2, coefs, state, scratch, buffers, start, end, clean)
 }

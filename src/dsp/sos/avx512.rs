@@ -1,7 +1,7 @@
 //! The AVX-512 kernels: one or two channels with the sections in the vector's lanes,
 //! the 8-lane channel wavefront, the 8x8 in-register transpose, and the entry point.
 
-use super::kernel::{active_lanes, lane_coefficients, masked_iteration, masked_iteration32, process_all, transpose_io, wavefront, Coefs32, Wave};
+use super::kernel::{active_lanes, lane_coefficients, masked_iteration, process_all, transpose_io, wavefront, Wave};
 use super::SosCoefs;
 use crate::dsp::simd::Fused;
 
@@ -327,9 +327,8 @@ pub(super) fn process_avx512(
     start: usize,
     end: usize,
     clean: bool,
-    plan: Option<&[bool]>,
 ) {
-    process_all::<8, 8, Fused>(Wave::Avx512, coefs, state, scratch, buffers, start, end, clean, plan)
+    process_all::<8, 8, Fused>(Wave::Avx512, coefs, state, scratch, buffers, start, end, clean)
 }
 
 /// Most sections per chunk of [`wavefront_pairs_avx512`]: three pairs (state, frame and
@@ -441,107 +440,5 @@ pub(super) fn wavefront_pairs_avx512<const N: usize>(
     }
     for t in n..n + N - 1 {
         masked_iteration::<4, N, 1, Fused>(c, s1, s2, data, t);
-    }
-}
-
-/// Eight channels of a mixed-precision plan's `f32` sections with AVX-512, two sections
-/// per 16-lane vector: lanes 0-7 are section `2p` of the eight channels, lanes 8-15
-/// section `2p + 1` (the layout of [`wavefront_pairs_avx512`], in `f32`). A frame enters
-/// the chunk rounded to `f32` and leaves it exactly in `f64`. `N` even, at most
-/// [`super::kernel::F32_CHUNK`] (three pairs: with two, each iteration's two vectors
-/// wait on their own recurrence; measured 1.4x slower per section). The operations are
-/// [`super::kernel::step32`]'s in its order: the results are bit-identical to the
-/// frame-by-frame `f32` loop.
-#[target_feature(enable = "avx512f,avx512vl,fma")]
-pub(super) fn wavefront_f32_pairs_avx512<const N: usize>(
-    c: &[Coefs32; N],
-    s1: &mut [[f32; 8]; N],
-    s2: &mut [[f32; 8]; N],
-    data: &mut [[f64; 8]],
-) {
-    use std::arch::x86_64::*;
-    const MAX_PAIRS: usize = super::kernel::F32_CHUNK / 2;
-    let n = data.len();
-    if N % 2 != 0 || N > super::kernel::F32_CHUNK || n < N {
-        for t in 0..n + N - 1 {
-            masked_iteration32::<8, N, Fused>(c, s1, s2, data, t);
-        }
-        return;
-    }
-    let pairs = N / 2;
-    let fill = N - 1;
-    for t in 0..fill {
-        masked_iteration32::<8, N, Fused>(c, s1, s2, data, t);
-    }
-    let mut coef = [[[0.0f32; 16]; 5]; MAX_PAIRS];
-    let (mut s1a, mut s2a, mut ya) = ([[0.0f32; 16]; MAX_PAIRS], [[0.0f32; 16]; MAX_PAIRS], [[0.0f32; 16]; MAX_PAIRS]);
-    for k in 0..N {
-        let (p, h) = (k / 2, 8 * (k % 2));
-        for l in 0..8 {
-            for (row, v) in coef[p].iter_mut().zip(c[k]) {
-                row[h + l] = v;
-            }
-            s1a[p][h + l] = s1[k][l];
-            s2a[p][h + l] = s2[k][l];
-            if k + 1 < N {
-                // Section k's output of frame `fill - 1 - k`: an f32 value held in f64.
-                ya[p][h + l] = data[fill - 1 - k][l] as f32;
-            }
-        }
-    }
-    // SAFETY: vector loads and stores use `[f32; 16]` arrays or one frame of `data`
-    // (`[f64; 8]`, 512 bits: `t < n` for the input, `t - fill < n` for the output). The
-    // target features are enabled on this function, called only after detection.
-    unsafe {
-        let load = |a: &[f32; 16]| _mm512_loadu_ps(a.as_ptr());
-        let mut b0 = [_mm512_setzero_ps(); MAX_PAIRS];
-        let (mut b1, mut b2, mut a1, mut a2) = (b0, b0, b0, b0);
-        let (mut sv1, mut sv2, mut y) = (b0, b0, b0);
-        for p in 0..pairs {
-            b0[p] = load(&coef[p][0]);
-            b1[p] = load(&coef[p][1]);
-            b2[p] = load(&coef[p][2]);
-            a1[p] = load(&coef[p][3]);
-            a2[p] = load(&coef[p][4]);
-            sv1[p] = load(&s1a[p]);
-            sv2[p] = load(&s2a[p]);
-            y[p] = load(&ya[p]);
-        }
-        let base = data.as_mut_ptr().cast::<f64>();
-        for t in fill..n {
-            let x = _mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_loadu_pd(base.add(8 * t))));
-            let mut ny = [_mm512_setzero_ps(); MAX_PAIRS];
-            for p in 0..pairs {
-                let v = if p == 0 { _mm512_shuffle_f32x4::<0b01_00_01_00>(x, y[0]) } else { _mm512_shuffle_f32x4::<0b01_00_11_10>(y[p - 1], y[p]) };
-                let p1 = _mm512_fmadd_ps(b1[p], v, sv2[p]);
-                let p2 = _mm512_mul_ps(b2[p], v);
-                let yp = _mm512_fmadd_ps(b0[p], v, sv1[p]);
-                sv1[p] = _mm512_fnmadd_ps(a1[p], yp, p1);
-                sv2[p] = _mm512_fnmadd_ps(a2[p], yp, p2);
-                ny[p] = yp;
-            }
-            let last = ny[pairs - 1];
-            let upper = _mm512_castps512_ps256(_mm512_shuffle_f32x4::<0b11_10_11_10>(last, last));
-            _mm512_storeu_pd(base.add(8 * (t - fill)), _mm512_cvtps_pd(upper));
-            y = ny;
-        }
-        for p in 0..pairs {
-            _mm512_storeu_ps(s1a[p].as_mut_ptr(), sv1[p]);
-            _mm512_storeu_ps(s2a[p].as_mut_ptr(), sv2[p]);
-            _mm512_storeu_ps(ya[p].as_mut_ptr(), y[p]);
-        }
-    }
-    for k in 0..N {
-        let (p, h) = (k / 2, 8 * (k % 2));
-        for l in 0..8 {
-            s1[k][l] = s1a[p][h + l];
-            s2[k][l] = s2a[p][h + l];
-            if k + 1 < N {
-                data[n - 1 - k][l] = f64::from(ya[p][h + l]);
-            }
-        }
-    }
-    for t in n..n + N - 1 {
-        masked_iteration32::<8, N, Fused>(c, s1, s2, data, t);
     }
 }

@@ -24,118 +24,6 @@ pub(super) fn step<const L: usize, A: MulAdd>(c: &SosCoefs, s1: &mut [f64; L], s
     y
 }
 
-/// Section coefficients rounded to `f32`: `[b0, b1, b2, a1, a2]`.
-pub(super) type Coefs32 = [f32; 5];
-
-pub(super) fn coefs32(c: &SosCoefs) -> Coefs32 {
-    [c.b0 as f32, c.b1 as f32, c.b2 as f32, c.a1 as f32, c.a2 as f32]
-}
-
-/// One `f32` section on one frame of `L` lanes: [`step`]'s operations in its order.
-#[inline(always)]
-pub(super) fn step32<const L: usize, A: MulAdd>(c: &Coefs32, s1: &mut [f32; L], s2: &mut [f32; L], v: &[f32; L]) -> [f32; L] {
-    let mut y = [0.0f32; L];
-    for l in 0..L {
-        let p1 = A::f32(c[1], v[l], s2[l]);
-        let p2 = c[2] * v[l];
-        y[l] = A::f32(c[0], v[l], s1[l]);
-        s1[l] = A::f32(-c[3], y[l], p1);
-        s2[l] = A::f32(-c[4], y[l], p2);
-    }
-    y
-}
-
-/// [`masked_iteration`] for `f32` sections over `f64` frames: a frame is rounded to
-/// `f32` on entering a section and held exactly in `f64` between sections.
-#[inline(always)]
-pub(super) fn masked_iteration32<const L: usize, const N: usize, A: MulAdd>(
-    c: &[Coefs32; N],
-    s1: &mut [[f32; L]; N],
-    s2: &mut [[f32; L]; N],
-    data: &mut [[f64; L]],
-    t: usize,
-) {
-    let n = data.len();
-    for k in 0..N {
-        if k <= t && t - k < n {
-            let f = t - k;
-            let v = data[f].map(|x| x as f32);
-            data[f] = step32::<L, A>(&c[k], &mut s1[k], &mut s2[k], &v).map(f64::from);
-        }
-    }
-}
-
-/// Most sections per `f32` chunk (three pairs: see [`avx512::wavefront_f32_pairs_avx512`]).
-pub(super) const F32_CHUNK: usize = 6;
-
-/// Runs `N` `f32` sections (a mixed-precision plan's pairs) over the sub-block, state
-/// loaded from and stored back to `state` (in `f64`, which holds `f32` values exactly).
-/// Eight channels with AVX-512: two sections per 16-lane vector; otherwise frame by
-/// frame. Either way the same operations in the same order: the same bits.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)] // the state addressing of one chunk; inlined
-fn run_chunk32<const L: usize, const N: usize, A: MulAdd>(
-    wave: Wave,
-    coefs: &[SosCoefs],
-    state: &mut [[f64; 2]],
-    first_channel: usize,
-    lanes: usize,
-    first_section: usize,
-    sections: usize,
-    data: &mut [[f64; L]],
-) {
-    let c: [Coefs32; N] = std::array::from_fn(|k| coefs32(&coefs[k]));
-    let mut s1 = [[0.0f32; L]; N];
-    let mut s2 = [[0.0f32; L]; N];
-    for l in 0..lanes {
-        let st = &state[(first_channel + l) * sections + first_section..][..N];
-        for k in 0..N {
-            s1[k][l] = st[k][0] as f32;
-            s2[k][l] = st[k][1] as f32;
-        }
-    }
-    #[cfg(target_arch = "x86_64")]
-    let ran = if wave == Wave::Avx512 && L == 8 && N % 2 == 0 {
-        let mut a = [[0.0f32; 8]; N];
-        let mut b = [[0.0f32; 8]; N];
-        for k in 0..N {
-            a[k].copy_from_slice(&s1[k]);
-            b[k].copy_from_slice(&s2[k]);
-        }
-        let (frames, _) = data.as_flattened_mut().as_chunks_mut::<8>();
-        // SAFETY: `Wave::Avx512` is only passed by the AVX-512 entry point, reached after
-        // run-time detection.
-        unsafe { avx512::wavefront_f32_pairs_avx512::<N>(&c, &mut a, &mut b, frames) };
-        for k in 0..N {
-            s1[k].copy_from_slice(&a[k]);
-            s2[k].copy_from_slice(&b[k]);
-        }
-        true
-    } else {
-        false
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let ran = {
-        let _ = wave;
-        false
-    };
-    if !ran {
-        for x in data.iter_mut() {
-            let mut v = x.map(|s| s as f32);
-            for k in 0..N {
-                v = step32::<L, A>(&c[k], &mut s1[k], &mut s2[k], &v);
-            }
-            *x = v.map(f64::from);
-        }
-    }
-    for l in 0..lanes {
-        let st = &mut state[(first_channel + l) * sections + first_section..][..N];
-        for k in 0..N {
-            st[k] = [f64::from(s1[k][l]), f64::from(s2[k][l])];
-        }
-    }
-}
-
 /// Runs `N` sections over the sub-block `data` with their state in registers.
 ///
 /// With AVX2/AVX-512 and a full vector of channel lanes, or with AVX-512 and one or
@@ -616,7 +504,6 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
     start: usize,
     end: usize,
     clean: bool,
-    plan: Option<&[bool]>,
 ) {
     let sections = coefs.len();
     let lanes = bufs.len();
@@ -641,7 +528,7 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
             _ => 0,
         };
         #[cfg(target_arch = "x86_64")]
-        if L <= 2 && lane_chunk > 0 && plan.is_none() {
+        if L <= 2 && lane_chunk > 0 {
             // One or two channels: sections in the lanes of several vectors at once.
             let (frames, _) = data.as_flattened_mut().as_chunks_mut::<L>();
             for (ci, chunk) in coefs.chunks(lane_chunk).enumerate() {
@@ -660,25 +547,8 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
         };
         #[cfg(not(target_arch = "x86_64"))]
         let m = if L == 1 { M } else { M.min(4) };
-        // Chunks of up to `m` `f64` sections; with a mixed-precision plan, its `f32` pairs
-        // in chunks of their own (up to `F32_CHUNK`).
-        let mut first_section = 0;
-        while first_section < sections {
-            let rest = &coefs[first_section..];
-            let run32 = plan.map_or(0, |p| p[first_section..].iter().take_while(|&&f| f).count());
-            if run32 >= 2 {
-                let len = (run32 / 2 * 2).min(F32_CHUNK);
-                let chunk = &rest[..len];
-                match len {
-                    2 => run_chunk32::<L, 2, A>(wave, chunk, state, first_channel, lanes, first_section, sections, data),
-                    4 => run_chunk32::<L, 4, A>(wave, chunk, state, first_channel, lanes, first_section, sections, data),
-                    _ => run_chunk32::<L, 6, A>(wave, chunk, state, first_channel, lanes, first_section, sections, data),
-                }
-                first_section += len;
-                continue;
-            }
-            let run64 = plan.map_or(rest.len(), |p| p[first_section..].iter().take_while(|&&f| !f).count().max(1));
-            let chunk = &rest[..run64.min(m)];
+        for (ci, chunk) in coefs.chunks(m).enumerate() {
+            let first_section = ci * m;
             macro_rules! run {
                 ($($n:literal)*) => {
                     match chunk.len() {
@@ -688,7 +558,6 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
                 };
             }
             run!(1 2 3 4 5 6 7 8);
-            first_section += chunk.len();
         }
         scatter(wave, data, bufs, t0);
         t0 += n;
@@ -709,15 +578,14 @@ pub(super) fn process_all<const LMAX: usize, const M: usize, A: MulAdd>(
     start: usize,
     end: usize,
     clean: bool,
-    plan: Option<&[bool]>,
 ) {
     for (g, bufs) in buffers.chunks_mut(LMAX).enumerate() {
         let first = g * LMAX;
         match bufs.len() {
-            1 => process_group::<1, M, A>(wave, coefs, state, scratch, bufs, first, start, end, clean, plan),
-            2 => process_group::<2, M, A>(wave, coefs, state, scratch, bufs, first, start, end, clean, plan),
-            3 | 4 => process_group::<4, M, A>(wave, coefs, state, scratch, bufs, first, start, end, clean, plan),
-            _ => process_group::<LMAX, M, A>(wave, coefs, state, scratch, bufs, first, start, end, clean, plan),
+            1 => process_group::<1, M, A>(wave, coefs, state, scratch, bufs, first, start, end, clean),
+            2 => process_group::<2, M, A>(wave, coefs, state, scratch, bufs, first, start, end, clean),
+            3 | 4 => process_group::<4, M, A>(wave, coefs, state, scratch, bufs, first, start, end, clean),
+            _ => process_group::<LMAX, M, A>(wave, coefs, state, scratch, bufs, first, start, end, clean),
         }
     }
 }
@@ -730,7 +598,6 @@ pub(super) fn process_portable(
     start: usize,
     end: usize,
     clean: bool,
-    plan: Option<&[bool]>,
 ) {
-    process_all::<4, 4, PortableMulAdd>(Wave::None, coefs, state, scratch, buffers, start, end, clean, plan)
+    process_all::<4, 4, PortableMulAdd>(Wave::None, coefs, state, scratch, buffers, start, end, clean)
 }

@@ -60,7 +60,6 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod kernel;
-pub mod precision;
 pub mod segments;
 
 /// Frames per pass through the scratch.
@@ -135,12 +134,6 @@ pub struct SosCascade {
     isa: Isa,
     /// Most sections `coefs` and `state` have room for.
     capacity: usize,
-    /// The mixed-precision plan: `true` for a section that runs in `f32` (in pairs; see
-    /// [`precision`]). `capacity` long; all `false` unless
-    /// [`SosCascade::set_mixed_precision`] found sections within its budget.
-    f32_plan: Vec<bool>,
-    /// Whether any entry of `f32_plan` is set.
-    mixed: bool,
 }
 
 impl SosCascade {
@@ -169,8 +162,6 @@ impl SosCascade {
             scratch: vec![0.0; SUB_BLOCK * MAX_LANES],
             isa: isa.or_portable(),
             capacity,
-            f32_plan: vec![false; capacity],
-            mixed: false,
         }
     }
 
@@ -206,36 +197,7 @@ impl SosCascade {
         }
         self.coefs.clear();
         self.coefs.extend(sections.iter().map(SosCoefs::from));
-        // New coefficients are not covered by the plan's bound: all f64 again.
-        self.clear_plan();
         Ok(())
-    }
-
-    fn clear_plan(&mut self) {
-        self.f32_plan.fill(false);
-        self.mixed = false;
-    }
-
-    /// Runs in `f32` the pairs of sections that a worst-case bound allows within `budget`
-    /// (relative to the input's peak; [`precision::F32_BUDGET`] is the reference
-    /// tolerance's aim): the output then differs from the all-`f64` cascade's by at most
-    /// `budget * max|x|` for every input `x`. Returns how many sections run in `f32`
-    /// (possibly none). **Allocates** and runs the cascade over its impulse response a few
-    /// times per section: call it when building, not on the audio thread. New
-    /// coefficients ([`SosCascade::set_sections`], [`SosCascade::set_coefficients`]) clear
-    /// the plan (all `f64` again) until this is called again.
-    pub fn set_mixed_precision(&mut self, budget: f64) -> usize {
-        let plan = precision::plan_f32_pairs(&self.coefs, budget);
-        self.clear_plan();
-        self.f32_plan[..plan.len()].copy_from_slice(&plan);
-        let count = plan.iter().filter(|&&f| f).count();
-        self.mixed = count > 0;
-        count
-    }
-
-    /// The mixed-precision plan: one flag per section, `true` where it runs in `f32`.
-    pub fn f32_sections(&self) -> &[bool] {
-        &self.f32_plan[..self.coefs.len()]
     }
 
     /// The kernel in use.
@@ -273,7 +235,6 @@ impl SosCascade {
         self.coefs.clear();
         self.coefs.extend_from_slice(&coefs[..coefs.len().min(self.capacity)]);
         self.state.fill([0.0; 2]);
-        self.clear_plan();
     }
 
     /// One channel's `[s1, s2]` per section.
@@ -350,27 +311,18 @@ impl SosCascade {
         let buffers = &mut buffers[..used];
         let active = self.channels * self.coefs.len();
         let (coefs, state, scratch) = (&self.coefs[..], &mut self.state[..active], &mut self.scratch[..]);
-        let plan = self.mixed.then_some(&self.f32_plan[..coefs.len()]);
         match self.isa {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `with_isa` only keeps `Avx512` when the CPU reports AVX-512F/VL and FMA.
-            Isa::Avx512 => unsafe { avx512::process_avx512(coefs, state, scratch, buffers, offset, end, clean, plan) },
+            Isa::Avx512 => unsafe { avx512::process_avx512(coefs, state, scratch, buffers, offset, end, clean) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `with_isa` only keeps `Avx2` when the CPU reports AVX2 and FMA.
-            Isa::Avx2 => unsafe { avx2::process_avx2(coefs, state, scratch, buffers, offset, end, clean, plan) },
-            _ => kernel::process_portable(coefs, state, scratch, buffers, offset, end, clean, plan),
+            Isa::Avx2 => unsafe { avx2::process_avx2(coefs, state, scratch, buffers, offset, end, clean) },
+            _ => kernel::process_portable(coefs, state, scratch, buffers, offset, end, clean),
         }
         let sections = self.coefs.len();
         for ch in self.state.chunks_exact_mut(sections).take(used) {
             sanitize_state(ch);
-            if self.mixed {
-                // f32 sections: subnormal at f32's precision is what costs there.
-                for (s, &f) in ch.iter_mut().zip(&self.f32_plan) {
-                    if f {
-                        s.iter_mut().filter(|v| v.abs() < f64::from(f32::MIN_POSITIVE)).for_each(|v| *v = 0.0);
-                    }
-                }
-            }
         }
     }
 }
