@@ -391,6 +391,32 @@ fn gather<const L: usize>(wave: Wave, bufs: &[&mut [f32]], t0: usize, data: &mut
     }
 }
 
+/// Asks the caches for the next sub-block's input (frames `t1..` up to `SUB_BLOCK` or
+/// `end`) while this one is filtered: a long offline block streams from memory, and the
+/// hardware prefetchers do not run far enough ahead on eight or more planar streams
+/// (measured: the gather waited on memory for ~40 % of the kernel's time).
+#[inline(always)]
+fn prefetch_next(bufs: &[&mut [f32]], t1: usize, end: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        const LINE: usize = 64 / std::mem::size_of::<f32>();
+        let stop = (t1 + SUB_BLOCK).min(end);
+        for b in bufs {
+            let mut t = t1;
+            while t < stop {
+                // SAFETY: SSE is in every x86-64 CPU; a prefetch of a valid address
+                // (`t < end <= b.len()`, bounds-checked) is only a hint: it never faults
+                // and changes no data.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(b[t..].as_ptr().cast()) };
+                t += LINE;
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (bufs, t1, end);
+}
+
 /// The inverse of [`gather`] for the channels present.
 #[inline(always)]
 fn scatter<const L: usize>(wave: Wave, data: &[[f64; L]], bufs: &mut [&mut [f32]], t0: usize) {
@@ -513,6 +539,7 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
         let n = (end - t0).min(SUB_BLOCK);
         let data = &mut data_all[..n];
         gather(wave, bufs, t0, data, clean);
+        prefetch_next(bufs, t0 + n, end);
         // Sections per register-resident chunk. One channel in section lanes takes
         // up to `M` (eight with AVX-512: one vector); two channels in section lanes
         // take four per vector; the channel-lane wavefronts also run four at a time:
