@@ -211,9 +211,9 @@ impl Engine {
         let used = buffers.len().min(self.channels);
         let buffers = &mut buffers[..used];
         let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
-        // A first cascade that runs unsegmented sanitises the input as it reads it (the
-        // same bits, one pass over the audio fewer); otherwise a pass of its own.
-        let fused = matches!((self.processors.first(), self.segments.first()), (Some(Processor::Sos(s)), Some(None)) if s.channels() >= used);
+        // A first cascade sanitises the input as it reads it (the same bits, one pass over
+        // the audio fewer); a first FIR needs a pass of its own.
+        let fused = matches!(self.processors.first(), Some(Processor::Sos(_)));
         if !fused {
             for buf in buffers.iter_mut() {
                 sanitize_input(&mut buf[..frames]);
@@ -221,7 +221,11 @@ impl Engine {
         }
         for (i, (p, segments)) in self.processors.iter_mut().zip(self.segments.iter_mut()).enumerate() {
             match p {
-                Processor::Sos(s) if i == 0 && fused => s.process_sanitized(buffers, frames),
+                Processor::Sos(s) if i == 0 => {
+                    if !segments.as_mut().is_some_and(|seg| seg.process_sanitized(s, buffers, frames)) {
+                        s.process_sanitized(buffers, frames)
+                    }
+                }
                 Processor::Sos(s) => {
                     if !segments.as_mut().is_some_and(|seg| seg.process(s, buffers, frames)) {
                         s.process(buffers, frames)

@@ -294,7 +294,9 @@ impl SosCascade {
         self.run(buffers, 0, frames, true);
     }
 
-    fn run(&mut self, buffers: &mut [&mut [f32]], offset: usize, frames: usize, clean: bool) {
+    /// [`SosCascade::process_at`], or with `clean` [`SosCascade::process_sanitized`]'s
+    /// rule applied as the input is read (the segmented path's pieces).
+    pub(crate) fn run(&mut self, buffers: &mut [&mut [f32]], offset: usize, frames: usize, clean: bool) {
         let used = buffers.len().min(self.channels);
         let end = buffers[..used].iter().map(|b| b.len()).min().unwrap_or(0).min(offset.saturating_add(frames));
         if end <= offset {

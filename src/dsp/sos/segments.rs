@@ -131,6 +131,18 @@ impl Segments {
     /// segmented. Returns `false`, having done nothing, when the block is too short for
     /// this cascade's warm-up; the caller then runs `main` as usual.
     pub fn process(&mut self, main: &mut SosCascade, buffers: &mut [&mut [f32]], frames: usize) -> bool {
+        self.run(main, buffers, frames, false)
+    }
+
+    /// [`Segments::process`] on input that first goes through
+    /// [`crate::dsp::sanitize_sample`], applied as each piece reads it (the same bits as a
+    /// pass of its own before; see [`SosCascade::process_sanitized`]). Returns `false`,
+    /// having done nothing (the input not sanitised either), like [`Segments::process`].
+    pub fn process_sanitized(&mut self, main: &mut SosCascade, buffers: &mut [&mut [f32]], frames: usize) -> bool {
+        self.run(main, buffers, frames, true)
+    }
+
+    fn run(&mut self, main: &mut SosCascade, buffers: &mut [&mut [f32]], frames: usize, clean: bool) -> bool {
         let s = self.segments_for(frames);
         let used = buffers.len().min(self.channels);
         if s < 2 || used == 0 || main.sections() == 0 || used * s > MAX_SEGMENT_LANES {
@@ -146,6 +158,9 @@ impl Segments {
                 for k in 1..s {
                     let slot = slots.next().expect("sized for every channel's segments");
                     slot[..d].copy_from_slice(&buf[k * len - d..k * len]);
+                    if clean {
+                        slot[..d].iter_mut().for_each(|v| *v = crate::dsp::sanitize_sample(*v));
+                    }
                 }
             }
         }
@@ -160,11 +175,11 @@ impl Segments {
             }
         }
         let mut lanes = slice_list(buffers.iter_mut().flat_map(|b| b[..s * len].chunks_exact_mut(len)));
-        self.lanes.process(&mut lanes.0[..lanes.1], len);
+        self.lanes.run(&mut lanes.0[..lanes.1], 0, len, clean);
         for c in 0..used {
             main.channel_state_mut(c).copy_from_slice(self.lanes.channel_state(c * s + s - 1));
         }
-        main.process_at(buffers, s * len, frames - s * len);
+        main.run(buffers, s * len, frames - s * len, clean);
         true
     }
 }
