@@ -339,8 +339,9 @@ pub(super) use wavefront;
 
 /// Planar `f32` channels (frames `t0..t0 + data.len()`) into interleaved `f64` frames;
 /// missing lanes are zero. With `clean`, each sample first goes through
-/// [`sanitize_sample`] (the engine's input rule, in this pass instead of one of its own). Full groups of 8 (AVX-512) or 4 (AVX2) channels use the
-/// explicit in-register transposes below (the compiler leaves this transposition
+/// [`sanitize_sample`] (the engine's input rule, in this pass instead of one of its
+/// own). Full groups of 8 (AVX-512) or 4 (AVX2) channels use the explicit in-register
+/// transposes below (the compiler leaves this transposition
 /// scalar: it cost more than four sections of the cascade itself at 8 channels);
 /// otherwise tiles of 8 frames.
 #[inline(always)]
@@ -392,9 +393,8 @@ fn gather<const L: usize>(wave: Wave, bufs: &[&mut [f32]], t0: usize, data: &mut
 }
 
 /// Asks the caches for the next sub-block's input (frames `t1..` up to `SUB_BLOCK` or
-/// `end`) while this one is filtered: a long offline block streams from memory, and the
-/// hardware prefetchers do not run far enough ahead on eight or more planar streams
-/// (measured: the gather waited on memory for ~40 % of the kernel's time).
+/// `end`) while this one is filtered: a long offline block streams from memory, one
+/// stream per channel (measured 1.01-1.04x at 8 and 12 channels, docs/perf.md).
 #[inline(always)]
 fn prefetch_next(bufs: &[&mut [f32]], t1: usize, end: usize) {
     #[cfg(target_arch = "x86_64")]

@@ -26,9 +26,10 @@
 //! sections whose state lives in registers for the whole sub-block, so the sample loop
 //! touches no state memory. A group of three or four channels with AVX-512 puts two
 //! sections in each 8-lane vector (one frame apart), so that it costs half a vector per
-//! section instead of a whole 4-lane one (`wavefront_pairs_avx512`: 12 channels 1.14-1.39x
-//! faster at 4-48 sections, `examples/sos_probe.rs`). One or two channels (AVX2 or AVX-512) put the *sections* in
-//! the lanes instead, time-skewed so the sections of one iteration are independent, in
+//! section instead of a whole 4-lane one (`wavefront_pairs_avx512`: 12 channels
+//! 1.14-1.39x faster at 4-48 sections, `examples/sos_probe.rs`). One or two channels
+//! (AVX2 or AVX-512) put the *sections* in the lanes instead, time-skewed so the
+//! sections of one iteration are independent, in
 //! up to three vectors side by side (24 sections of one channel or 12 of two per chunk
 //! with AVX-512), so that the vectors' recurrences overlap rather than each waiting on
 //! its own two multiply-add latencies. The instruction set is detected at run time
@@ -41,14 +42,14 @@
 //! # Realtime rules
 //!
 //! [`SosCascade::new`] is the only place memory is allocated. [`SosCascade::process`],
-//! [`SosCascade::set_coefficients`] and [`SosCascade::reset`] never allocate, lock,
-//! log or panic.
+//! [`SosCascade::process_sanitized`], [`SosCascade::set_coefficients`] and
+//! [`SosCascade::reset`] never allocate, lock, log or panic.
 //!
 //! # Non-finite values and subnormals
 //!
 //! Input sanitising is the engine's job (see `engine`), done here only through
-//! [`SosCascade::process_sanitized`], in the pass that reads the input. Here, at the end of every
-//! `process` call, a lane whose state became non-finite (a finite but huge input can
+//! [`SosCascade::process_sanitized`], in the pass that reads the input. Here, at the end
+//! of every `process` call, a lane whose state became non-finite (a finite but huge input can
 //! overflow an unstable-looking transient) is reset to zero, and subnormal state values
 //! (below [`FLUSH_BELOW`]) are flushed to zero, so a decaying state never lingers in the
 //! subnormal range (where a pole close to 1 can otherwise hold it forever, slowly).
