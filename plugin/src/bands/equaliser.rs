@@ -317,7 +317,8 @@ impl Equaliser {
             && self.sections.is_empty()
             && self.targets.iter().all(|t| !t.active())
             && self.layout.iter().all(|l| !l.active());
-        if idle && !self.idle_synced {
+        if idle {
+            // First idle call since a change (`idle_synced` returned above otherwise).
             self.quiet = false;
             for (s, t) in self.smoothing.iter_mut().zip(&self.targets) {
                 s.log2_freq = Smoothed::new(t.freq_hz.log2());
@@ -325,8 +326,6 @@ impl Equaliser {
                 s.log2_q = Smoothed::new(t.q.log2());
             }
             self.idle_synced = true;
-        }
-        if idle {
             self.since_redesign = 0;
         }
         idle
