@@ -236,7 +236,7 @@ fn the_engine_sanitises_its_input_once_whatever_its_first_stage() {
                 let input = salted(channels, frames, 7 + channels as u64);
                 let mut clean = input.clone();
                 clean.iter_mut().for_each(|b| ferrofx::engine::sanitize_input(b));
-                let mut a = Engine::with_options(&designed, channels, frames, options.clone());
+                let mut a = Engine::with_options(&designed, channels, frames, options);
                 let mut b = Engine::with_options(&designed, channels, frames, options);
                 let got = common::in_cuts(&input, &[frames, 333], |s, _| a.process(s));
                 let want = common::in_cuts(&clean, &[frames, 333], |s, _| b.process(s));

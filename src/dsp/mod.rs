@@ -15,9 +15,9 @@ pub mod sos;
 /// become zero (`+0.0`), every other value passes unchanged.
 #[inline(always)]
 pub fn sanitize_sample(v: f32) -> f32 {
-    // `abs() >= MIN_POSITIVE` is false for NaN, zero and subnormals.
-    let a = v.abs();
-    if a >= f32::MIN_POSITIVE && a <= f32::MAX {
+    // False for NaN (unordered), zero and subnormals (below the smallest normal) and
+    // infinities (above the largest finite).
+    if (f32::MIN_POSITIVE..=f32::MAX).contains(&v.abs()) {
         v
     } else {
         0.0

@@ -354,7 +354,7 @@ pub(super) fn wavefront_pairs_avx512<const N: usize>(
     use std::arch::x86_64::*;
     const MAX_PAIRS: usize = PAIR_SECTIONS / 2;
     let n = data.len();
-    if N % 2 != 0 || N > PAIR_SECTIONS || n < N {
+    if !N.is_multiple_of(2) || N > PAIR_SECTIONS || n < N {
         for t in 0..n + N - 1 {
             masked_iteration::<4, N, 1, Fused>(c, s1, s2, data, t);
         }

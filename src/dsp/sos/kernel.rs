@@ -233,7 +233,7 @@ fn wave_chunk<const L: usize, const N: usize>(
             (Wave::Avx512, 1) if N <= 8 => run_wave!(1, avx512::section_lanes_avx512::<1, N>),
             (Wave::Avx512, 2) if N <= 4 => run_wave!(2, avx512::section_lanes_avx512::<2, N>),
             (Wave::Avx512, 8) => run_wave!(8, avx512::wavefront_avx512::<N>),
-            (Wave::Avx512, 4) if N % 2 == 0 && N <= avx512::PAIR_SECTIONS => run_wave!(4, avx512::wavefront_pairs_avx512::<N>),
+            (Wave::Avx512, 4) if N.is_multiple_of(2) && N <= avx512::PAIR_SECTIONS => run_wave!(4, avx512::wavefront_pairs_avx512::<N>),
             (Wave::Avx512 | Wave::Avx2, 4) => run_wave!(4, avx2::wavefront_avx2::<N>),
             _ => false,
         }
@@ -596,6 +596,7 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
 /// the cascade is latency-bound, so narrow vectors cost the same per frame and save
 /// the conversion of empty lanes.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)] // one call's view of the cascade, as the entry points pass it
 pub(super) fn process_all<const LMAX: usize, const M: usize, A: MulAdd>(
     wave: Wave,
     coefs: &[SosCoefs],
