@@ -244,8 +244,9 @@ impl SvfCascade {
             let to = match targets.get(k) {
                 Some(sos) => SvfCoefs::from_sos(sos),
                 // Identity at rest staying identity: `refresh` would end its glide at
-                // once (the slot does not run), so there is nothing to glide.
-                None if self.coefs[slot] == self.identity && self.left[slot] == 0 => continue,
+                // once (the slot does not run), so there is nothing to glide. (`quiet`
+                // implies it and is one flag: most of a band's slots are such.)
+                None if self.quiet[slot] || (self.coefs[slot] == self.identity && self.left[slot] == 0) => continue,
                 None => self.identity,
             };
             self.target[slot] = to;
