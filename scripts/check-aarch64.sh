@@ -38,7 +38,10 @@ export RUSTFLAGS="${RUSTFLAGS:-} -D warnings -C target-feature=+crt-static"
 # native runs). Three tests need a worker thread to keep pace with wall-clock deadlines
 # (to reach its job 300, or to return most blocks on time), which emulation (10-50x
 # slower) cannot promise; under qemu their output-equality assertions passed and only
-# the pace checks failed. They run natively in CI.
+# the pace checks failed. They run natively in CI. Two more tests' pace checks (the worker
+# returning a quarter of the blocks, or 50 before the first retune) are switched off here
+# by FERROFX_PACE_UNCHECKED; their output-equality checks still run.
+export FERROFX_PACE_UNCHECKED=1
 cargo test -p ferrofx --target aarch64-unknown-linux-gnu --lib --tests "$@" -- \
     --skip on_time_jobs_give_the_cpu_stream_one_block_late \
     --skip a_worker_that_dies_midway_leaves_a_cpu_only_stream \

@@ -211,9 +211,10 @@ impl Engine {
         let used = buffers.len().min(self.channels);
         let buffers = &mut buffers[..used];
         let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
-        // A first cascade sanitises the input as it reads it (the same bits, one pass over
-        // the audio fewer); a first FIR needs a pass of its own.
-        let fused = matches!(self.processors.first(), Some(Processor::Sos(_)));
+        // A first cascade on the AVX2 or AVX-512 kernels sanitises the input as it reads it
+        // (the same bits, one pass over the audio fewer; measured faster there); a first
+        // FIR, or the portable kernel, takes a pass of its own.
+        let fused = matches!(self.processors.first(), Some(Processor::Sos(s)) if s.isa() != crate::dsp::sos::Isa::Portable);
         if !fused {
             for buf in buffers.iter_mut() {
                 sanitize_input(&mut buf[..frames]);
@@ -221,7 +222,7 @@ impl Engine {
         }
         for (i, (p, segments)) in self.processors.iter_mut().zip(self.segments.iter_mut()).enumerate() {
             match p {
-                Processor::Sos(s) if i == 0 => {
+                Processor::Sos(s) if i == 0 && fused => {
                     if !segments.as_mut().is_some_and(|seg| seg.process_sanitized(s, buffers, frames)) {
                         s.process_sanitized(buffers, frames)
                     }

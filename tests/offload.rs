@@ -239,7 +239,21 @@ fn retuned_coefficients_change_both_sides_at_the_same_block() {
     assert_ne!(out, expected(&s));
     assert_eq!(updates.load(std::sync::atomic::Ordering::Relaxed), RETUNES.len(), "the worker takes every design");
     let st = off.stats();
-    assert!(!off.worker_lost() && st.offloaded > st.blocks / 4, "{st:?}");
+    assert!(!off.worker_lost(), "{st:?}");
+    if pace_checked() {
+        assert!(st.offloaded > st.blocks / 4, "{st:?}");
+    }
+}
+
+/// Whether the tests check the worker's wall-clock pace: not where `FERROFX_PACE_UNCHECKED`
+/// is set (`scripts/check-aarch64.sh`: under emulation the worker cannot keep it; the
+/// output checks still run).
+fn pace_checked() -> bool {
+    let checked = std::env::var_os("FERROFX_PACE_UNCHECKED").is_none();
+    if !checked {
+        println!("pace not checked (FERROFX_PACE_UNCHECKED)");
+    }
+    checked
 }
 
 #[test]
@@ -278,7 +292,10 @@ fn a_declined_retune_ends_the_worker_and_the_cpu_carries_on_exactly() {
     // The first retune ended the worker; the CPU side took it and every later one.
     assert_eq!(taken.len(), RETUNES.len(), "{taken:?}");
     assert_eq!(out, expected_retuned(&taken));
-    assert!(off.stats().offloaded > 50, "{:?}", off.stats());
+    // The worker's pace before the first retune (wall clock).
+    if pace_checked() {
+        assert!(off.stats().offloaded > 50, "{:?}", off.stats());
+    }
     assert!(off.take_retired().is_some(), "the last design, taken without a worker, waits to be freed");
 }
 

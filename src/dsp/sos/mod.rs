@@ -289,8 +289,8 @@ impl SosCascade {
     /// [`crate::dsp::sanitize_sample`] (NaN, infinities and subnormals to zero), in the
     /// same pass that reads it into the cascade: the result is bit for bit
     /// `engine::sanitize_input` on each of the first `channels` buffers, then
-    /// [`SosCascade::process`]. The engine filters its input this way when a cascade is
-    /// its first stage (one pass over the audio fewer).
+    /// [`SosCascade::process`]. The engine filters its input this way when a cascade on
+    /// the AVX2 or AVX-512 kernels is its first stage (one pass over the audio fewer).
     pub fn process_sanitized(&mut self, buffers: &mut [&mut [f32]], frames: usize) {
         self.run(buffers, 0, frames, true);
     }
