@@ -222,14 +222,10 @@ impl Engine {
         }
         for (i, (p, segments)) in self.processors.iter_mut().zip(self.segments.iter_mut()).enumerate() {
             match p {
-                Processor::Sos(s) if i == 0 && fused => {
-                    if !segments.as_mut().is_some_and(|seg| seg.process_sanitized(s, buffers, frames)) {
-                        s.process_sanitized(buffers, frames)
-                    }
-                }
                 Processor::Sos(s) => {
-                    if !segments.as_mut().is_some_and(|seg| seg.process(s, buffers, frames)) {
-                        s.process(buffers, frames)
+                    let clean = i == 0 && fused;
+                    if !segments.as_mut().is_some_and(|seg| seg.run(s, buffers, frames, clean)) {
+                        s.run(buffers, 0, frames, clean)
                     }
                 }
                 Processor::Fir(f) => f.process(buffers, frames),

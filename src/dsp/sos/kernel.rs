@@ -565,15 +565,10 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
             t0 += n;
             continue;
         }
-        #[cfg(target_arch = "x86_64")]
-        let m = match (wave, L) {
-            (_, 1) => M,
-            // Four channels with AVX-512: two sections per vector, three pairs a chunk.
-            (Wave::Avx512, 4) => avx512::PAIR_SECTIONS,
-            _ => M.min(4),
-        };
-        #[cfg(not(target_arch = "x86_64"))]
         let m = if L == 1 { M } else { M.min(4) };
+        // Four channels with AVX-512: two sections per vector, three pairs a chunk.
+        #[cfg(target_arch = "x86_64")]
+        let m = if wave == Wave::Avx512 && L == 4 { avx512::PAIR_SECTIONS } else { m };
         for (ci, chunk) in coefs.chunks(m).enumerate() {
             let first_section = ci * m;
             macro_rules! run {

@@ -134,15 +134,11 @@ impl Segments {
         self.run(main, buffers, frames, false)
     }
 
-    /// [`Segments::process`] on input that first goes through
+    /// [`Segments::process`], or with `clean` on input that first goes through
     /// [`crate::dsp::sanitize_sample`], applied as each piece reads it (the same bits as a
-    /// pass of its own before; see [`SosCascade::process_sanitized`]). Returns `false`,
-    /// having done nothing (the input not sanitised either), like [`Segments::process`].
-    pub fn process_sanitized(&mut self, main: &mut SosCascade, buffers: &mut [&mut [f32]], frames: usize) -> bool {
-        self.run(main, buffers, frames, true)
-    }
-
-    fn run(&mut self, main: &mut SosCascade, buffers: &mut [&mut [f32]], frames: usize, clean: bool) -> bool {
+    /// pass of its own before; see [`SosCascade::process_sanitized`]). A `false` return
+    /// means nothing was done, the input not sanitised either.
+    pub(crate) fn run(&mut self, main: &mut SosCascade, buffers: &mut [&mut [f32]], frames: usize, clean: bool) -> bool {
         let s = self.segments_for(frames);
         let used = buffers.len().min(self.channels);
         if s < 2 || used == 0 || main.sections() == 0 || used * s > MAX_SEGMENT_LANES {
