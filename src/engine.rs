@@ -224,7 +224,7 @@ impl Engine {
             match p {
                 Processor::Sos(s) => {
                     let clean = i == 0 && fused;
-                    if !segments.as_mut().is_some_and(|seg| seg.run(s, buffers, frames, clean)) {
+                    if !segments.as_mut().is_some_and(|seg| seg.process(s, buffers, frames, clean)) {
                         s.run(buffers, 0, frames, clean)
                     }
                 }

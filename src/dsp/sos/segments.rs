@@ -128,17 +128,12 @@ impl Segments {
     }
 
     /// Filters `frames` frames of `buffers` (at most `main`'s channels) through `main`,
-    /// segmented. Returns `false`, having done nothing, when the block is too short for
-    /// this cascade's warm-up; the caller then runs `main` as usual.
-    pub fn process(&mut self, main: &mut SosCascade, buffers: &mut [&mut [f32]], frames: usize) -> bool {
-        self.run(main, buffers, frames, false)
-    }
-
-    /// [`Segments::process`], or with `clean` on input that first goes through
+    /// segmented; with `clean`, on input that first goes through
     /// [`crate::dsp::sanitize_sample`], applied as each piece reads it (the same bits as a
-    /// pass of its own before; see [`SosCascade::process_sanitized`]). A `false` return
-    /// means nothing was done, the input not sanitised either.
-    pub(crate) fn run(&mut self, main: &mut SosCascade, buffers: &mut [&mut [f32]], frames: usize, clean: bool) -> bool {
+    /// pass of its own before; see [`SosCascade::process_sanitized`]). Returns `false`,
+    /// having done nothing (the input not sanitised either), when the block is too short
+    /// for this cascade's warm-up; the caller then runs `main` as usual.
+    pub fn process(&mut self, main: &mut SosCascade, buffers: &mut [&mut [f32]], frames: usize, clean: bool) -> bool {
         let s = self.segments_for(frames);
         let used = buffers.len().min(self.channels);
         if s < 2 || used == 0 || main.sections() == 0 || used * s > MAX_SEGMENT_LANES {
