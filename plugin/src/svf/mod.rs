@@ -33,7 +33,8 @@ pub use coefs::SvfCoefs;
 
 use ferrofx::design::Sos;
 use ferrofx::dsp::sos::SosCoefs;
-use process::{PieceCoefs, PIECE};
+use ferrofx::dsp::simd::Isa;
+use process::{PieceCoefs, WaveCoefs, PIECE, WAVE};
 
 /// One band's place in the processing order: its live slots that run, and while it
 /// switches, the slots of the design it fades to.
@@ -114,6 +115,10 @@ pub struct SvfCascade {
     incoming_work: Vec<[f64; PIECE]>,
     /// The slot being filtered's coefficients per frame.
     piece_coefs: Box<PieceCoefs>,
+    /// A wavefront's coefficients per step.
+    wave_coefs: Box<WaveCoefs>,
+    /// The wavefront's kernel (detected at construction).
+    isa: Isa,
     /// The identity section in SVF form.
     identity: SvfCoefs,
     /// Slots known to be identity at rest with a clear state (so `refresh` passes them
@@ -146,6 +151,8 @@ impl SvfCascade {
             work: vec![[0.0; PIECE]; channels],
             incoming_work: vec![[0.0; PIECE]; channels],
             piece_coefs: Box::new(PieceCoefs::default()),
+            wave_coefs: Box::new([[[0.0; WAVE]; 6]; PIECE + WAVE - 1]),
+            isa: Isa::detect(),
             identity,
             quiet: vec![true; slots],
         }

@@ -4,6 +4,7 @@
 use super::*;
 use ferrofx::design::rbj::biquad;
 use ferrofx::design::BiquadKind;
+use ferrofx::dsp::simd::Isa;
 use ferrofx_testkit::Rng;
 
 /// A random stable section of the kinds the equaliser designs (or identity).
@@ -94,13 +95,16 @@ impl SvfCascade {
 /// states), and `refresh` passing over quiet slots equals it looking at every slot,
 /// through seeded random glides of every length, switches with their
 /// cross-fades, fades ending, identity slots, blocks of 1 to 200 frames at any offset,
-/// and one to three channels (an odd one runs alone).
+/// one to three channels (an odd one runs alone), cascades of 1 to 20 running slots (so
+/// wavefronts of every size, and single slots beside them) and every wavefront kernel
+/// this CPU runs.
 #[test]
 fn pieces_equal_the_frame_by_frame_order() {
-    let (bands, per_band) = (6, 3);
-    for channels in 1..=3 {
-        let mut rng = Rng::new(0x5eed_0000 + channels as u64);
+    let isas = [Isa::Portable, Isa::Avx2, Isa::Avx512].into_iter().filter(|isa| isa.is_supported());
+    for (isa, (bands, per_band), channels) in isas.flat_map(|isa| [(6, 3), (20, 1)].into_iter().flat_map(move |layout| (1..=3).map(move |ch| (isa, layout, ch)))) {
+        let mut rng = Rng::new(0x5eed_0000 + channels as u64 + 16 * bands as u64);
         let mut a = SvfCascade::new(bands, per_band, channels);
+        a.isa = isa;
         let mut b = SvfCascade::new(bands, per_band, channels);
         for band in 0..bands {
             let d = design(&mut rng, per_band);
@@ -140,10 +144,10 @@ fn pieces_equal_the_frame_by_frame_order() {
             b.process_at_frame_by_frame(&mut yb.iter_mut().map(|v| &mut v[..]).collect::<Vec<_>>(), offset, frames);
             for (c, (p, q)) in ya.iter().zip(&yb).enumerate() {
                 for (i, (x, y)) in p.iter().zip(q).enumerate() {
-                    assert_eq!(x.to_bits(), y.to_bits(), "{channels} ch, round {round}, channel {c}, frame {i}: {x} vs {y}");
+                    assert_eq!(x.to_bits(), y.to_bits(), "{isa:?}, {bands} bands, {channels} ch, round {round}, channel {c}, frame {i}: {x} vs {y}");
                 }
             }
-            assert!(a.state.iter().zip(&b.state).all(|(s, t)| s[0].to_bits() == t[0].to_bits() && s[1].to_bits() == t[1].to_bits()), "{channels} ch, round {round}: states differ");
+            assert!(a.state.iter().zip(&b.state).all(|(s, t)| s[0].to_bits() == t[0].to_bits() && s[1].to_bits() == t[1].to_bits()), "{isa:?}, {bands} bands, {channels} ch, round {round}: states differ");
             assert_eq!((a.gliding, a.fading, a.interpolating()), (b.gliding, b.fading, b.interpolating()), "round {round}");
             checked += frames * channels;
         }
