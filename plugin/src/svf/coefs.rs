@@ -34,6 +34,18 @@ impl SvfCoefs {
         SvfCoefs { g, k, m0, m1: p * d0 / g, m2: q * d0 / (g * g) }
     }
 
+    /// `[g, k, m0, m1, m2]` (for the x86-64 wavefront kernels).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) fn to_array(self) -> [f64; 5] {
+        [self.g, self.k, self.m0, self.m1, self.m2]
+    }
+
+    /// From `[g, k, m0, m1, m2]`.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) fn from_array([g, k, m0, m1, m2]: [f64; 5]) -> SvfCoefs {
+        SvfCoefs { g, k, m0, m1, m2 }
+    }
+
     pub(super) fn lerp_step(from: &SvfCoefs, to: &SvfCoefs, steps: f64) -> SvfCoefs {
         SvfCoefs {
             g: (to.g - from.g) / steps,

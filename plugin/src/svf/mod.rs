@@ -26,6 +26,8 @@
 
 mod coefs;
 mod process;
+#[cfg(target_arch = "x86_64")]
+mod wave;
 #[cfg(test)]
 mod tests;
 
@@ -33,8 +35,9 @@ pub use coefs::SvfCoefs;
 
 use ferrofx::design::Sos;
 use ferrofx::dsp::sos::SosCoefs;
+#[cfg(target_arch = "x86_64")]
 use ferrofx::dsp::simd::Isa;
-use process::{PieceCoefs, WaveCoefs, PIECE, WAVE};
+use process::{PieceCoefs, PIECE};
 
 /// One band's place in the processing order: its live slots that run, and while it
 /// switches, the slots of the design it fades to.
@@ -116,9 +119,11 @@ pub struct SvfCascade {
     /// The slot being filtered's coefficients per frame.
     piece_coefs: Box<PieceCoefs>,
     /// A wavefront's coefficients per step.
-    wave_coefs: Box<WaveCoefs>,
-    /// The wavefront's kernel (detected at construction).
-    isa: Isa,
+    #[cfg(target_arch = "x86_64")]
+    wave_coefs: Box<wave::WaveCoefs>,
+    /// The wavefront kernel this CPU runs, if any (`wave.rs`; detected at construction).
+    #[cfg(target_arch = "x86_64")]
+    wave_kernel: Option<wave::WaveKernel>,
     /// The identity section in SVF form.
     identity: SvfCoefs,
     /// Slots known to be identity at rest with a clear state (so `refresh` passes them
@@ -151,8 +156,10 @@ impl SvfCascade {
             work: vec![[0.0; PIECE]; channels],
             incoming_work: vec![[0.0; PIECE]; channels],
             piece_coefs: Box::new(PieceCoefs::default()),
-            wave_coefs: Box::new([[[0.0; WAVE]; 6]; PIECE + WAVE - 1]),
-            isa: Isa::detect(),
+            #[cfg(target_arch = "x86_64")]
+            wave_coefs: Box::new([[[0.0; wave::WAVE]; 6]; PIECE + wave::WAVE - 1]),
+            #[cfg(target_arch = "x86_64")]
+            wave_kernel: wave::WaveKernel::for_isa(Isa::detect()),
             identity,
             quiet: vec![true; slots],
         }

@@ -1,0 +1,325 @@
+//! The wavefront kernels of the automated path (x86-64 with AVX2 or AVX-512): a
+//! stretch of the cascade's slots, up to [`WAVE`] at once, slot `j` in vector lane `j`
+//! and `j` frames behind slot 0. At each step every lane filters its own frame and hands
+//! its output to the next lane for the next step, so the chain of dependent operations
+//! covers eight slots per step where one slot at a time waited on each frame's
+//! recurrence. Per frame and slot the arithmetic is [`super::process::step`]'s and the
+//! glide's sums are [`SvfCascade::frame_coefs`]'s, in the same order, so the output is
+//! the same bit for bit (the piece-wise test holds every kernel to the frame-by-frame
+//! order). No allocation.
+
+use super::process::PIECE;
+use super::{SvfCascade, SvfCoefs};
+use ferrofx::dsp::simd::Isa;
+use std::arch::x86_64::*;
+
+/// Slots filtered at once in a wavefront ([`SvfCascade::run_wave`]): one per float64 vector
+/// lane (one AVX-512 vector, two AVX2 ones).
+pub(super) const WAVE: usize = 8;
+
+/// A wavefront's coefficients for each step of a piece, `[step][row][lane]`, the rows
+/// `a1, a2, a3, m0, m1, m2` (lane `j` at step `t`: its slot's for frame `t - j`).
+pub(super) type WaveCoefs = [[[f64; WAVE]; 6]; PIECE + WAVE - 1];
+
+/// The wavefront kernels; `None` from [`WaveKernel::for_isa`] where the CPU has neither
+/// (the portable path then runs a slot at a time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WaveKernel {
+    Avx2,
+    Avx512,
+}
+
+impl WaveKernel {
+    pub(super) fn for_isa(isa: Isa) -> Option<WaveKernel> {
+        match isa.or_portable() {
+            Isa::Avx512 => Some(WaveKernel::Avx512),
+            Isa::Avx2 => Some(WaveKernel::Avx2),
+            Isa::Portable => None,
+        }
+    }
+}
+
+impl SvfCascade {
+    /// Runs the `size` slots `run_slots[first..first + size]` (`2 <= size <= WAVE`) over
+    /// `n` frames of `work` as one wavefront on `kernel`: first the glides' coefficients
+    /// for every step, then the filter, a pair of channels at a time.
+    pub(super) fn run_wave(&mut self, kernel: WaveKernel, first: usize, size: usize, channels: usize, n: usize) {
+        let mut lanes = [usize::MAX; WAVE];
+        lanes[..size].copy_from_slice(&self.run_slots[first..first + size]);
+        self.wave_coefs(kernel, &lanes[..size], n);
+        let slots = self.slots();
+        for (p, chunk) in self.work[..channels].chunks_mut(2).enumerate() {
+            match chunk {
+                [w0, w1] => filter_wave(kernel, &self.wave_coefs, [w0, w1], &mut self.state, [2 * p * slots, (2 * p + 1) * slots], &lanes, size, n),
+                [w0] => filter_wave(kernel, &self.wave_coefs, [w0], &mut self.state, [2 * p * slots], &lanes, size, n),
+                _ => {}
+            }
+        }
+    }
+
+    /// Writes the wavefront's coefficients for each of its `n + lanes.len() - 1` steps
+    /// into `wave_coefs` (lane `j` at step `t` holds slot `lanes[j]`'s for frame `t - j`)
+    /// and moves the slots' glides on by `n` frames, as [`SvfCascade::frame_coefs`] does
+    /// for one slot.
+    fn wave_coefs(&mut self, kernel: WaveKernel, lanes: &[usize], n: usize) {
+        let mut glide = WaveGlide::idle(self.identity);
+        for (j, &slot) in lanes.iter().enumerate() {
+            (glide.fixed[0][j], glide.fixed[1][j], glide.fixed[2][j]) = self.derived[slot];
+            for (r, v) in self.coefs[slot].to_array().into_iter().enumerate() {
+                (glide.at[r][j], glide.target[r][j]) = (v, v);
+            }
+            if self.left[slot] == 0 {
+                continue;
+            }
+            let steps = n.min(self.left[slot] - 1);
+            for (r, (d, to)) in self.step[slot].to_array().into_iter().zip(self.target[slot].to_array()).enumerate() {
+                (glide.step[r][j], glide.target[r][j]) = (d, to);
+            }
+            glide.steps[j] = steps as f64;
+            glide.gliding[j] = 1.0;
+            if steps < n {
+                self.left[slot] = 0;
+                self.gliding -= 1;
+            } else {
+                self.left[slot] -= steps;
+            }
+        }
+        wave_glide(kernel, &mut glide, &mut self.wave_coefs, lanes.len(), n);
+        for (j, &slot) in lanes.iter().enumerate() {
+            if glide.gliding[j] != 0.0 {
+                let at = SvfCoefs::from_array(glide.at.map(|row| row[j]));
+                self.coefs[slot] = at;
+                // The last frame's update coefficients: the same operations on the same
+                // values as the wavefront's.
+                self.derived[slot] = at.update_coefs();
+            }
+        }
+    }
+}
+
+/// A wavefront's glides for one piece, per lane: where each glide is (`at`: `g, k, m0, m1,
+/// m2`), its step, its target, how many of the piece's frames step (`steps`; from then on
+/// the target), whether the lane glides at all (1.0) and, where not, its fixed update
+/// coefficients. Numbers in float64 lanes so that each step's choices are vector compares.
+pub(super) struct WaveGlide {
+    at: [[f64; WAVE]; 5],
+    step: [[f64; WAVE]; 5],
+    target: [[f64; WAVE]; 5],
+    steps: [f64; WAVE],
+    gliding: [f64; WAVE],
+    fixed: [[f64; WAVE]; 3],
+}
+
+impl WaveGlide {
+    /// Every lane the identity section, not gliding (what unused lanes keep).
+    fn idle(identity: SvfCoefs) -> WaveGlide {
+        let q = [identity.g, identity.k, identity.m0, identity.m1, identity.m2];
+        let (a1, a2, a3) = identity.update_coefs();
+        WaveGlide {
+            at: q.map(|v| [v; WAVE]),
+            step: [[0.0; WAVE]; 5],
+            target: q.map(|v| [v; WAVE]),
+            steps: [0.0; WAVE],
+            gliding: [0.0; WAVE],
+            fixed: [[a1; WAVE], [a2; WAVE], [a3; WAVE]],
+        }
+    }
+}
+
+/// [`wave_glide_body`] compiled for `kernel`'s instruction set.
+#[inline]
+fn wave_glide(kernel: WaveKernel, glide: &mut WaveGlide, out: &mut WaveCoefs, size: usize, n: usize) {
+    #[target_feature(enable = "avx512f,avx512vl,avx2")]
+    unsafe fn avx512(glide: &mut WaveGlide, out: &mut WaveCoefs, size: usize, n: usize) {
+        wave_glide_body(glide, out, size, n)
+    }
+    #[target_feature(enable = "avx2")]
+    unsafe fn avx2(glide: &mut WaveGlide, out: &mut WaveCoefs, size: usize, n: usize) {
+        wave_glide_body(glide, out, size, n)
+    }
+    match kernel {
+        // SAFETY: a `WaveKernel` comes from `for_isa`, which checks that this CPU runs it.
+        WaveKernel::Avx512 => unsafe { avx512(glide, out, size, n) },
+        // SAFETY: as above.
+        WaveKernel::Avx2 => unsafe { avx2(glide, out, size, n) },
+    }
+}
+
+/// The glides of a wavefront's lanes through steps `0..n + size - 1`: lane `j` at step
+/// `t` is at frame `f = t - j`; frames `0..steps` add the step, frames `steps..n` hold the
+/// target (the glide's last frame lands on it exactly), as [`SvfCascade::frame_coefs`]
+/// does frame by frame; then the update coefficients of [`SvfCoefs::update_coefs`] (or
+/// the fixed ones of a lane that does not glide).
+#[inline(always)]
+fn wave_glide_body(glide: &mut WaveGlide, out: &mut WaveCoefs, size: usize, n: usize) {
+    // Local copies, so that the lanes stay in registers from step to step.
+    let (mut at, step, target, steps, gliding, fixed) = (glide.at, glide.step, glide.target, glide.steps, glide.gliding, glide.fixed);
+    let n_f = n as f64;
+    for (t, row) in out.iter_mut().enumerate().take(n + size - 1) {
+        let t_f = t as f64;
+        let mut add = [false; WAVE];
+        let mut land = [false; WAVE];
+        for j in 0..WAVE {
+            // `&`, not `&&`: no branch, so the lanes vectorise.
+            let f = t_f - j as f64;
+            add[j] = (f >= 0.0) & (f < steps[j]);
+            land[j] = (f >= steps[j]) & (f < n_f);
+        }
+        for r in 0..5 {
+            for j in 0..WAVE {
+                let (now, added, to) = (at[r][j], at[r][j] + step[r][j], target[r][j]);
+                let v = if add[j] { added } else { now };
+                at[r][j] = if land[j] { to } else { v };
+            }
+        }
+        let mut a = [[0.0f64; WAVE]; 3];
+        for j in 0..WAVE {
+            let g = at[0][j];
+            a[0][j] = 1.0 / (1.0 + g * (g + at[1][j]));
+            a[1][j] = g * a[0][j];
+            a[2][j] = g * a[1][j];
+        }
+        for r in 0..3 {
+            for j in 0..WAVE {
+                row[r][j] = if gliding[j] == 0.0 { fixed[r][j] } else { a[r][j] };
+            }
+        }
+        row[3] = at[2];
+        row[4] = at[3];
+        row[5] = at[4];
+    }
+    glide.at = at;
+}
+
+/// A wavefront of `size` slots (`lanes`) over `n` frames of `M` channels (`bases`: each
+/// channel's first state index) on `kernel`: at step `t` lane `j` filters frame `t - j`
+/// with [`super::process::step`]'s operations in its order, its input the lane before's
+/// output of the step before (lane 0: the piece's frame `t`), and keeps its state where
+/// that frame is outside the piece (before its first frame, after its last, or an unused
+/// lane). Lane `size - 1`'s output is the group's, written back in place (to a frame
+/// already read).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn filter_wave<const M: usize>(kernel: WaveKernel, c: &WaveCoefs, work: [&mut [f64; PIECE]; M], state: &mut [[f64; 2]], bases: [usize; M], lanes: &[usize; WAVE], size: usize, n: usize) {
+    // The group's states into lanes (unused lanes: zero, never written back).
+    let mut s = [[[0.0f64; WAVE]; 2]; M];
+    for (s, &base) in s.iter_mut().zip(&bases) {
+        for (j, &slot) in lanes.iter().enumerate().take(size) {
+            [s[0][j], s[1][j]] = state[base + slot];
+        }
+    }
+    match kernel {
+        // SAFETY: a `WaveKernel` comes from `for_isa`, which checks that this CPU runs it.
+        WaveKernel::Avx512 => unsafe { filter_wave_avx512(c, work, &mut s, size, n) },
+        // SAFETY: as above.
+        WaveKernel::Avx2 => unsafe { filter_wave_avx2(c, work, &mut s, size, n) },
+    }
+    for (s, &base) in s.iter().zip(&bases) {
+        for (j, &slot) in lanes.iter().enumerate().take(size) {
+            state[base + slot] = [s[0][j], s[1][j]];
+        }
+    }
+}
+
+/// The lanes of a wavefront step that filter a frame of the piece: lane `j` where
+/// `0 <= t - j < n` and `j < size`, as a bit mask.
+#[inline(always)]
+fn active_lanes(t: usize, size: usize, n: usize) -> u8 {
+    let first = (t + 1).saturating_sub(n);
+    let last = t.min(size - 1);
+    (((1u32 << (last + 1)) - 1) & !((1u32 << first) - 1)) as u8
+}
+
+/// [`filter_wave`] in one AVX-512 vector per channel: the lane shift one `valignq`,
+/// the kept states a masked subtraction; the same operations in the same order, so the
+/// same bits.
+#[target_feature(enable = "avx512f,avx512vl,avx2")]
+unsafe fn filter_wave_avx512<const M: usize>(c: &WaveCoefs, work: [&mut [f64; PIECE]; M], states: &mut [[[f64; WAVE]; 2]; M], size: usize, n: usize) {
+    // SAFETY (every block below): the loads and stores are of whole `[f64; 8]` arrays
+    // through their own pointers; the rest computes on registers.
+    let mut s0: [__m512d; M] = std::array::from_fn(|ch| unsafe { _mm512_loadu_pd(states[ch][0].as_ptr()) });
+    let mut s1: [__m512d; M] = std::array::from_fn(|ch| unsafe { _mm512_loadu_pd(states[ch][1].as_ptr()) });
+    let mut y = [_mm512_setzero_pd(); M];
+    let two = _mm512_set1_pd(2.0);
+    let out_lane = _mm512_set1_epi64(size as i64 - 1);
+    for (t, row) in c.iter().enumerate().take(n + size - 1) {
+        let active = active_lanes(t, size, n);
+        let [a1, a2, a3, m0, m1, m2] = row.each_ref().map(|r| unsafe { _mm512_loadu_pd(r.as_ptr()) });
+        for ch in 0..M {
+            let input = if t < n { work[ch][t] } else { 0.0 };
+            // [input, y0, .., y6]: each lane takes the lane before's output.
+            let x = _mm512_castsi512_pd(_mm512_alignr_epi64::<7>(_mm512_castpd_si512(y[ch]), _mm512_castpd_si512(_mm512_set1_pd(input))));
+            let (p, q) = (s0[ch], s1[ch]);
+            let v3 = _mm512_sub_pd(x, q);
+            let v1 = _mm512_add_pd(_mm512_mul_pd(a1, p), _mm512_mul_pd(a2, v3));
+            let v2 = _mm512_add_pd(_mm512_add_pd(q, _mm512_mul_pd(a2, p)), _mm512_mul_pd(a3, v3));
+            s0[ch] = _mm512_mask_sub_pd(p, active, _mm512_mul_pd(two, v1), p);
+            s1[ch] = _mm512_mask_sub_pd(q, active, _mm512_mul_pd(two, v2), q);
+            y[ch] = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(m0, x), _mm512_mul_pd(m1, v1)), _mm512_mul_pd(m2, v2));
+            if t + 1 >= size {
+                work[ch][t + 1 - size] = _mm512_cvtsd_f64(_mm512_permutexvar_pd(out_lane, y[ch]));
+            }
+        }
+    }
+    for ch in 0..M {
+        unsafe {
+            _mm512_storeu_pd(states[ch][0].as_mut_ptr(), s0[ch]);
+            _mm512_storeu_pd(states[ch][1].as_mut_ptr(), s1[ch]);
+        }
+    }
+}
+
+/// [`filter_wave`] in two AVX2 vectors per channel (lanes 0-3 and 4-7): the lane
+/// shift a rotation of each half and a blend, the kept states a blend; the same
+/// operations in the same order, so the same bits.
+#[target_feature(enable = "avx2")]
+unsafe fn filter_wave_avx2<const M: usize>(c: &WaveCoefs, work: [&mut [f64; PIECE]; M], states: &mut [[[f64; WAVE]; 2]; M], size: usize, n: usize) {
+    /// Four lanes' bits as a blend mask.
+    #[inline(always)]
+    unsafe fn lanes(bits: u8) -> __m256d {
+        let b = i64::from(bits);
+        _mm256_castsi256_pd(_mm256_set_epi64x(-(b >> 3 & 1), -(b >> 2 & 1), -(b >> 1 & 1), -(b & 1)))
+    }
+    // SAFETY (every block below): the loads and stores are of whole `[f64; 8]` arrays
+    // (as two halves) through their own pointers; the rest computes on registers.
+    let load = |v: &[f64; WAVE]| unsafe { [_mm256_loadu_pd(v.as_ptr()), _mm256_loadu_pd(v.as_ptr().add(4))] };
+    let mut s0: [[__m256d; 2]; M] = std::array::from_fn(|ch| load(&states[ch][0]));
+    let mut s1: [[__m256d; 2]; M] = std::array::from_fn(|ch| load(&states[ch][1]));
+    let mut y = [[_mm256_setzero_pd(); 2]; M];
+    let two = _mm256_set1_pd(2.0);
+    // The output lane: its half, and its place in that half as two 32-bit indices.
+    let (out_half, out_at) = ((size - 1) / 4, ((size - 1) % 4) as i32);
+    let out_index = _mm256_setr_epi32(2 * out_at, 2 * out_at + 1, 0, 0, 0, 0, 0, 0);
+    for (t, row) in c.iter().enumerate().take(n + size - 1) {
+        let active = active_lanes(t, size, n);
+        let active = [lanes(active & 15), lanes(active >> 4)];
+        let [a1, a2, a3, m0, m1, m2] = row.each_ref().map(load);
+        for ch in 0..M {
+            let input = if t < n { work[ch][t] } else { 0.0 };
+            // [input, y0, .., y6]: each lane takes the lane before's output.
+            let rot = [_mm256_permute4x64_pd::<0b10_01_00_11>(y[ch][0]), _mm256_permute4x64_pd::<0b10_01_00_11>(y[ch][1])];
+            let x = [_mm256_blend_pd::<0b0001>(rot[0], _mm256_set1_pd(input)), _mm256_blend_pd::<0b0001>(rot[1], rot[0])];
+            for h in 0..2 {
+                let (p, q) = (s0[ch][h], s1[ch][h]);
+                let v3 = _mm256_sub_pd(x[h], q);
+                let v1 = _mm256_add_pd(_mm256_mul_pd(a1[h], p), _mm256_mul_pd(a2[h], v3));
+                let v2 = _mm256_add_pd(_mm256_add_pd(q, _mm256_mul_pd(a2[h], p)), _mm256_mul_pd(a3[h], v3));
+                s0[ch][h] = _mm256_blendv_pd(p, _mm256_sub_pd(_mm256_mul_pd(two, v1), p), active[h]);
+                s1[ch][h] = _mm256_blendv_pd(q, _mm256_sub_pd(_mm256_mul_pd(two, v2), q), active[h]);
+                y[ch][h] = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(m0[h], x[h]), _mm256_mul_pd(m1[h], v1)), _mm256_mul_pd(m2[h], v2));
+            }
+            if t + 1 >= size {
+                let out = _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(y[ch][out_half]), out_index));
+                work[ch][t + 1 - size] = _mm256_cvtsd_f64(out);
+            }
+        }
+    }
+    for ch in 0..M {
+        unsafe {
+            _mm256_storeu_pd(states[ch][0].as_mut_ptr(), s0[ch][0]);
+            _mm256_storeu_pd(states[ch][0].as_mut_ptr().add(4), s0[ch][1]);
+            _mm256_storeu_pd(states[ch][1].as_mut_ptr(), s1[ch][0]);
+            _mm256_storeu_pd(states[ch][1].as_mut_ptr().add(4), s1[ch][1]);
+        }
+    }
+}
