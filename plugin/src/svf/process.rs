@@ -1,5 +1,6 @@
 //! [`SvfCascade::process_at`]: the filtering, in pieces of [`PIECE`] frames, each slot
-//! over the whole piece before the next. No allocation.
+//! over the whole piece before the next (on AVX2 and AVX-512, the slots of bands that do
+//! not cross-fade eight at a time instead, as wavefronts: `wave.rs`). No allocation.
 
 use super::SvfCascade;
 
