@@ -101,7 +101,7 @@ impl SvfCascade {
 /// m2`), its step, its target, how many of the piece's frames step (`steps`; from then on
 /// the target), whether the lane glides at all (1.0) and, where not, its fixed update
 /// coefficients. Numbers in float64 lanes so that each step's choices are vector compares.
-pub(super) struct WaveGlide {
+struct WaveGlide {
     at: [[f64; WAVE]; 5],
     step: [[f64; WAVE]; 5],
     target: [[f64; WAVE]; 5],
@@ -113,7 +113,7 @@ pub(super) struct WaveGlide {
 impl WaveGlide {
     /// Every lane the identity section, not gliding (what unused lanes keep).
     fn idle(identity: SvfCoefs) -> WaveGlide {
-        let q = [identity.g, identity.k, identity.m0, identity.m1, identity.m2];
+        let q = identity.to_array();
         let (a1, a2, a3) = identity.update_coefs();
         WaveGlide {
             at: q.map(|v| [v; WAVE]),
