@@ -95,7 +95,8 @@ pub struct SvfCascade {
     step: Vec<SvfCoefs>,
     target: Vec<SvfCoefs>,
     /// `(a1, a2, a3)` of each slot's current coefficients (kept up to date, so the
-    /// per-channel loop needs no division).
+    /// per-channel loop needs no division): always `coefs[slot].update_coefs()`, bit for
+    /// bit (the wavefronts compute it that way for slots that do not glide).
     derived: Vec<(f64, f64, f64)>,
     /// Samples left in each slot's glide.
     left: Vec<usize>,

@@ -41,30 +41,37 @@ impl WaveKernel {
 
 impl SvfCascade {
     /// Runs the `size` slots `run_slots[first..first + size]` (`2 <= size <= WAVE`) over
-    /// `n` frames of `work` as one wavefront on `kernel`: first the glides' coefficients
-    /// for every step, then the filter, a pair of channels at a time.
+    /// `n` frames of `work` as one wavefront on `kernel`, a pair of channels at a time.
+    /// The glides' coefficients for every step are computed on the way by the first
+    /// pair's filter on AVX-512 (in the shadow of its recurrence; kept for the other
+    /// pairs), beforehand on AVX2.
     pub(super) fn run_wave(&mut self, kernel: WaveKernel, first: usize, size: usize, channels: usize, n: usize) {
         let mut lanes = [usize::MAX; WAVE];
         lanes[..size].copy_from_slice(&self.run_slots[first..first + size]);
-        self.wave_coefs(kernel, &lanes[..size], n);
+        let mut glide = self.start_glides(&lanes[..size], n);
+        let fused = kernel == WaveKernel::Avx512 && channels > 0;
+        if !fused {
+            wave_glide(kernel, &mut glide, &mut self.wave_coefs, size, n);
+        }
+        let keep = channels > 2;
         let slots = self.slots();
         for (p, chunk) in self.work[..channels].chunks_mut(2).enumerate() {
+            let glide = (fused && p == 0).then_some(&mut glide);
             match chunk {
-                [w0, w1] => filter_wave(kernel, &self.wave_coefs, [w0, w1], &mut self.state, [2 * p * slots, (2 * p + 1) * slots], &lanes, size, n),
-                [w0] => filter_wave(kernel, &self.wave_coefs, [w0], &mut self.state, [2 * p * slots], &lanes, size, n),
+                [w0, w1] => filter_wave(kernel, &mut self.wave_coefs, glide, keep, [w0, w1], &mut self.state, [2 * p * slots, (2 * p + 1) * slots], &lanes, size, n),
+                [w0] => filter_wave(kernel, &mut self.wave_coefs, glide, keep, [w0], &mut self.state, [2 * p * slots], &lanes, size, n),
                 _ => {}
             }
         }
+        self.end_glides(&glide, &lanes[..size]);
     }
 
-    /// Writes the wavefront's coefficients for each of its `n + lanes.len() - 1` steps
-    /// into `wave_coefs` (lane `j` at step `t` holds slot `lanes[j]`'s for frame `t - j`)
-    /// and moves the slots' glides on by `n` frames, as [`SvfCascade::frame_coefs`] does
-    /// for one slot.
-    fn wave_coefs(&mut self, kernel: WaveKernel, lanes: &[usize], n: usize) {
+    /// The wavefront's glides for the next `n` frames (lane `j`: slot `lanes[j]`), their
+    /// slots' glides counted on by `n` frames, as [`SvfCascade::frame_coefs`] does for one
+    /// slot; [`SvfCascade::end_glides`] stores where they end.
+    fn start_glides(&mut self, lanes: &[usize], n: usize) -> WaveGlide {
         let mut glide = WaveGlide::idle(self.identity);
         for (j, &slot) in lanes.iter().enumerate() {
-            (glide.fixed[0][j], glide.fixed[1][j], glide.fixed[2][j]) = self.derived[slot];
             for (r, v) in self.coefs[slot].to_array().into_iter().enumerate() {
                 (glide.at[r][j], glide.target[r][j]) = (v, v);
             }
@@ -76,7 +83,6 @@ impl SvfCascade {
                 (glide.step[r][j], glide.target[r][j]) = (d, to);
             }
             glide.steps[j] = steps as f64;
-            glide.gliding[j] = 1.0;
             if steps < n {
                 self.left[slot] = 0;
                 self.gliding -= 1;
@@ -84,44 +90,42 @@ impl SvfCascade {
                 self.left[slot] -= steps;
             }
         }
-        wave_glide(kernel, &mut glide, &mut self.wave_coefs, lanes.len(), n);
+        glide
+    }
+
+    /// Stores where the wavefront's glides ended (after the piece's steps; a lane that
+    /// does not glide stays where it was).
+    fn end_glides(&mut self, glide: &WaveGlide, lanes: &[usize]) {
         for (j, &slot) in lanes.iter().enumerate() {
-            if glide.gliding[j] != 0.0 {
-                let at = SvfCoefs::from_array(glide.at.map(|row| row[j]));
-                self.coefs[slot] = at;
-                // The last frame's update coefficients: the same operations on the same
-                // values as the wavefront's.
-                self.derived[slot] = at.update_coefs();
-            }
+            let at = SvfCoefs::from_array(glide.at.map(|row| row[j]));
+            self.coefs[slot] = at;
+            // The last frame's update coefficients: the same operations on the same
+            // values as the wavefront's.
+            self.derived[slot] = at.update_coefs();
         }
     }
 }
 
 /// A wavefront's glides for one piece, per lane: where each glide is (`at`: `g, k, m0, m1,
 /// m2`), its step, its target, how many of the piece's frames step (`steps`; from then on
-/// the target), whether the lane glides at all (1.0) and, where not, its fixed update
-/// coefficients. Numbers in float64 lanes so that each step's choices are vector compares.
+/// the target; 0 where the lane does not glide, its target then where it is). Numbers in
+/// float64 lanes so that each step's choices are vector compares.
 struct WaveGlide {
     at: [[f64; WAVE]; 5],
     step: [[f64; WAVE]; 5],
     target: [[f64; WAVE]; 5],
     steps: [f64; WAVE],
-    gliding: [f64; WAVE],
-    fixed: [[f64; WAVE]; 3],
 }
 
 impl WaveGlide {
     /// Every lane the identity section, not gliding (what unused lanes keep).
     fn idle(identity: SvfCoefs) -> WaveGlide {
         let q = identity.to_array();
-        let (a1, a2, a3) = identity.update_coefs();
         WaveGlide {
             at: q.map(|v| [v; WAVE]),
             step: [[0.0; WAVE]; 5],
             target: q.map(|v| [v; WAVE]),
             steps: [0.0; WAVE],
-            gliding: [0.0; WAVE],
-            fixed: [[a1; WAVE], [a2; WAVE], [a3; WAVE]],
         }
     }
 }
@@ -148,12 +152,13 @@ fn wave_glide(kernel: WaveKernel, glide: &mut WaveGlide, out: &mut WaveCoefs, si
 /// The glides of a wavefront's lanes through steps `0..n + size - 1`: lane `j` at step
 /// `t` is at frame `f = t - j`; frames `0..steps` add the step, frames `steps..n` hold the
 /// target (the glide's last frame lands on it exactly), as [`SvfCascade::frame_coefs`]
-/// does frame by frame; then the update coefficients of [`SvfCoefs::update_coefs`] (or
-/// the fixed ones of a lane that does not glide).
+/// does frame by frame; then the update coefficients of [`SvfCoefs::update_coefs`] (for a
+/// lane that does not glide, the same as its slot's `derived`, which always equals its
+/// coefficients' `update_coefs`).
 #[inline(always)]
 fn wave_glide_body(glide: &mut WaveGlide, out: &mut WaveCoefs, size: usize, n: usize) {
     // Local copies, so that the lanes stay in registers from step to step.
-    let (mut at, step, target, steps, gliding, fixed) = (glide.at, glide.step, glide.target, glide.steps, glide.gliding, glide.fixed);
+    let (mut at, step, target, steps) = (glide.at, glide.step, glide.target, glide.steps);
     let n_f = n as f64;
     for (t, row) in out.iter_mut().enumerate().take(n + size - 1) {
         let t_f = t as f64;
@@ -172,17 +177,12 @@ fn wave_glide_body(glide: &mut WaveGlide, out: &mut WaveCoefs, size: usize, n: u
                 at[r][j] = if land[j] { to } else { v };
             }
         }
-        let mut a = [[0.0f64; WAVE]; 3];
+        let [a1, a2, a3, ..] = row;
         for j in 0..WAVE {
             let g = at[0][j];
-            a[0][j] = 1.0 / (1.0 + g * (g + at[1][j]));
-            a[1][j] = g * a[0][j];
-            a[2][j] = g * a[1][j];
-        }
-        for r in 0..3 {
-            for j in 0..WAVE {
-                row[r][j] = if gliding[j] == 0.0 { fixed[r][j] } else { a[r][j] };
-            }
+            a1[j] = 1.0 / (1.0 + g * (g + at[1][j]));
+            a2[j] = g * a1[j];
+            a3[j] = g * a2[j];
         }
         row[3] = at[2];
         row[4] = at[3];
@@ -200,7 +200,18 @@ fn wave_glide_body(glide: &mut WaveGlide, out: &mut WaveCoefs, size: usize, n: u
 /// already read).
 #[allow(clippy::too_many_arguments)]
 #[inline]
-fn filter_wave<const M: usize>(kernel: WaveKernel, c: &WaveCoefs, work: [&mut [f64; PIECE]; M], state: &mut [[f64; 2]], bases: [usize; M], lanes: &[usize; WAVE], size: usize, n: usize) {
+fn filter_wave<const M: usize>(
+    kernel: WaveKernel,
+    c: &mut WaveCoefs,
+    glide: Option<&mut WaveGlide>,
+    keep: bool,
+    work: [&mut [f64; PIECE]; M],
+    state: &mut [[f64; 2]],
+    bases: [usize; M],
+    lanes: &[usize; WAVE],
+    size: usize,
+    n: usize,
+) {
     // The group's states into lanes (unused lanes: zero, never written back).
     let mut s = [[[0.0f64; WAVE]; 2]; M];
     for (s, &base) in s.iter_mut().zip(&bases) {
@@ -210,8 +221,13 @@ fn filter_wave<const M: usize>(kernel: WaveKernel, c: &WaveCoefs, work: [&mut [f
     }
     match kernel {
         // SAFETY: a `WaveKernel` comes from `for_isa`, which checks that this CPU runs it.
-        WaveKernel::Avx512 => unsafe { filter_wave_avx512(c, work, &mut s, size, n) },
-        // SAFETY: as above.
+        WaveKernel::Avx512 => match glide {
+            // SAFETY: as above.
+            Some(glide) => unsafe { filter_wave_avx512::<M, true>(c, glide, keep, work, &mut s, size, n) },
+            // SAFETY: as above.
+            None => unsafe { filter_wave_avx512::<M, false>(c, &mut WaveGlide::idle(SvfCoefs::default()), false, work, &mut s, size, n) },
+        },
+        // SAFETY: as above (the AVX2 kernel takes the coefficients computed beforehand).
         WaveKernel::Avx2 => unsafe { filter_wave_avx2(c, work, &mut s, size, n) },
     }
     for (s, &base) in s.iter().zip(&bases) {
@@ -232,19 +248,56 @@ fn active_lanes(t: usize, size: usize, n: usize) -> u8 {
 
 /// [`filter_wave`] in one AVX-512 vector per channel: the lane shift one `valignq`,
 /// the kept states a masked subtraction; the same operations in the same order, so the
-/// same bits.
+/// same bits. `GLIDE`: each step's coefficients are computed here from `glide` (as
+/// [`wave_glide_body`] does, the same operations; stored into `c` too where `keep`),
+/// else read from `c`.
 #[target_feature(enable = "avx512f,avx512vl,avx2")]
-unsafe fn filter_wave_avx512<const M: usize>(c: &WaveCoefs, work: [&mut [f64; PIECE]; M], states: &mut [[[f64; WAVE]; 2]; M], size: usize, n: usize) {
+unsafe fn filter_wave_avx512<const M: usize, const GLIDE: bool>(
+    c: &mut WaveCoefs,
+    glide: &mut WaveGlide,
+    keep: bool,
+    work: [&mut [f64; PIECE]; M],
+    states: &mut [[[f64; WAVE]; 2]; M],
+    size: usize,
+    n: usize,
+) {
     // SAFETY (every block below): the loads and stores are of whole `[f64; 8]` arrays
     // through their own pointers; the rest computes on registers.
-    let mut s0: [__m512d; M] = std::array::from_fn(|ch| unsafe { _mm512_loadu_pd(states[ch][0].as_ptr()) });
-    let mut s1: [__m512d; M] = std::array::from_fn(|ch| unsafe { _mm512_loadu_pd(states[ch][1].as_ptr()) });
+    let load = |v: &[f64; WAVE]| unsafe { _mm512_loadu_pd(v.as_ptr()) };
+    let mut s0: [__m512d; M] = std::array::from_fn(|ch| load(&states[ch][0]));
+    let mut s1: [__m512d; M] = std::array::from_fn(|ch| load(&states[ch][1]));
     let mut y = [_mm512_setzero_pd(); M];
     let two = _mm512_set1_pd(2.0);
     let out_lane = _mm512_set1_epi64(size as i64 - 1);
-    for (t, row) in c.iter().enumerate().take(n + size - 1) {
+    // The glides (see `wave_glide_body`).
+    let (zero, one, n_f) = (_mm512_setzero_pd(), _mm512_set1_pd(1.0), _mm512_set1_pd(n as f64));
+    let lane = _mm512_setr_pd(0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0);
+    let mut at = glide.at.each_ref().map(load);
+    let steps = load(&glide.steps);
+    for t in 0..n + size - 1 {
         let active = active_lanes(t, size, n);
-        let [a1, a2, a3, m0, m1, m2] = row.each_ref().map(|r| unsafe { _mm512_loadu_pd(r.as_ptr()) });
+        let [a1, a2, a3, m0, m1, m2] = if GLIDE {
+            let f = _mm512_sub_pd(_mm512_set1_pd(t as f64), lane);
+            let add = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(f, zero) & _mm512_cmp_pd_mask::<_CMP_LT_OQ>(f, steps);
+            let land = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(f, steps) & _mm512_cmp_pd_mask::<_CMP_LT_OQ>(f, n_f);
+            for (r, at) in at.iter_mut().enumerate() {
+                let added = _mm512_add_pd(*at, load(&glide.step[r]));
+                *at = _mm512_mask_mov_pd(_mm512_mask_mov_pd(*at, add, added), land, load(&glide.target[r]));
+            }
+            let g = at[0];
+            let a1 = _mm512_div_pd(one, _mm512_add_pd(one, _mm512_mul_pd(g, _mm512_add_pd(g, at[1]))));
+            let a2 = _mm512_mul_pd(g, a1);
+            let a3 = _mm512_mul_pd(g, a2);
+            let row = [a1, a2, a3, at[2], at[3], at[4]];
+            if keep {
+                for (out, v) in c[t].iter_mut().zip(row) {
+                    unsafe { _mm512_storeu_pd(out.as_mut_ptr(), v) };
+                }
+            }
+            row
+        } else {
+            c[t].each_ref().map(load)
+        };
         for ch in 0..M {
             let input = if t < n { work[ch][t] } else { 0.0 };
             // [input, y0, .., y6]: each lane takes the lane before's output.
@@ -265,6 +318,11 @@ unsafe fn filter_wave_avx512<const M: usize>(c: &WaveCoefs, work: [&mut [f64; PI
         unsafe {
             _mm512_storeu_pd(states[ch][0].as_mut_ptr(), s0[ch]);
             _mm512_storeu_pd(states[ch][1].as_mut_ptr(), s1[ch]);
+        }
+    }
+    if GLIDE {
+        for (out, v) in glide.at.iter_mut().zip(at) {
+            unsafe { _mm512_storeu_pd(out.as_mut_ptr(), v) };
         }
     }
 }
