@@ -95,14 +95,14 @@ impl SvfCascade {
 /// states), and `refresh` passing over quiet slots equals it looking at every slot,
 /// through seeded random glides of every length, switches with their
 /// cross-fades, fades ending, identity slots, blocks of 1 to 200 frames at any offset,
-/// one to three channels (an odd one runs alone), cascades of 1 to 20 running slots (so
+/// none to three channels (an odd one runs alone; with none, the glides still move on), cascades of 1 to 20 running slots (so
 /// wavefronts of every size, and single slots beside them) and every wavefront kernel
 /// this CPU runs.
 #[test]
 fn pieces_equal_the_frame_by_frame_order() {
     // The portable path (a slot at a time) and each wavefront kernel this CPU runs.
     let isas = [Isa::Portable, Isa::Avx2, Isa::Avx512].into_iter().filter(|isa| isa.is_supported());
-    for (isa, (bands, per_band), channels) in isas.flat_map(|isa| [(6, 3), (20, 1)].into_iter().flat_map(move |layout| (1..=3).map(move |ch| (isa, layout, ch)))) {
+    for (isa, (bands, per_band), channels) in isas.flat_map(|isa| [(6, 3), (20, 1)].into_iter().flat_map(move |layout| (0..=3).map(move |ch| (isa, layout, ch)))) {
         let mut rng = Rng::new(0x5eed_0000 + channels as u64 + 16 * bands as u64);
         let mut a = SvfCascade::new(bands, per_band, channels);
         #[cfg(target_arch = "x86_64")]
@@ -153,9 +153,14 @@ fn pieces_equal_the_frame_by_frame_order() {
             }
             assert!(a.state.iter().zip(&b.state).all(|(s, t)| s[0].to_bits() == t[0].to_bits() && s[1].to_bits() == t[1].to_bits()), "{isa:?}, {bands} bands, {channels} ch, round {round}: states differ");
             assert_eq!((a.gliding, a.fading, a.interpolating()), (b.gliding, b.fading, b.interpolating()), "round {round}");
+            let bits = |c: &[SvfCoefs]| c.iter().flat_map(|q| q.to_array().map(f64::to_bits)).collect::<Vec<_>>();
+            assert_eq!(bits(&a.coefs), bits(&b.coefs), "{isa:?}, {bands} bands, {channels} ch, round {round}: the glides' positions differ");
+            assert_eq!(a.derived.iter().map(|d| [d.0, d.1, d.2].map(f64::to_bits)).collect::<Vec<_>>(), b.derived.iter().map(|d| [d.0, d.1, d.2].map(f64::to_bits)).collect::<Vec<_>>(), "round {round}: update coefficients differ");
             checked += frames * channels;
         }
-        assert!(checked > 5_000);
-        assert!(a.state.iter().any(|s| s[0] != 0.0), "the cascade filtered something");
+        if channels > 0 {
+            assert!(checked > 5_000);
+            assert!(a.state.iter().any(|s| s[0] != 0.0), "the cascade filtered something");
+        }
     }
 }

@@ -42,16 +42,19 @@ impl WaveKernel {
 impl SvfCascade {
     /// Runs the `size` slots `run_slots[first..first + size]` (`2 <= size <= WAVE`) over
     /// `n` frames of `work` as one wavefront on `kernel`, a pair of channels at a time.
-    /// The glides' coefficients for every step are computed on the way by the first
-    /// pair's filter on AVX-512 (in the shadow of its recurrence; kept for the other
-    /// pairs), beforehand on AVX2.
+    /// On AVX-512 the glides' coefficients for every step are computed on the way by the
+    /// first pair's filter (in the shadow of its recurrence) and kept for the other
+    /// pairs; on AVX2 beforehand.
     pub(super) fn run_wave(&mut self, kernel: WaveKernel, first: usize, size: usize, channels: usize, n: usize) {
         let mut lanes = [usize::MAX; WAVE];
         lanes[..size].copy_from_slice(&self.run_slots[first..first + size]);
         let mut glide = self.start_glides(&lanes[..size], n);
         let fused = kernel == WaveKernel::Avx512 && channels > 0;
         if !fused {
-            wave_glide(kernel, &mut glide, &mut self.wave_coefs, size, n);
+            // The glides alone first, their coefficients kept for the filter: with no
+            // channel (the glides still move on), and on AVX2, whose sixteen registers do
+            // not hold the glides and the filter together (measured slower so).
+            filter_wave::<0>(kernel, &mut self.wave_coefs, Some(&mut glide), true, [], &mut self.state, [], &lanes, size, n);
         }
         let keep = channels > 2;
         let slots = self.slots();
@@ -130,67 +133,6 @@ impl WaveGlide {
     }
 }
 
-/// [`wave_glide_body`] compiled for `kernel`'s instruction set.
-#[inline]
-fn wave_glide(kernel: WaveKernel, glide: &mut WaveGlide, out: &mut WaveCoefs, size: usize, n: usize) {
-    #[target_feature(enable = "avx512f,avx512vl,avx2")]
-    unsafe fn avx512(glide: &mut WaveGlide, out: &mut WaveCoefs, size: usize, n: usize) {
-        wave_glide_body(glide, out, size, n)
-    }
-    #[target_feature(enable = "avx2")]
-    unsafe fn avx2(glide: &mut WaveGlide, out: &mut WaveCoefs, size: usize, n: usize) {
-        wave_glide_body(glide, out, size, n)
-    }
-    match kernel {
-        // SAFETY: a `WaveKernel` comes from `for_isa`, which checks that this CPU runs it.
-        WaveKernel::Avx512 => unsafe { avx512(glide, out, size, n) },
-        // SAFETY: as above.
-        WaveKernel::Avx2 => unsafe { avx2(glide, out, size, n) },
-    }
-}
-
-/// The glides of a wavefront's lanes through steps `0..n + size - 1`: lane `j` at step
-/// `t` is at frame `f = t - j`; frames `0..steps` add the step, frames `steps..n` hold the
-/// target (the glide's last frame lands on it exactly), as [`SvfCascade::frame_coefs`]
-/// does frame by frame; then the update coefficients of [`SvfCoefs::update_coefs`] (for a
-/// lane that does not glide, the same as its slot's `derived`, which always equals its
-/// coefficients' `update_coefs`).
-#[inline(always)]
-fn wave_glide_body(glide: &mut WaveGlide, out: &mut WaveCoefs, size: usize, n: usize) {
-    // Local copies, so that the lanes stay in registers from step to step.
-    let (mut at, step, target, steps) = (glide.at, glide.step, glide.target, glide.steps);
-    let n_f = n as f64;
-    for (t, row) in out.iter_mut().enumerate().take(n + size - 1) {
-        let t_f = t as f64;
-        let mut add = [false; WAVE];
-        let mut land = [false; WAVE];
-        for j in 0..WAVE {
-            // `&`, not `&&`: no branch, so the lanes vectorise.
-            let f = t_f - j as f64;
-            add[j] = (f >= 0.0) & (f < steps[j]);
-            land[j] = (f >= steps[j]) & (f < n_f);
-        }
-        for r in 0..5 {
-            for j in 0..WAVE {
-                let (now, added, to) = (at[r][j], at[r][j] + step[r][j], target[r][j]);
-                let v = if add[j] { added } else { now };
-                at[r][j] = if land[j] { to } else { v };
-            }
-        }
-        let [a1, a2, a3, ..] = row;
-        for j in 0..WAVE {
-            let g = at[0][j];
-            a1[j] = 1.0 / (1.0 + g * (g + at[1][j]));
-            a2[j] = g * a1[j];
-            a3[j] = g * a2[j];
-        }
-        row[3] = at[2];
-        row[4] = at[3];
-        row[5] = at[4];
-    }
-    glide.at = at;
-}
-
 /// A wavefront of `size` slots (`lanes`) over `n` frames of `M` channels (`bases`: each
 /// channel's first state index) on `kernel`: at step `t` lane `j` filters frame `t - j`
 /// with [`super::process::step`]'s operations in its order, its input the lane before's
@@ -227,8 +169,12 @@ fn filter_wave<const M: usize>(
             // SAFETY: as above.
             None => unsafe { filter_wave_avx512::<M, false>(c, &mut WaveGlide::idle(SvfCoefs::default()), false, work, &mut s, size, n) },
         },
-        // SAFETY: as above (the AVX2 kernel takes the coefficients computed beforehand).
-        WaveKernel::Avx2 => unsafe { filter_wave_avx2(c, work, &mut s, size, n) },
+        WaveKernel::Avx2 => match glide {
+            // SAFETY: as above.
+            Some(glide) => unsafe { filter_wave_avx2::<M, true>(c, glide, keep, work, &mut s, size, n) },
+            // SAFETY: as above.
+            None => unsafe { filter_wave_avx2::<M, false>(c, &mut WaveGlide::idle(SvfCoefs::default()), false, work, &mut s, size, n) },
+        },
     }
     for (s, &base) in s.iter().zip(&bases) {
         for (j, &slot) in lanes.iter().enumerate().take(size) {
@@ -248,9 +194,13 @@ fn active_lanes(t: usize, size: usize, n: usize) -> u8 {
 
 /// [`filter_wave`] in one AVX-512 vector per channel: the lane shift one `valignq`,
 /// the kept states a masked subtraction; the same operations in the same order, so the
-/// same bits. `GLIDE`: each step's coefficients are computed here from `glide` (as
-/// [`wave_glide_body`] does, the same operations; stored into `c` too where `keep`),
-/// else read from `c`.
+/// same bits. `GLIDE`: each step's coefficients are computed here from `glide` (stored
+/// into `c` too where `keep`), else read from `c`: lane `j` at step `t` is at frame
+/// `f = t - j`; frames `0..steps` add the step, frames `steps..n` hold the target (the
+/// glide's last frame lands on it exactly), as [`SvfCascade::frame_coefs`] does frame by
+/// frame; then the update coefficients of [`SvfCoefs::update_coefs`] (for a lane that
+/// does not glide, the same as its slot's `derived`, which always equals its
+/// coefficients' `update_coefs`).
 #[target_feature(enable = "avx512f,avx512vl,avx2")]
 unsafe fn filter_wave_avx512<const M: usize, const GLIDE: bool>(
     c: &mut WaveCoefs,
@@ -269,7 +219,7 @@ unsafe fn filter_wave_avx512<const M: usize, const GLIDE: bool>(
     let mut y = [_mm512_setzero_pd(); M];
     let two = _mm512_set1_pd(2.0);
     let out_lane = _mm512_set1_epi64(size as i64 - 1);
-    // The glides (see `wave_glide_body`).
+    // The glides.
     let (zero, one, n_f) = (_mm512_setzero_pd(), _mm512_set1_pd(1.0), _mm512_set1_pd(n as f64));
     let lane = _mm512_setr_pd(0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0);
     let mut at = glide.at.each_ref().map(load);
@@ -329,9 +279,18 @@ unsafe fn filter_wave_avx512<const M: usize, const GLIDE: bool>(
 
 /// [`filter_wave`] in two AVX2 vectors per channel (lanes 0-3 and 4-7): the lane
 /// shift a rotation of each half and a blend, the kept states a blend; the same
-/// operations in the same order, so the same bits.
+/// operations in the same order, so the same bits. `GLIDE` and `keep` as for
+/// [`filter_wave_avx512`].
 #[target_feature(enable = "avx2")]
-unsafe fn filter_wave_avx2<const M: usize>(c: &WaveCoefs, work: [&mut [f64; PIECE]; M], states: &mut [[[f64; WAVE]; 2]; M], size: usize, n: usize) {
+unsafe fn filter_wave_avx2<const M: usize, const GLIDE: bool>(
+    c: &mut WaveCoefs,
+    glide: &mut WaveGlide,
+    keep: bool,
+    work: [&mut [f64; PIECE]; M],
+    states: &mut [[[f64; WAVE]; 2]; M],
+    size: usize,
+    n: usize,
+) {
     /// Four lanes' bits as a blend mask.
     #[inline(always)]
     unsafe fn lanes(bits: u8) -> __m256d {
@@ -341,6 +300,10 @@ unsafe fn filter_wave_avx2<const M: usize>(c: &WaveCoefs, work: [&mut [f64; PIEC
     // SAFETY (every block below): the loads and stores are of whole `[f64; 8]` arrays
     // (as two halves) through their own pointers; the rest computes on registers.
     let load = |v: &[f64; WAVE]| unsafe { [_mm256_loadu_pd(v.as_ptr()), _mm256_loadu_pd(v.as_ptr().add(4))] };
+    let store = |out: &mut [f64; WAVE], v: [__m256d; 2]| unsafe {
+        _mm256_storeu_pd(out.as_mut_ptr(), v[0]);
+        _mm256_storeu_pd(out.as_mut_ptr().add(4), v[1]);
+    };
     let mut s0: [[__m256d; 2]; M] = std::array::from_fn(|ch| load(&states[ch][0]));
     let mut s1: [[__m256d; 2]; M] = std::array::from_fn(|ch| load(&states[ch][1]));
     let mut y = [[_mm256_setzero_pd(); 2]; M];
@@ -348,10 +311,40 @@ unsafe fn filter_wave_avx2<const M: usize>(c: &WaveCoefs, work: [&mut [f64; PIEC
     // The output lane: its half, and its place in that half as two 32-bit indices.
     let (out_half, out_at) = ((size - 1) / 4, ((size - 1) % 4) as i32);
     let out_index = _mm256_setr_epi32(2 * out_at, 2 * out_at + 1, 0, 0, 0, 0, 0, 0);
-    for (t, row) in c.iter().enumerate().take(n + size - 1) {
+    // The glides (see `filter_wave_avx512`).
+    let (zero, one, n_f) = (_mm256_setzero_pd(), _mm256_set1_pd(1.0), _mm256_set1_pd(n as f64));
+    let lane = [_mm256_setr_pd(0.0, 1.0, 2.0, 3.0), _mm256_setr_pd(4.0, 5.0, 6.0, 7.0)];
+    let mut at = glide.at.each_ref().map(load);
+    let steps = load(&glide.steps);
+    for t in 0..n + size - 1 {
         let active = active_lanes(t, size, n);
         let active = [lanes(active & 15), lanes(active >> 4)];
-        let [a1, a2, a3, m0, m1, m2] = row.each_ref().map(load);
+        let [a1, a2, a3, m0, m1, m2] = if GLIDE {
+            let mut row = [[zero; 2]; 6];
+            for h in 0..2 {
+                let f = _mm256_sub_pd(_mm256_set1_pd(t as f64), lane[h]);
+                let add = _mm256_and_pd(_mm256_cmp_pd::<_CMP_GE_OQ>(f, zero), _mm256_cmp_pd::<_CMP_LT_OQ>(f, steps[h]));
+                let land = _mm256_and_pd(_mm256_cmp_pd::<_CMP_GE_OQ>(f, steps[h]), _mm256_cmp_pd::<_CMP_LT_OQ>(f, n_f));
+                for (r, at) in at.iter_mut().enumerate() {
+                    let added = _mm256_add_pd(at[h], load(&glide.step[r])[h]);
+                    at[h] = _mm256_blendv_pd(_mm256_blendv_pd(at[h], added, add), load(&glide.target[r])[h], land);
+                }
+                let g = at[0][h];
+                let a1 = _mm256_div_pd(one, _mm256_add_pd(one, _mm256_mul_pd(g, _mm256_add_pd(g, at[1][h]))));
+                let a2 = _mm256_mul_pd(g, a1);
+                for (row, v) in row.iter_mut().zip([a1, a2, _mm256_mul_pd(g, a2), at[2][h], at[3][h], at[4][h]]) {
+                    row[h] = v;
+                }
+            }
+            if keep {
+                for (out, v) in c[t].iter_mut().zip(row) {
+                    store(out, v);
+                }
+            }
+            row
+        } else {
+            c[t].each_ref().map(load)
+        };
         for ch in 0..M {
             let input = if t < n { work[ch][t] } else { 0.0 };
             // [input, y0, .., y6]: each lane takes the lane before's output.
@@ -373,11 +366,12 @@ unsafe fn filter_wave_avx2<const M: usize>(c: &WaveCoefs, work: [&mut [f64; PIEC
         }
     }
     for ch in 0..M {
-        unsafe {
-            _mm256_storeu_pd(states[ch][0].as_mut_ptr(), s0[ch][0]);
-            _mm256_storeu_pd(states[ch][0].as_mut_ptr().add(4), s0[ch][1]);
-            _mm256_storeu_pd(states[ch][1].as_mut_ptr(), s1[ch][0]);
-            _mm256_storeu_pd(states[ch][1].as_mut_ptr().add(4), s1[ch][1]);
+        store(&mut states[ch][0], s0[ch]);
+        store(&mut states[ch][1], s1[ch]);
+    }
+    if GLIDE {
+        for (out, v) in glide.at.iter_mut().zip(at) {
+            store(out, v);
         }
     }
 }
