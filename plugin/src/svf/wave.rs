@@ -139,7 +139,8 @@ impl WaveGlide {
 /// output of the step before (lane 0: the piece's frame `t`), and keeps its state where
 /// that frame is outside the piece (before its first frame, after its last, or an unused
 /// lane). Lane `size - 1`'s output is the group's, written back in place (to a frame
-/// already read).
+/// already read). With `glide`, the kernel steps the glides itself (and stores each
+/// step's coefficients into `c` where `keep`); without, it reads them from `c`.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn filter_wave<const M: usize>(
