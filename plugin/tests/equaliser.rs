@@ -4,7 +4,7 @@
 use nice_assert_no_alloc::{assert_no_alloc, violation_count};
 use ferrofx::chain::{Biquad, Butterworth, Chain, LinkwitzRiley};
 use ferrofx::Engine;
-use ferrofx_plugin::bands::{Band, Equaliser, Route, Shape, Slope, BANDS, REDESIGN_INTERVAL, SWITCH_FADE_MS};
+use ferrofx_plugin::bands::{Band, Equaliser, Route, Shape, Slope, TrigCache, BANDS, REDESIGN_INTERVAL, SWITCH_FADE_MS};
 
 fn noise(n: usize, seed: u64) -> Vec<f32> {
     ferrofx_testkit::noise_amp(n, seed, 1.0)
@@ -446,4 +446,38 @@ fn an_idle_equalisers_bands_start_from_their_latest_settings() {
             assert!((g - w).abs() <= 1e-9 * w.abs(), "band {i}: {what} {g} where its latest setting is {w}");
         }
     }
+}
+
+/// Designing through a kept sine and cosine (`design_into_with`, what the equaliser does
+/// every re-design interval) gives the fresh design's sections bit for bit: seeded random
+/// cookbook bands of every shape, gains moving at a held frequency (the cache's use),
+/// frequencies, Q and the sample rate changing now and then (it must notice), disabled
+/// and bypassed bands between.
+#[test]
+fn designs_through_the_kept_sine_and_cosine_equal_fresh_ones() {
+    let shapes = [Shape::Peak, Shape::LowShelf, Shape::HighShelf, Shape::Notch, Shape::BandPass, Shape::AllPass, Shape::TiltShelf, Shape::LowCut, Shape::HighCut];
+    let mut rng = ferrofx_testkit::Rng::new(0x7219);
+    let mut trig = TrigCache::default();
+    let mut b = band(Shape::Peak, 1000.0, 0.0, 1.0, 12, false);
+    let mut fs = 48_000.0;
+    let (mut cached, mut fresh) = ([ferrofx::design::Sos::IDENTITY; 16], [ferrofx::design::Sos::IDENTITY; 16]);
+    let mut compared = 0;
+    for round in 0..20_000 {
+        match rng.below(40) {
+            0 => b.freq_hz = 20.0 * 1000f64.powf(rng.unit()),
+            1 => b.q = 0.1 + 10.0 * rng.unit(),
+            2 => fs = [44_100.0, 48_000.0, 96_000.0][rng.below(3)],
+            3 => b.shape = shapes[rng.below(shapes.len())],
+            4 => (b.enabled, b.bypassed) = (rng.below(4) != 0, rng.below(4) == 0),
+            _ => b.gain_db = 48.0 * rng.unit() - 24.0,
+        }
+        let n = b.design_into_with(fs, &mut cached, &mut trig);
+        assert_eq!(n, b.design_into(fs, &mut fresh), "round {round}");
+        for (k, (p, q)) in cached[..n].iter().zip(&fresh[..n]).enumerate() {
+            let bits = |s: &ferrofx::design::Sos| [s.b, s.a].concat().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(p), bits(q), "round {round}, section {k}: {b:?} at {fs} Hz");
+        }
+        compared += n;
+    }
+    assert!(compared > 10_000);
 }

@@ -64,8 +64,21 @@ impl BiquadKind {
 
 /// Designs one cookbook biquad. `gain_db` is ignored by shapes that have no gain.
 pub fn biquad(kind: BiquadKind, freq_hz: f64, q: f64, gain_db: f64, fs: f64) -> Sos {
+    let (sin, cos) = w0_sin_cos(freq_hz, fs);
+    biquad_from_trig(kind, sin, cos, q, gain_db)
+}
+
+/// The sine and cosine of the cookbook's `w0 = 2 pi freq_hz / fs`, as [`biquad`] takes
+/// them (for [`biquad_from_trig`]).
+pub fn w0_sin_cos(freq_hz: f64, fs: f64) -> (f64, f64) {
     let w0 = 2.0 * PI * freq_hz / fs;
-    let (sin, cos) = w0.sin_cos();
+    w0.sin_cos()
+}
+
+/// [`biquad`] from the sine and cosine of its `w0` ([`w0_sin_cos`]), for a caller that
+/// designs many times at one frequency (an automated gain): the same result, bit for
+/// bit, as `biquad` at that frequency.
+pub fn biquad_from_trig(kind: BiquadKind, sin: f64, cos: f64, q: f64, gain_db: f64) -> Sos {
     let alpha = sin / (2.0 * q);
     let a = 10f64.powf(gain_db / 40.0);
     let sqrt_a_alpha = 2.0 * a.sqrt() * alpha;

@@ -182,6 +182,12 @@ impl Band {
     /// Designs the band into `out` without allocating; returns the section count.
     /// Call with settings from [`Band::clamped`].
     pub fn design_into(&self, fs: f64, out: &mut [Sos; MAX_SECTIONS_PER_BAND]) -> usize {
+        self.design_into_with(fs, out, &mut TrigCache::default())
+    }
+
+    /// [`Band::design_into`] with the cookbook designs' sine and cosine kept in `trig`
+    /// from the last design at the same frequency (the same result, bit for bit).
+    pub fn design_into_with(&self, fs: f64, out: &mut [Sos; MAX_SECTIONS_PER_BAND], trig: &mut TrigCache) -> usize {
         if !self.active() {
             return 0;
         }
@@ -209,8 +215,9 @@ impl Band {
                 }
             };
         }
+        let (sin, cos) = trig.sin_cos(f, fs);
         let one = |out: &mut [Sos; MAX_SECTIONS_PER_BAND], kind| {
-            out[0] = rbj::biquad(kind, f, q, g, fs);
+            out[0] = rbj::biquad_from_trig(kind, sin, cos, q, g);
             1
         };
         match self.shape {
@@ -221,8 +228,8 @@ impl Band {
             Shape::BandPass => one(out, BiquadKind::Bandpass),
             Shape::AllPass => one(out, BiquadKind::Allpass),
             Shape::TiltShelf => {
-                out[0] = rbj::biquad(BiquadKind::LowShelf, f, q, -g / 2.0, fs);
-                out[1] = rbj::biquad(BiquadKind::HighShelf, f, q, g / 2.0, fs);
+                out[0] = rbj::biquad_from_trig(BiquadKind::LowShelf, sin, cos, q, -g / 2.0);
+                out[1] = rbj::biquad_from_trig(BiquadKind::HighShelf, sin, cos, q, g / 2.0);
                 2
             }
             Shape::LowCut | Shape::HighCut => {
@@ -239,5 +246,33 @@ impl Band {
                 }
             }
         }
+    }
+}
+
+/// The sine and cosine of a cookbook design's `w0` at the last frequency and rate asked
+/// for ([`Band::design_into_with`]): an automated gain re-designs a band every 32
+/// samples at one frequency. No allocation.
+#[derive(Clone, Copy, Debug)]
+pub struct TrigCache {
+    /// `(freq_hz, fs)` as bits; none before the first design.
+    key: Option<(u64, u64)>,
+    sin_cos: (f64, f64),
+}
+
+impl Default for TrigCache {
+    fn default() -> TrigCache {
+        TrigCache { key: None, sin_cos: (0.0, 1.0) }
+    }
+}
+
+impl TrigCache {
+    /// [`rbj::w0_sin_cos`] of `freq_hz` at `fs`, computed only when either changed.
+    pub fn sin_cos(&mut self, freq_hz: f64, fs: f64) -> (f64, f64) {
+        let key = (freq_hz.to_bits(), fs.to_bits());
+        if self.key != Some(key) {
+            self.sin_cos = rbj::w0_sin_cos(freq_hz, fs);
+            self.key = Some(key);
+        }
+        self.sin_cos
     }
 }

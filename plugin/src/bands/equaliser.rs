@@ -49,6 +49,8 @@ pub struct Equaliser {
     quiet: bool,
     /// Each band's current sections and their count, concatenated into `sections`.
     designed: [([Sos; MAX_SECTIONS_PER_BAND], usize); BANDS],
+    /// Each band's last cookbook frequency's sine and cosine.
+    trig: [TrigCache; BANDS],
     redesigns: u64,
     /// The modulation-safe form, running instead of `cascade` while anything moves.
     svf: SvfCascade,
@@ -100,6 +102,7 @@ impl Equaliser {
             quiet: false,
             dirty: [true; BANDS],
             designed: [([Sos::IDENTITY; MAX_SECTIONS_PER_BAND], 0); BANDS],
+            trig: [TrigCache::default(); BANDS],
             redesigns: 0,
             svf: SvfCascade::new(BANDS, MAX_SECTIONS_PER_BAND, channels),
             svf_mode: false,
@@ -200,7 +203,7 @@ impl Equaliser {
             }
             .clamped(self.fs);
             let (buf, n) = &mut self.designed[i];
-            *n = band.design_into(self.fs, buf);
+            *n = band.design_into_with(self.fs, buf, &mut self.trig[i]);
             self.dirty[i] = false;
             designed[i] = true;
         }

@@ -13,7 +13,7 @@ mod band;
 mod equaliser;
 mod smoothing;
 
-pub use band::{Band, Route, Shape, Slope, NYQUIST_SHARE};
+pub use band::{Band, Route, Shape, Slope, TrigCache, NYQUIST_SHARE};
 pub use equaliser::Equaliser;
 
 /// Number of bands.
