@@ -133,9 +133,10 @@ fn band_state(plugin: &mut Plugin, bands: usize, matched: bool) -> Result<Vec<u8
 }
 
 /// Times one case of `subject` in a fresh instance.
-pub fn measure(entry: &PluginEntry, subject: Subject, case: Case, matched: bool, seconds: f64, noise: &[f32]) -> Result<Stats> {
+#[allow(clippy::too_many_arguments)]
+pub fn measure(entry: &PluginEntry, subject: Subject, case: Case, matched: bool, seconds: f64, main_poll_ms: f64, noise: &[f32]) -> Result<Stats> {
     let mut plugin = Plugin::new(entry, subject.clap_id).map_err(|e| anyhow!(e))?;
-    plugin.main_poll = std::time::Duration::from_micros(100);
+    plugin.main_poll = std::time::Duration::from_secs_f64(main_poll_ms.max(0.01) * 1e-3);
     let mut pinned = false;
     let layout = layout_index(case.channels).ok_or_else(|| anyhow!("no layout with {} channels", case.channels))?;
     if layout != 0 {
@@ -258,6 +259,8 @@ pub struct PluginBenchOptions {
     pub blocks: Vec<usize>,
     pub bands: Vec<usize>,
     pub static_only: bool,
+    /// The CLAP host's main-thread polling interval while the plugins play.
+    pub main_poll_ms: f64,
 }
 
 /// The bundles, built first (release) unless `build` is off.
@@ -351,7 +354,7 @@ pub fn run(opts: PluginBenchOptions) -> Result<()> {
                 for &bands in counts {
                     for automated in [false, true].into_iter().take(if opts.static_only { 1 } else { 2 }) {
                         let case = Case { channels, block, bands, automated };
-                        let stats = measure(entry, subject, case, opts.matched, opts.seconds, &noise)
+                        let stats = measure(entry, subject, case, opts.matched, opts.seconds, opts.main_poll_ms, &noise)
                             .with_context(|| format!("{} {case:?}", subject.name))?;
                         if opts.json {
                             println!(
@@ -409,8 +412,9 @@ fn find<'a>(rows: &'a [Row], subject: &str, channels: usize, block: usize, bands
 
 fn print_tables(rows: &[Row], opts: &PluginBenchOptions) {
     println!(
-        "plugin benchmark: {} s of audio per case at 48 kHz, CLAP through clack-host, {} ({} bands); per-block microseconds: median (min / p99.9)",
+        "plugin benchmark: {} s of audio per case at 48 kHz, CLAP through clack-host (main thread serving callbacks every {} ms), {} ({} bands); per-block microseconds: median (min / p99.9)",
         opts.seconds,
+        opts.main_poll_ms,
         cpu_name(),
         if opts.matched { "analog-matched" } else { "cookbook" }
     );
