@@ -127,15 +127,41 @@ pub struct SvfCascade {
     wave_kernel: Option<wave::WaveKernel>,
     /// The identity section in SVF form.
     identity: SvfCoefs,
-    /// Slots known to be identity at rest with a clear state (so `refresh` passes them
-    /// over); cleared wherever a slot's coefficients or target change.
-    quiet: Vec<bool>,
+    /// Per bank and band (`bank * bands + band`), a bit for each of its slots (bit `k`:
+    /// slot `k`) that is not known to be identity at rest with a clear state: `refresh`
+    /// and `glide_band` visit only these. Set wherever a slot's coefficients or target
+    /// change, cleared where `refresh` finds the slot quiet.
+    busy: Vec<u64>,
+}
+
+/// A mask of the `n` lowest bits (`n <= 64`).
+fn low_bits(n: usize) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+// The equaliser's bands fit the per-band bit masks (`busy`).
+const _: () = assert!(crate::bands::MAX_SECTIONS_PER_BAND <= 64);
+
+/// The set bits of `mask`, lowest first.
+fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            k
+        })
+    })
 }
 
 impl SvfCascade {
-    /// Allocates `bands` bands of `per_band` slots (two banks each) for `channels`
+    /// Allocates `bands` bands of `per_band` slots (two banks each; at most 64) for `channels`
     /// channels, all identity.
     pub fn new(bands: usize, per_band: usize, channels: usize) -> SvfCascade {
+        debug_assert!(per_band <= 64, "a band's slots are bits of a u64");
         let slots = 2 * bands * per_band;
         let identity = SvfCoefs::from_sos(&Sos::IDENTITY);
         SvfCascade {
@@ -162,7 +188,7 @@ impl SvfCascade {
             #[cfg(target_arch = "x86_64")]
             wave_kernel: wave::WaveKernel::for_isa(Isa::detect()),
             identity,
-            quiet: vec![true; slots],
+            busy: vec![0; 2 * bands],
         }
     }
 
@@ -185,6 +211,16 @@ impl SvfCascade {
         (bank * self.bands + band) * self.per_band + k
     }
 
+    /// Marks `slot` known quiet (identity at rest with a clear state) or not.
+    fn set_quiet(&mut self, slot: usize, quiet: bool) {
+        let (group, bit) = (slot / self.per_band, 1u64 << (slot % self.per_band));
+        if quiet {
+            self.busy[group] &= !bit;
+        } else {
+            self.busy[group] |= bit;
+        }
+    }
+
     /// The bank that continuous moves of `band` glide: the incoming one while it fades.
     fn design_bank(&self, band: usize) -> usize {
         if self.fades[band].active {
@@ -204,7 +240,7 @@ impl SvfCascade {
         for c in 0..self.channels {
             self.state[c * slots + slot] = [0.0; 2];
         }
-        self.quiet[slot] = to == self.identity;
+        self.set_quiet(slot, to == self.identity);
     }
 
     /// Takes over a TDF-II cascade (coefficients and state) whose sections are band
@@ -217,7 +253,7 @@ impl SvfCascade {
         self.target.fill(identity);
         self.state.fill([0.0; 2]);
         self.left.fill(0);
-        self.quiet.fill(true);
+        self.busy.fill(0);
         self.live.fill(0);
         self.fades.fill(Fade::default());
         self.gliding = 0;
@@ -230,7 +266,7 @@ impl SvfCascade {
                 let slot = self.slot(0, band, k);
                 let svf = SvfCoefs::from_sos(&Sos { b: [q.b0, q.b1, q.b2], a: [1.0, q.a1, q.a2] });
                 self.coefs[slot] = svf;
-                self.quiet[slot] = false;
+                self.set_quiet(slot, false);
                 self.target[slot] = svf;
                 for c in 0..self.channels {
                     let st = state.get(c * n + j).copied().unwrap_or([0.0; 2]);
@@ -254,20 +290,23 @@ impl SvfCascade {
         }
         let samples = samples.max(1);
         let bank = self.design_bank(band);
-        for k in 0..self.per_band {
+        // The designed slots, then those beyond that are not known quiet (a quiet slot,
+        // identity at rest staying identity, has nothing to glide: `refresh` would end
+        // its glide at once, the slot not running; most of a band's slots are such).
+        let designed = targets.len().min(self.per_band);
+        let beyond = self.busy[bank * self.bands + band] & !low_bits(designed);
+        for k in (0..designed).chain(bits(beyond)) {
             let slot = self.slot(bank, band, k);
             let to = match targets.get(k) {
                 Some(sos) => SvfCoefs::from_sos(sos),
-                // Identity at rest staying identity: `refresh` would end its glide at
-                // once (the slot does not run), so there is nothing to glide. (`quiet`
-                // implies it and is one flag: most of a band's slots are such.)
-                None if self.quiet[slot] || (self.coefs[slot] == self.identity && self.left[slot] == 0) => continue,
+                // The same for a slot at rest at identity not yet known quiet.
+                None if self.coefs[slot] == self.identity && self.left[slot] == 0 => continue,
                 None => self.identity,
             };
             self.target[slot] = to;
             self.step[slot] = SvfCoefs::lerp_step(&self.coefs[slot], &to, samples as f64);
             self.left[slot] = samples;
-            self.quiet[slot] = false;
+            self.set_quiet(slot, false);
         }
     }
 
@@ -330,11 +369,8 @@ impl SvfCascade {
             for (range, bank) in ranges.iter_mut().zip(banks) {
                 let Some(bank) = bank else { continue };
                 let start = self.run_slots.len();
-                for k in 0..self.per_band {
+                for k in bits(self.busy[bank * self.bands + band]) {
                     let slot = self.slot(bank, band, k);
-                    if self.quiet[slot] {
-                        continue;
-                    }
                     if self.coefs[slot] != identity || self.target[slot] != identity {
                         self.run_slots.push(slot);
                         // Only running slots count: the per-sample loop ends only their
@@ -347,7 +383,7 @@ impl SvfCascade {
                         for c in 0..self.channels {
                             self.state[c * slots + slot] = [0.0; 2];
                         }
-                        self.quiet[slot] = true;
+                        self.set_quiet(slot, true);
                     }
                 }
                 *range = Some((start, self.run_slots.len()));

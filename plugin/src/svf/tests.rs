@@ -29,10 +29,29 @@ impl SvfCascade {
         self.state.iter_mut().for_each(super::process::flush);
     }
 
+    /// [`SvfCascade::glide_band`] looking at every slot of the band (the tests' reference
+    /// for its passing over quiet ones).
+    fn glide_band_every_slot(&mut self, band: usize, targets: &[Sos], samples: usize) {
+        let samples = samples.max(1);
+        let bank = self.design_bank(band);
+        for k in 0..self.per_band {
+            let slot = self.slot(bank, band, k);
+            let to = match targets.get(k) {
+                Some(sos) => SvfCoefs::from_sos(sos),
+                None if self.coefs[slot] == self.identity && self.left[slot] == 0 => continue,
+                None => self.identity,
+            };
+            self.target[slot] = to;
+            self.step[slot] = SvfCoefs::lerp_step(&self.coefs[slot], &to, samples as f64);
+            self.left[slot] = samples;
+            self.set_quiet(slot, false);
+        }
+    }
+
     /// Forgets which slots are quiet, so that the next `refresh` looks at every slot (the
     /// tests' reference for the shortcut).
     fn forget_quiet(&mut self) {
-        self.quiet.fill(false);
+        self.busy.fill(super::low_bits(self.per_band));
     }
 
     /// The frame-by-frame order [`SvfCascade::process_at`] must equal: per frame, every
@@ -92,7 +111,8 @@ impl SvfCascade {
 }
 
 /// The piece-wise order equals the frame-by-frame one bit for bit (outputs and
-/// states), and `refresh` passing over quiet slots equals it looking at every slot,
+/// states), and `refresh` and `glide_band` passing over quiet slots equal them looking at
+/// every slot,
 /// through seeded random glides of every length, switches with their
 /// cross-fades, fades ending, identity slots, blocks of 1 to 200 frames at any offset,
 /// none to three channels (an odd one runs alone; with none, the glides still move on), cascades of 1 to 20 running slots (so
@@ -128,7 +148,7 @@ fn pieces_equal_the_frame_by_frame_order() {
                     0 | 1 => {
                         let (d, len) = (design(&mut rng, per_band), 1 + rng.below(300));
                         a.glide_band(band, &d, len);
-                        b.glide_band(band, &d, len);
+                        b.glide_band_every_slot(band, &d, len);
                     }
                     2 => {
                         let (d, len) = (design(&mut rng, per_band), 1 + rng.below(400));
