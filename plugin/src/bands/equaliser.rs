@@ -10,6 +10,9 @@ use crate::svf::SvfCascade;
 use super::smoothing::{BandSmoothing, Smoothed};
 use super::*;
 
+// A band's sections fit the state-variable form's per-band slots.
+const _: () = assert!(MAX_SECTIONS_PER_BAND <= SvfCascade::MAX_PER_BAND);
+
 /// The equaliser: 24 bands fused into one cascade, parameters smoothed and coefficients
 /// re-designed every [`REDESIGN_INTERVAL`] samples on the audio thread without
 /// allocation.

@@ -143,9 +143,6 @@ fn low_bits(n: usize) -> u64 {
     }
 }
 
-// The equaliser's bands fit the per-band bit masks (`busy`).
-const _: () = assert!(crate::bands::MAX_SECTIONS_PER_BAND <= 64);
-
 /// The set bits of `mask`, lowest first.
 fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
     std::iter::from_fn(move || {
@@ -158,10 +155,13 @@ fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
 }
 
 impl SvfCascade {
-    /// Allocates `bands` bands of `per_band` slots (two banks each; at most 64) for `channels`
-    /// channels, all identity.
+    /// The most slots a band can have (they are bits of a `u64` mask).
+    pub const MAX_PER_BAND: usize = 64;
+
+    /// Allocates `bands` bands of `per_band` slots (two banks each; at most
+    /// [`SvfCascade::MAX_PER_BAND`]) for `channels` channels, all identity.
     pub fn new(bands: usize, per_band: usize, channels: usize) -> SvfCascade {
-        debug_assert!(per_band <= 64, "a band's slots are bits of a u64");
+        debug_assert!(per_band <= Self::MAX_PER_BAND, "a band's slots are bits of a u64");
         let slots = 2 * bands * per_band;
         let identity = SvfCoefs::from_sos(&Sos::IDENTITY);
         SvfCascade {
@@ -296,18 +296,22 @@ impl SvfCascade {
         let designed = targets.len().min(self.per_band);
         let beyond = self.busy[bank * self.bands + band] & !low_bits(designed);
         for k in (0..designed).chain(bits(beyond)) {
-            let slot = self.slot(bank, band, k);
-            let to = match targets.get(k) {
-                Some(sos) => SvfCoefs::from_sos(sos),
-                // The same for a slot at rest at identity not yet known quiet.
-                None if self.coefs[slot] == self.identity && self.left[slot] == 0 => continue,
-                None => self.identity,
-            };
-            self.target[slot] = to;
-            self.step[slot] = SvfCoefs::lerp_step(&self.coefs[slot], &to, samples as f64);
-            self.left[slot] = samples;
-            self.set_quiet(slot, false);
+            self.glide_slot(self.slot(bank, band, k), targets.get(k), samples);
         }
+    }
+
+    /// Moves `slot` to `target` (identity where `None`) linearly over `samples` samples.
+    fn glide_slot(&mut self, slot: usize, target: Option<&Sos>, samples: usize) {
+        let to = match target {
+            Some(sos) => SvfCoefs::from_sos(sos),
+            // Identity at rest staying identity (not yet known quiet): nothing to glide.
+            None if self.coefs[slot] == self.identity && self.left[slot] == 0 => return,
+            None => self.identity,
+        };
+        self.target[slot] = to;
+        self.step[slot] = SvfCoefs::lerp_step(&self.coefs[slot], &to, samples as f64);
+        self.left[slot] = samples;
+        self.set_quiet(slot, false);
     }
 
     /// Starts band `band`'s cross-fade to a new layout designed as `targets` (identity

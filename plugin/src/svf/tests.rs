@@ -35,16 +35,7 @@ impl SvfCascade {
         let samples = samples.max(1);
         let bank = self.design_bank(band);
         for k in 0..self.per_band {
-            let slot = self.slot(bank, band, k);
-            let to = match targets.get(k) {
-                Some(sos) => SvfCoefs::from_sos(sos),
-                None if self.coefs[slot] == self.identity && self.left[slot] == 0 => continue,
-                None => self.identity,
-            };
-            self.target[slot] = to;
-            self.step[slot] = SvfCoefs::lerp_step(&self.coefs[slot], &to, samples as f64);
-            self.left[slot] = samples;
-            self.set_quiet(slot, false);
+            self.glide_slot(self.slot(bank, band, k), targets.get(k), samples);
         }
     }
 
