@@ -7,9 +7,16 @@
 //! when the two tails match, the machine sets them, not the equaliser), and the worst
 //! blocks' positions. `STATIC=1`: no automation. `DUMP=FILE` writes each block's
 //! equaliser and plain-arithmetic microseconds, one pair per line.
+//!
+//! On Linux each timed block is also bracketed (outside its timing) by reads of
+//! `/proc/interrupts` for the CPU it runs on, and the statistics are printed again over
+//! the blocks that no interrupt the guest kernel counts (timer, IPIs, devices) landed in:
+//! what remains of the tail there is the code's own or the hypervisor's (a vCPU
+//! preempted by its host is not counted). Pin the probe (`taskset -c 1`) so that the
+//! column read is the one it runs on.
 //! `cargo run --release -p ferrofx_plugin --example automation_tail_probe`.
 use ferrofx_plugin::bands::{Band, Equaliser, Shape, BANDS};
-use ferrofx_testkit::bench::bell;
+use ferrofx_testkit::bench::{bell, Interrupts};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -89,9 +96,24 @@ fn main() {
     // Interleaved, so that both meet the same machine: equaliser block, plain block, ...
     let mut times = Vec::with_capacity(blocks);
     let mut plain_times = Vec::with_capacity(blocks);
+    // Whether an interrupt landed in each equaliser and plain block.
+    let mut hit = Vec::with_capacity(blocks);
+    let mut plain_hit = Vec::with_capacity(blocks);
+    #[cfg(target_os = "linux")]
+    // SAFETY: sched_getcpu takes no arguments and only returns a number (or -1).
+    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok();
+    #[cfg(not(target_os = "linux"))]
+    let cpu: Option<usize> = None;
+    let mut irq = cpu.and_then(Interrupts::on_cpu);
     for k in warm..warm + blocks {
+        let mut count = || irq.as_mut().and_then(Interrupts::count);
+        let a = count();
         times.push(run_block(k));
+        let b = count();
         plain_times.push(time(|| plain(steps)));
+        let c = count();
+        hit.push(a != b);
+        plain_hit.push(b != c);
     }
     if let Ok(path) = std::env::var("DUMP") {
         let text: Vec<String> = times.iter().zip(&plain_times).map(|(t, p)| format!("{:.3} {:.3}", t * 1e6, p * 1e6)).collect();
@@ -102,5 +124,15 @@ fn main() {
     worst.sort_by(|a, b| b.1.total_cmp(&a.1));
     let list: Vec<String> = worst.iter().take(12).map(|(i, t)| format!("{i}:{:.1}", t * 1e6)).collect();
     println!("  worst blocks (index:us): {}", list.join(" "));
-    println!("plain arithmetic ({steps} steps), interleaved: {}", percentiles(plain_times));
+    println!("plain arithmetic ({steps} steps), interleaved: {}", percentiles(plain_times.clone()));
+    if let (Some(_), Some(cpu)) = (&irq, cpu) {
+        let clean = |t: &[f64], h: &[bool]| -> Vec<f64> { t.iter().zip(h).filter(|(_, &h)| !h).map(|(t, _)| *t).collect() };
+        let share = |h: &[bool]| 100.0 * h.iter().filter(|&&h| h).count() as f64 / h.len() as f64;
+        println!(
+            "blocks no counted interrupt landed in (CPU {cpu}): equaliser {:.1} % hit, the rest: {}",
+            share(&hit),
+            percentiles(clean(&times, &hit))
+        );
+        println!("  plain arithmetic {:.1} % hit, the rest: {}", share(&plain_hit), percentiles(clean(&plain_times, &plain_hit)));
+    }
 }

@@ -141,6 +141,11 @@ pub struct BenchArgs {
     /// LSP's LV2 host has no main thread).
     #[arg(long, default_value_t = 10.0, requires = "plugin")]
     main_poll_ms: f64,
+    /// With --plugin (Linux): read the audio CPU's interrupt count from /proc/interrupts
+    /// before and after each timed block (outside the timing) and give the statistics
+    /// again over the blocks no counted interrupt landed in, with the share that one did.
+    #[arg(long, requires = "plugin")]
+    interrupts: bool,
 }
 
 /// `api_chain`: TorchFX 0.8's defaults: 3 x Chebyshev I highpass (order 4, 0.1 dB) then
@@ -556,6 +561,7 @@ fn run_inner(args: BenchArgs) -> Result<()> {
             bands: if args.bands.is_empty() { crate::bench_plugin::BAND_COUNTS.to_vec() } else { args.bands.clone() },
             static_only: args.static_only,
             main_poll_ms: args.main_poll_ms,
+            interrupts: args.interrupts,
         });
     }
     let mut backends = args.backends.clone();

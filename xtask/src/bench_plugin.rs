@@ -18,11 +18,18 @@
 //!
 //! Threads: the host's audio thread (and LSP's host, which runs on one thread) is pinned
 //! to the last CPU, the host's main thread (which serves the plugins' main-thread
-//! callbacks every 100 µs) to the first, as a DAW keeps its GUI off the audio core; on a
-//! one-CPU machine nothing is pinned. Timing is wall time around each `process()` call.
+//! callbacks every `--main-poll-ms`, 10 ms by default: a GUI's pace) to the first, as a
+//! DAW keeps its GUI off the audio core; on a one-CPU machine nothing is pinned. Timing
+//! is wall time around each `process()` call.
+//!
+//! `--interrupts` (Linux, CLAP subjects): the audio CPU's interrupt count is read from
+//! `/proc/interrupts` before and after each timed call (outside the timing), and the
+//! statistics are given again over the blocks no counted interrupt landed in, with the
+//! share of blocks that one did: on a VM, where an interrupt costs 10-50 µs, this splits
+//! the machine's tail from the plugin's.
 
 use anyhow::{anyhow, bail, Context, Result};
-use ferrofx_testkit::bench::{bell, block_stats_us};
+use ferrofx_testkit::bench::{bell, block_stats_us, Interrupts};
 use ferrofx_testkit::clap::{find_bundle, load_entry, state_bytes, state_json, ParamEvent, Pckn, Plugin, PluginEntry};
 use serde_json::{json, Value};
 
@@ -66,12 +73,30 @@ pub struct Stats {
     pub median_us: f64,
     pub p999_us: f64,
     pub blocks: usize,
+    /// With `--interrupts`: the same over the blocks no counted interrupt landed in.
+    pub clean: Option<CleanStats>,
 }
 
-fn stats(times_s: Vec<f64>) -> Stats {
+/// Statistics over the blocks that no interrupt the kernel counts landed in.
+#[derive(Clone, Copy, Debug)]
+pub struct CleanStats {
+    /// The share of all blocks that one did land in, in percent.
+    pub hit_percent: f64,
+    pub median_us: f64,
+    pub p999_us: f64,
+}
+
+/// `hit[i]`: whether an interrupt landed in block `i` (empty: not counted).
+fn stats(times_s: Vec<f64>, hit: &[bool]) -> Stats {
     let blocks = times_s.len();
+    let clean = (hit.len() == blocks && blocks > 0).then(|| {
+        let rest: Vec<f64> = times_s.iter().zip(hit).filter(|(_, &h)| !h).map(|(t, _)| *t).collect();
+        let hit_percent = 100.0 * (blocks - rest.len()) as f64 / blocks as f64;
+        let (_, median_us, p999_us) = block_stats_us(rest);
+        CleanStats { hit_percent, median_us, p999_us }
+    });
     let (min_us, median_us, p999_us) = block_stats_us(times_s);
-    Stats { min_us, median_us, p999_us, blocks }
+    Stats { min_us, median_us, p999_us, blocks, clean }
 }
 
 /// The audio-ports-config layout with `channels` in and out (FerroFX's and the bare
@@ -133,11 +158,13 @@ fn band_state(plugin: &mut Plugin, bands: usize, matched: bool) -> Result<Vec<u8
 }
 
 /// Times one case of `subject` in a fresh instance.
-#[allow(clippy::too_many_arguments)]
-pub fn measure(entry: &PluginEntry, subject: Subject, case: Case, matched: bool, seconds: f64, main_poll_ms: f64, noise: &[f32]) -> Result<Stats> {
+pub fn measure(entry: &PluginEntry, subject: Subject, case: Case, opts: &PluginBenchOptions, noise: &[f32]) -> Result<Stats> {
+    let (matched, seconds) = (opts.matched, opts.seconds);
     let mut plugin = Plugin::new(entry, subject.clap_id).map_err(|e| anyhow!(e))?;
-    plugin.main_poll = std::time::Duration::from_secs_f64(main_poll_ms.max(0.01) * 1e-3);
+    plugin.main_poll = std::time::Duration::from_secs_f64(opts.main_poll_ms.max(0.01) * 1e-3);
     let mut pinned = false;
+    // The CPU the audio thread found itself on after pinning (checked below).
+    let audio_cpu = std::sync::atomic::AtomicI64::new(-1);
     let layout = layout_index(case.channels).ok_or_else(|| anyhow!("no layout with {} channels", case.channels))?;
     if layout != 0 {
         plugin.select_layout(layout).map_err(|e| anyhow!(e))?;
@@ -160,6 +187,13 @@ pub fn measure(entry: &PluginEntry, subject: Subject, case: Case, matched: bool,
     let total_frames = warm_frames + (seconds * FS) as u64;
     let mut times = Vec::with_capacity((total_frames as usize).div_ceil(case.block) + 1);
     let times_ref = &mut times;
+    // With --interrupts: the audio CPU's count before each block (read by `block`, the
+    // last thing before the timed call) and whether it moved by `after` (the first after).
+    let irq = std::sync::Mutex::new(if opts.interrupts { Cores::get().audio.and_then(Interrupts::on_cpu) } else { None });
+    let irq_before = std::sync::atomic::AtomicU64::new(0);
+    let irq_count = || irq.lock().ok().and_then(|mut i| i.as_mut().and_then(Interrupts::count));
+    let mut hit = Vec::with_capacity(times_ref.capacity());
+    let hit_ref = &mut hit;
     let block = case.block;
     let mut k = 0u64;
     plugin
@@ -174,6 +208,7 @@ pub fn measure(entry: &PluginEntry, subject: Subject, case: Case, matched: bool,
                 if !pinned {
                     // The first call runs on the host's audio thread.
                     pin_current_thread(Cores::get().audio);
+                    audio_cpu.store(current_cpu().map_or(-1, |c| c as i64), std::sync::atomic::Ordering::Relaxed);
                     pinned = true;
                 }
                 let start = (at as usize) % (noise.len() - block);
@@ -191,17 +226,41 @@ pub fn measure(entry: &PluginEntry, subject: Subject, case: Case, matched: bool,
                         evs.push(ParamEvent::new(0, ferrofx_testkit::clap::ClapId::new(id), Pckn::match_all(), v));
                     }
                 }
+                if let Some(n) = irq_count() {
+                    irq_before.store(n, std::sync::atomic::Ordering::Relaxed);
+                }
                 Some(block)
             },
             |at, _out, _len, report| {
+                let moved = irq_count().map(|n| n != irq_before.load(std::sync::atomic::Ordering::Relaxed));
                 if at >= warm_frames {
                     times_ref.push(report.seconds);
+                    if let Some(moved) = moved {
+                        hit_ref.push(moved);
+                    }
                 }
             },
             |_| {},
         )
         .map_err(|e| anyhow!(e))?;
-    Ok(stats(times))
+    let ran_on = audio_cpu.load(std::sync::atomic::Ordering::Relaxed);
+    if let (Some(want), true) = (Cores::get().audio, ran_on >= 0) {
+        if ran_on != want as i64 {
+            bail!("the host's audio thread ran on CPU {ran_on}, not on CPU {want} where it was pinned");
+        }
+    }
+    Ok(stats(times, &hit))
+}
+
+/// The CPU the calling thread runs on (Linux), if the kernel says.
+fn current_cpu() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sched_getcpu takes no arguments and only returns a number (or -1).
+        usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
 }
 
 /// The CPUs the benchmark's threads run on.
@@ -212,14 +271,20 @@ struct Cores {
 }
 
 impl Cores {
-    /// The last CPU for audio, the first for the main thread; none with one CPU.
+    /// The last CPU for audio, the first for the main thread; none with one CPU. Counted
+    /// once, at the first call (before anything is pinned): `available_parallelism` counts
+    /// the calling thread's allowed CPUs, so asked again on a thread pinned to one CPU
+    /// (or one spawned from it) it would say one, and nothing would be pinned apart.
     fn get() -> Cores {
-        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if n < 2 {
-            Cores { audio: None, main: None }
-        } else {
-            Cores { audio: Some(n - 1), main: Some(0) }
-        }
+        static CORES: std::sync::OnceLock<Cores> = std::sync::OnceLock::new();
+        *CORES.get_or_init(|| {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            if n < 2 {
+                Cores { audio: None, main: None }
+            } else {
+                Cores { audio: Some(n - 1), main: Some(0) }
+            }
+        })
     }
 }
 
@@ -261,6 +326,8 @@ pub struct PluginBenchOptions {
     pub static_only: bool,
     /// The CLAP host's main-thread polling interval while the plugins play.
     pub main_poll_ms: f64,
+    /// Count the audio CPU's interrupts around each timed block (`--interrupts`).
+    pub interrupts: bool,
 }
 
 /// The bundles, built first (release) unless `build` is off.
@@ -332,7 +399,7 @@ fn lsp_rows(opts: &PluginBenchOptions) -> std::result::Result<Vec<Row>, String> 
             bands: num("bands")? as usize,
             automated: v.get("automated").and_then(Value::as_bool).unwrap_or(false),
         };
-        let stats = Stats { min_us: num("min_us")?, median_us: num("median_us")?, p999_us: num("p999_us")?, blocks: 0 };
+        let stats = Stats { min_us: num("min_us")?, median_us: num("median_us")?, p999_us: num("p999_us")?, blocks: 0, clean: None };
         rows.push(Row { subject: LSP, case, stats });
     }
     Ok(rows)
@@ -354,7 +421,7 @@ pub fn run(opts: PluginBenchOptions) -> Result<()> {
                 for &bands in counts {
                     for automated in [false, true].into_iter().take(if opts.static_only { 1 } else { 2 }) {
                         let case = Case { channels, block, bands, automated };
-                        let stats = measure(entry, subject, case, opts.matched, opts.seconds, opts.main_poll_ms, &noise)
+                        let stats = measure(entry, subject, case, &opts, &noise)
                             .with_context(|| format!("{} {case:?}", subject.name))?;
                         if opts.json {
                             println!(
@@ -363,6 +430,9 @@ pub fn run(opts: PluginBenchOptions) -> Result<()> {
                                     "plugin": subject.name, "channels": channels, "block": block, "bands": bands,
                                     "automated": automated, "matched": opts.matched && subject.has_bands,
                                     "min_us": stats.min_us, "median_us": stats.median_us, "p999_us": stats.p999_us, "blocks": stats.blocks,
+                                    "uninterrupted": stats.clean.map(|c| json!({
+                                        "hit_percent": c.hit_percent, "median_us": c.median_us, "p999_us": c.p999_us,
+                                    })),
                                 })
                             );
                         } else {
@@ -411,9 +481,13 @@ fn find<'a>(rows: &'a [Row], subject: &str, channels: usize, block: usize, bands
 }
 
 fn print_tables(rows: &[Row], opts: &PluginBenchOptions) {
+    let cores = Cores::get();
+    let cpu = |c: Option<usize>| c.map_or("any CPU".to_string(), |c| format!("CPU {c}"));
     println!(
-        "plugin benchmark: {} s of audio per case at 48 kHz, CLAP through clack-host (main thread serving callbacks every {} ms), {} ({} bands); per-block microseconds: median (min / p99.9)",
+        "plugin benchmark: {} s of audio per case at 48 kHz, CLAP through clack-host (audio thread on {}, main thread on {} serving callbacks every {} ms), {} ({} bands); per-block microseconds: median (min / p99.9)",
         opts.seconds,
+        cpu(cores.audio),
+        cpu(cores.main),
         opts.main_poll_ms,
         cpu_name(),
         if opts.matched { "analog-matched" } else { "cookbook" }
@@ -476,6 +550,32 @@ fn print_tables(rows: &[Row], opts: &PluginBenchOptions) {
     }
     if let Some(s) = find(rows, FERROFX.name, 2, 64, 24, true) {
         println!("24 bands automated, stereo, 64 frames: p99.9 {:.2}x the median (goal: at most 2x)", s.p999_us / s.median_us);
+    }
+    if opts.interrupts {
+        println!();
+        println!("--interrupts: blocks no interrupt counted on the audio CPU landed in (the others' share of all blocks); median / p99.9 us");
+        println!("| plugin | ch | block | bands | automated | blocks hit | all: median / p99.9 (ratio) | not hit: median / p99.9 (ratio) |");
+        println!("|---|---|---|---|---|---|---|---|");
+        for r in rows {
+            if let Some(c) = r.stats.clean {
+                let s = &r.stats;
+                println!(
+                    "| {} | {} | {} | {} | {} | {:.1} % | {:.2} / {:.2} ({:.2}x) | {:.2} / {:.2} ({:.2}x) |",
+                    r.subject,
+                    r.case.channels,
+                    r.case.block,
+                    r.case.bands,
+                    if r.case.automated { "yes" } else { "no" },
+                    c.hit_percent,
+                    s.median_us,
+                    s.p999_us,
+                    s.p999_us / s.median_us,
+                    c.median_us,
+                    c.p999_us,
+                    c.p999_us / c.median_us
+                );
+            }
+        }
     }
     if let (Some(a), Some(b)) = (find(rows, FERROFX.name, 2, 512, 24, false), find(rows, FERROFX.name, 2, 512, 0, false)) {
         let ns = (a.median_us - b.median_us) * 1e3 / (512.0 * 2.0 * 24.0 * if opts.matched { 2.0 } else { 1.0 });

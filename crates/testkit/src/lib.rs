@@ -121,6 +121,41 @@ pub mod bench {
         let at = |q: f64| times_s.get(((q * (n - 1) as f64).round() as usize).min(n - 1)).copied().unwrap_or(0.0) * 1e6;
         (at(0.0), at(0.5), at(0.999))
     }
+
+    /// The interrupts the kernel has counted on one CPU (the sum of its column over every
+    /// row of `/proc/interrupts`: timer, inter-processor calls, TLB shootdowns, devices),
+    /// re-read from a file kept open. Reading it before and after a timed block (outside
+    /// the timing) tells whether one landed in the block. A vCPU preempted by its
+    /// hypervisor is not counted.
+    pub struct Interrupts {
+        file: std::fs::File,
+        cpu: usize,
+        text: String,
+    }
+
+    impl Interrupts {
+        /// For CPU `cpu`; `None` where `/proc/interrupts` cannot be read (not Linux).
+        pub fn on_cpu(cpu: usize) -> Option<Interrupts> {
+            let mut irq = Interrupts { file: std::fs::File::open("/proc/interrupts").ok()?, cpu, text: String::with_capacity(1 << 16) };
+            irq.count().map(|_| irq)
+        }
+
+        /// The CPU's count now; `None` if the file could not be read again.
+        pub fn count(&mut self) -> Option<u64> {
+            use std::io::{Read, Seek};
+            self.file.rewind().ok()?;
+            self.text.clear();
+            self.file.read_to_string(&mut self.text).ok()?;
+            Some(interrupt_column_sum(&self.text, self.cpu))
+        }
+    }
+
+    /// The sum of CPU `cpu`'s column of a `/proc/interrupts` text: rows are `NAME:` and
+    /// then one count per CPU (the header names the CPUs); rows with fewer counts (`ERR`,
+    /// `MIS`) are left out.
+    pub fn interrupt_column_sum(text: &str, cpu: usize) -> u64 {
+        text.lines().skip(1).filter_map(|line| line.split_whitespace().nth(1 + cpu)?.parse::<u64>().ok()).sum()
+    }
 }
 
 #[cfg(test)]
@@ -136,6 +171,9 @@ mod tests {
         assert!((bench::bell(0, 1).0 - 800.0).abs() < 1e-9);
         let (min, median, p999) = bench::block_stats_us((1..=1000).map(|v| v as f64 * 1e-6).collect());
         assert_eq!((min.round(), median.round(), p999.round()), (1.0, 501.0, 999.0));
+        let text = "           CPU0       CPU1       \n 24:          1          0  IO-APIC   5-edge      ACPI:Ged\nLOC:    9799804    9855507   Local timer interrupts\nCAL:   15976379   16874170   Function call interrupts\nERR:          0\nMIS:          0\n";
+        assert_eq!(bench::interrupt_column_sum(text, 0), 1 + 9_799_804 + 15_976_379);
+        assert_eq!(bench::interrupt_column_sum(text, 1), 9_855_507 + 16_874_170);
     }
 
     #[test]
