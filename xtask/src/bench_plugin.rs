@@ -280,6 +280,7 @@ impl Cores {
         *CORES.get_or_init(|| {
             let n = std::thread::available_parallelism().map_or(1, |n| n.get());
             if n < 2 {
+                eprintln!("only one CPU is allowed: the host's audio and main threads share it (the figures' tails will show it)");
                 Cores { audio: None, main: None }
             } else {
                 Cores { audio: Some(n - 1), main: Some(0) }
