@@ -13,7 +13,8 @@
 //! the blocks that no interrupt the guest kernel counts (timer, IPIs, devices) landed in:
 //! what remains of the tail there is the code's own or the hypervisor's (a vCPU
 //! preempted by its host is not counted). Pin the probe (`taskset -c 1`) so that the
-//! column read is the one it runs on.
+//! column read is the one it runs on. `INTERRUPTS=0` leaves the reads out (for `perf`,
+//! whose sampling interrupts every block anyway).
 //! `cargo run --release -p ferrofx_plugin --example automation_tail_probe`.
 use ferrofx_plugin::bands::{Band, Equaliser, Shape, BANDS};
 use ferrofx_testkit::bench::{bell, Interrupts};
@@ -21,6 +22,9 @@ use std::hint::black_box;
 use std::time::Instant;
 
 fn percentiles(mut t: Vec<f64>) -> String {
+    if t.is_empty() {
+        return "no blocks".into();
+    }
     t.sort_by(f64::total_cmp);
     let n = t.len();
     let at = |q: f64| t[((q * (n - 1) as f64).round() as usize).min(n - 1)] * 1e6;
@@ -104,7 +108,8 @@ fn main() {
     let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok();
     #[cfg(not(target_os = "linux"))]
     let cpu: Option<usize> = None;
-    let mut irq = cpu.and_then(Interrupts::on_cpu);
+    let reads = !std::env::var("INTERRUPTS").is_ok_and(|v| v == "0");
+    let mut irq = cpu.filter(|_| reads).and_then(Interrupts::on_cpu);
     for k in warm..warm + blocks {
         let mut count = || irq.as_mut().and_then(Interrupts::count);
         let a = count();
