@@ -135,10 +135,9 @@ pub struct BenchArgs {
     #[arg(long, requires = "plugin")]
     static_only: bool,
     /// With --plugin: how often the CLAP host's main thread serves the plugins' callbacks
-    /// while they play, in milliseconds (10: a GUI's pace, as a DAW's event loop; 0.1 was
-    /// the default before 2026-11-26 and wakes the other CPU 10,000 times a second, which
-    /// on a 2-vCPU VM costs the audio thread about 22 us in the blocks it lands in;
-    /// LSP's LV2 host has no main thread).
+    /// while they play, in milliseconds (10: a GUI's pace, as a DAW's event loop; the
+    /// main thread runs on another CPU than the audio thread; LSP's LV2 host has no main
+    /// thread).
     #[arg(long, default_value_t = 10.0, requires = "plugin")]
     main_poll_ms: f64,
     /// With --plugin (Linux): read the audio CPU's interrupt count from /proc/interrupts
