@@ -560,20 +560,23 @@ fn print_tables(rows: &[Row], opts: &PluginBenchOptions) {
         for r in rows {
             if let Some(c) = r.stats.clean {
                 let s = &r.stats;
+                let cell = |median_us: f64, p999_us: f64| {
+                    if median_us > 0.0 {
+                        format!("{median_us:.2} / {p999_us:.2} ({:.2}x)", p999_us / median_us)
+                    } else {
+                        "no block".to_string()
+                    }
+                };
                 println!(
-                    "| {} | {} | {} | {} | {} | {:.1} % | {:.2} / {:.2} ({:.2}x) | {:.2} / {:.2} ({:.2}x) |",
+                    "| {} | {} | {} | {} | {} | {:.1} % | {} | {} |",
                     r.subject,
                     r.case.channels,
                     r.case.block,
                     r.case.bands,
                     if r.case.automated { "yes" } else { "no" },
                     c.hit_percent,
-                    s.median_us,
-                    s.p999_us,
-                    s.p999_us / s.median_us,
-                    c.median_us,
-                    c.p999_us,
-                    c.p999_us / c.median_us
+                    cell(s.median_us, s.p999_us),
+                    cell(c.median_us, c.p999_us)
                 );
             }
         }
