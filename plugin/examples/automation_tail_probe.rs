@@ -17,7 +17,7 @@
 //! whose sampling interrupts every block anyway).
 //! `cargo run --release -p ferrofx_plugin --example automation_tail_probe`.
 use ferrofx_plugin::bands::{Band, Equaliser, Shape, BANDS};
-use ferrofx_testkit::bench::{bell, Interrupts};
+use ferrofx_testkit::bench::{bell, current_cpu, uninterrupted, Interrupts};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -103,11 +103,7 @@ fn main() {
     // Whether an interrupt landed in each equaliser and plain block.
     let mut hit = Vec::with_capacity(blocks);
     let mut plain_hit = Vec::with_capacity(blocks);
-    #[cfg(target_os = "linux")]
-    // SAFETY: sched_getcpu takes no arguments and only returns a number (or -1).
-    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok();
-    #[cfg(not(target_os = "linux"))]
-    let cpu: Option<usize> = None;
+    let cpu = current_cpu();
     let reads = !std::env::var("INTERRUPTS").is_ok_and(|v| v == "0");
     let mut irq = cpu.filter(|_| reads).and_then(Interrupts::on_cpu);
     for k in warm..warm + blocks {
@@ -131,13 +127,12 @@ fn main() {
     println!("  worst blocks (index:us): {}", list.join(" "));
     println!("plain arithmetic ({steps} steps), interleaved: {}", percentiles(plain_times.clone()));
     if let (Some(_), Some(cpu)) = (&irq, cpu) {
-        let clean = |t: &[f64], h: &[bool]| -> Vec<f64> { t.iter().zip(h).filter(|(_, &h)| !h).map(|(t, _)| *t).collect() };
         let share = |h: &[bool]| 100.0 * h.iter().filter(|&&h| h).count() as f64 / h.len() as f64;
         println!(
             "blocks no counted interrupt landed in (CPU {cpu}): equaliser {:.1} % hit, the rest: {}",
             share(&hit),
-            percentiles(clean(&times, &hit))
+            percentiles(uninterrupted(&times, &hit))
         );
-        println!("  plain arithmetic {:.1} % hit, the rest: {}", share(&plain_hit), percentiles(clean(&plain_times, &plain_hit)));
+        println!("  plain arithmetic {:.1} % hit, the rest: {}", share(&plain_hit), percentiles(uninterrupted(&plain_times, &plain_hit)));
     }
 }

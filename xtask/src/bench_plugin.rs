@@ -29,7 +29,7 @@
 //! the machine's tail from the plugin's.
 
 use anyhow::{anyhow, bail, Context, Result};
-use ferrofx_testkit::bench::{bell, block_stats_us, Interrupts};
+use ferrofx_testkit::bench::{bell, block_stats_us, current_cpu, uninterrupted, Interrupts};
 use ferrofx_testkit::clap::{find_bundle, load_entry, state_bytes, state_json, ParamEvent, Pckn, Plugin, PluginEntry};
 use serde_json::{json, Value};
 
@@ -90,7 +90,7 @@ pub struct CleanStats {
 fn stats(times_s: Vec<f64>, hit: &[bool]) -> Stats {
     let blocks = times_s.len();
     let clean = (hit.len() == blocks && blocks > 0).then(|| {
-        let rest: Vec<f64> = times_s.iter().zip(hit).filter(|(_, &h)| !h).map(|(t, _)| *t).collect();
+        let rest = uninterrupted(&times_s, hit);
         let hit_percent = 100.0 * (blocks - rest.len()) as f64 / blocks as f64;
         let (_, median_us, p999_us) = block_stats_us(rest);
         CleanStats { hit_percent, median_us, p999_us }
@@ -250,17 +250,6 @@ pub fn measure(entry: &PluginEntry, subject: Subject, case: Case, opts: &PluginB
         }
     }
     Ok(stats(times, &hit))
-}
-
-/// The CPU the calling thread runs on (Linux), if the kernel says.
-fn current_cpu() -> Option<usize> {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: sched_getcpu takes no arguments and only returns a number (or -1).
-        usize::try_from(unsafe { libc::sched_getcpu() }).ok()
-    }
-    #[cfg(not(target_os = "linux"))]
-    None
 }
 
 /// The CPUs the benchmark's threads run on.

@@ -150,6 +150,22 @@ pub mod bench {
         }
     }
 
+    /// The CPU the calling thread runs on (Linux), if the kernel says.
+    pub fn current_cpu() -> Option<usize> {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: sched_getcpu takes no arguments and only returns a number (or -1).
+            usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+        }
+        #[cfg(not(target_os = "linux"))]
+        None
+    }
+
+    /// The times of the blocks no interrupt landed in (`hit[i]` false).
+    pub fn uninterrupted(times: &[f64], hit: &[bool]) -> Vec<f64> {
+        times.iter().zip(hit).filter(|(_, &h)| !h).map(|(t, _)| *t).collect()
+    }
+
     /// The sum of CPU `cpu`'s column of a `/proc/interrupts` text: rows are `NAME:` and
     /// then one count per CPU (the header names the CPUs); rows with fewer counts (`ERR`,
     /// `MIS`) are left out.
@@ -174,6 +190,7 @@ mod tests {
         let text = "           CPU0       CPU1       \n 24:          1          0  IO-APIC   5-edge      ACPI:Ged\nLOC:    9799804    9855507   Local timer interrupts\nCAL:   15976379   16874170   Function call interrupts\nERR:          0\nMIS:          0\n";
         assert_eq!(bench::interrupt_column_sum(text, 0), 1 + 9_799_804 + 15_976_379);
         assert_eq!(bench::interrupt_column_sum(text, 1), 9_855_507 + 16_874_170);
+        assert_eq!(bench::uninterrupted(&[1.0, 2.0, 3.0], &[false, true, false]), vec![1.0, 3.0]);
     }
 
     #[test]
