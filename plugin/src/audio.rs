@@ -3,8 +3,16 @@
 //! delay, the bypass crossfade and the latency last reported. The only owner of that
 //! state; the `Plugin` impl in `lib.rs` calls in here.
 //!
-//! Realtime rules: `process_block`, `reset_filters` and `wanted_latency` never allocate,
+//! Realtime rules: `process`, `reset_filters` and `wanted_gpu_latency` never allocate,
 //! lock, log or panic; everything they use is allocated in `activate`.
+//!
+//! Latency: the latency the host is told is at every moment the latency of the audio
+//! produced. A phase-mode change switches inside processing where the plugin format
+//! lets the latency change while active (VST3, the standalone app): the new band stage
+//! is prepared beside the running one and the latency reported at the block where the
+//! output cross-fades to it (`phase_switch.rs`). CLAP allows a latency change only during
+//! `activate`, so there (and for the GPU path, on every format) the plugin asks the host
+//! to restart it and keeps producing audio at the latency it reported until then.
 
 use std::sync::atomic::Ordering;
 
@@ -12,6 +20,8 @@ use nice_plug::prelude::*;
 
 use crate::bands::{Band, BANDS};
 use crate::autogain::{AutoGain, Weighting};
+use crate::delay::DelayLine;
+use crate::phase_switch::{stage_band, PhaseSwitch, MAX_LINEAR_LATENCY};
 use crate::routing::RoutedEqualiser;
 use crate::chain_slot::{AudioConfig, AudioSide};
 use crate::output::{self, Measured, Stage};
@@ -21,6 +31,26 @@ use ferrofx::run::realtime::{Policy, RealtimeOffload};
 
 /// Bypass crossfade time.
 pub const BYPASS_FADE_MS: f32 = 10.0;
+
+/// How a latency change may reach the host while the plugin is active.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LatencyPolicy {
+    /// The latency may change between blocks (VST3's `restartComponent(kLatencyChanged)`,
+    /// the standalone app): the phase mode switches inside processing.
+    InProcess,
+    /// Only during `activate` (CLAP): a change asks the host for a restart.
+    Restart,
+}
+
+/// What a block asks of the host about latency.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatencyNews {
+    /// The latency of the audio from this block on, where it changed.
+    pub report: Option<u32>,
+    /// The settings want a latency this activation cannot switch to: ask for a restart
+    /// (once per wanted value).
+    pub restart: bool,
+}
 
 /// The audio-thread state (fields set up in `activate`).
 pub struct AudioState {
@@ -42,12 +72,20 @@ pub struct AudioState {
     wet_step: f32,
     /// The GPU path's stream (re-blocking, routing), when it is on.
     realtime: Option<RealtimeOffload>,
-    /// The dry signal's delay on the GPU path.
+    /// The dry signal's delay (bypass, delta, solo), as long as the latency.
     dry_delay: Option<DelayLine>,
     /// Whether a GPU adapter was found (`None`: never looked, the CPU backend so far).
     pub gpu_found: Option<bool>,
-    /// Latency last reported to the host.
+    /// Latency last reported to the host: the latency of the audio produced.
     reported_latency: u32,
+    /// The GPU path's share of it (fixed per activation).
+    gpu_latency: u32,
+    /// How latency changes reach the host on this plugin format.
+    latency_policy: LatencyPolicy,
+    /// The latency a restart was last asked for (so it is asked once).
+    restart_asked: Option<u32>,
+    /// A phase-mode change under way (`LatencyPolicy::InProcess` only).
+    switch: Option<PhaseSwitch>,
     /// The analyser's rings and the processing-time ring (editor telemetry).
     taps: AudioTaps,
     /// Band solo (its input is the dry copy).
@@ -80,6 +118,10 @@ impl AudioState {
             dry_delay: None,
             gpu_found: None,
             reported_latency: 0,
+            gpu_latency: 0,
+            latency_policy: LatencyPolicy::Restart,
+            restart_asked: None,
+            switch: None,
             taps,
             solo: None,
             autogain: None,
@@ -91,16 +133,19 @@ impl AudioState {
 
     /// Builds everything the audio thread will use for `config` (allocates; `activate`
     /// only): the equaliser at the current bands, the chain stages, the GPU path's stream
-    /// and dry delay when `gpu_policy` is given, the bypass state. `latency` is what the
-    /// host was told.
+    /// when `gpu_policy` is given, the dry delay, the phase switch (`policy` in process),
+    /// the bypass state. Returns the latency to tell the host: `gpu_latency` plus the
+    /// linear-phase FIR's.
     pub fn activate(
         &mut self,
         params: &FerroParams,
         config: AudioConfig,
         gpu_policy: Option<Policy>,
         linear: Option<crate::linear::LinearAudio>,
-        latency: u32,
-    ) {
+        gpu_latency: u32,
+        policy: LatencyPolicy,
+    ) -> u32 {
+        let latency = gpu_latency + linear.as_ref().map_or(0, |l| l.latency() as u32);
         let (fs, channels, max_block) = (config.sample_rate_hz, config.channels, config.max_block_frames);
         // A re-activation with the same configuration keeps the equaliser's memory (hosts
         // restart plugins often; fresh allocations each time only churn the heap).
@@ -111,11 +156,17 @@ impl AudioState {
             }
             _ => RoutedEqualiser::new(f64::from(fs), channels, max_block),
         };
+        let linear_running = linear.as_ref().is_some_and(|l| l.taps().is_some());
         for (i, band) in params.bands().iter().enumerate() {
-            eq.set_band(i, iir_band(band, linear.is_some(), channels == 2));
+            eq.set_band(i, stage_band(band, linear_running, channels == 2));
         }
         eq.snap();
         self.eq = Some(eq);
+        self.switch = match (policy, self.switch.take()) {
+            (LatencyPolicy::Restart, _) => None,
+            (LatencyPolicy::InProcess, Some(sw)) if sw.allocated_for(f64::from(fs), channels, max_block) => Some(sw),
+            (LatencyPolicy::InProcess, _) => Some(PhaseSwitch::new(f64::from(fs), channels, max_block)),
+        };
         self.band_cache_linear = None;
         let mut autogain = AutoGain::new(f64::from(fs), channels == 2);
         let weighting = params.auto_gain.value().weighting();
@@ -130,21 +181,39 @@ impl AudioState {
         self.dry = vec![vec![0.0; max_block]; channels];
         self.solo = Some(crate::solo::Solo::new(channels, fs));
         self.realtime = gpu_policy.map(|p| RealtimeOffload::new(channels, max_block, f64::from(fs), p));
-        // The dry signal (bypass, delta, solo) is delayed like the processed one.
-        self.dry_delay = (latency > 0).then(|| DelayLine::new(channels, latency as usize));
+        // The dry signal (bypass, delta, solo) is delayed like the processed one, also
+        // after a phase switch changes the latency.
+        let most = gpu_latency as usize + if policy == LatencyPolicy::InProcess { MAX_LINEAR_LATENCY } else { latency as usize };
+        self.dry_delay = (most > 0).then(|| {
+            let mut d = DelayLine::new(channels, most);
+            d.set_len(latency as usize);
+            d
+        });
         self.linear = linear;
         self.wet_step = 1.0 / (BYPASS_FADE_MS * 1e-3 * fs).max(1.0);
         self.wet_mix = if params.bypass.value() { 0.0 } else { 1.0 };
         self.reported_latency = latency;
+        self.gpu_latency = gpu_latency;
+        self.latency_policy = policy;
+        self.restart_asked = None;
+        latency
+    }
+
+    /// Whether a linear-phase FIR runs now.
+    fn linear_running(&self) -> bool {
+        self.linear.as_ref().is_some_and(|l| l.taps().is_some())
     }
 
     /// The host's reset: the equaliser snaps to the current bands, filters are cleared.
     pub fn reset(&mut self, params: &FerroParams) {
         self.band_cache_linear = None;
-        let (linear, stereo) = (self.linear.is_some(), self.config.is_some_and(|c| c.channels == 2));
+        if let (Some(sw), Some(l)) = (self.switch.as_mut(), self.linear.as_mut()) {
+            sw.abort(l);
+        }
+        let (linear, stereo) = (self.linear_running(), self.config.is_some_and(|c| c.channels == 2));
         if let Some(eq) = self.eq.as_mut() {
             for (i, band) in params.bands().iter().enumerate() {
-                eq.set_band(i, iir_band(band, linear, stereo));
+                eq.set_band(i, stage_band(band, linear, stereo));
             }
             eq.snap();
         }
@@ -184,8 +253,8 @@ impl AudioState {
     }
 
     /// One host block in place, in pieces of at most the configured largest block.
-    /// Returns the new latency when the settings now ask for another one (the caller
-    /// tells the host). No allocation, lock, log or panic.
+    /// Returns what the host must hear about latency ([`LatencyNews`]: the caller tells
+    /// it). No allocation, lock, log or panic.
     ///
     /// Also feeds the editor: output meters and clip flag, the analyser's rings while
     /// `telemetry.spectrum` is wanted, and how long this call took (`Instant::now`, a
@@ -197,8 +266,8 @@ impl AudioState {
         buffers: &mut [&mut [f32]],
         sidechain: Option<&mut [&mut [f32]]>,
         frames: usize,
-    ) -> Option<u32> {
-        let config = self.config?;
+    ) -> LatencyNews {
+        let Some(config) = self.config else { return LatencyNews::default() };
         // A full ring (editor closed or slow) would drop the figure: then the clock is not
         // read at all (two reads are a fifth of an idle 64-frame block's cost).
         let started = (!self.taps.process_times.is_full()).then(std::time::Instant::now);
@@ -218,7 +287,7 @@ impl AudioState {
         buffers: &mut [&mut [f32]],
         mut sidechain: Option<&mut [&mut [f32]]>,
         frames: usize,
-    ) -> Option<u32> {
+    ) -> LatencyNews {
         if self.side.poll(config) {
             if let Some(rt) = self.realtime.as_mut() {
                 rt.clear_measurements();
@@ -228,25 +297,36 @@ impl AudioState {
         if let (Some(rt), Some(policy)) = (self.realtime.as_mut(), params.backend.value().policy()) {
             rt.set_policy(policy);
         }
-        let wanted = self.wanted_latency(params, config.max_block_frames, self.side.has_stages());
-        let changed = (wanted != self.reported_latency).then_some(wanted);
-        self.reported_latency = wanted;
-        let (linear, stereo) = (self.linear.is_some(), config.channels == 2);
+        let stereo = config.channels == 2;
         // The band settings are rebuilt only when a band parameter changed (or the
         // equaliser was rebuilt, or the phase mode moved the bands to the FIR).
         // Read first, swapped only when set: the swap is a locked exchange (~20 cycles),
         // a twentieth of an idle 64-frame block, for a flag that is nearly always clear.
         let bands_moved = params.bands_changed.load(Ordering::Acquire) && params.bands_changed.swap(false, Ordering::AcqRel);
-        if bands_moved || self.band_cache_linear != Some(linear) {
+        if bands_moved || self.band_cache_linear.is_none() {
             self.band_cache = params.bands();
             self.dyn_cache = params.dynamics();
+            self.any_dynamic_band = self.band_cache.iter().any(|b| b.dynamic && b.enabled);
+        }
+        let news = self.follow_latency(params, config);
+        if news.report.is_some() {
+            telemetry.latency_samples.store(self.reported_latency, Ordering::Relaxed);
+        }
+        let linear = self.linear_running();
+        if bands_moved || self.band_cache_linear != Some(linear) {
             if let Some(eq) = self.eq.as_mut() {
                 for (i, band) in self.band_cache.iter().enumerate() {
-                    eq.set_band(i, iir_band(band, linear, stereo));
+                    eq.set_band(i, stage_band(band, linear, stereo));
                 }
             }
             self.band_cache_linear = Some(linear);
-            self.any_dynamic_band = self.band_cache.iter().any(|b| b.dynamic && b.enabled);
+        }
+        // A phase switch's incoming equaliser follows the bands too, as its mode runs them.
+        if let Some(sw) = self.switch.as_mut().filter(|sw| bands_moved && sw.busy()) {
+            let to_linear = sw.target().flatten().is_some();
+            for (i, band) in self.band_cache.iter().enumerate() {
+                sw.eq.set_band(i, stage_band(band, to_linear, stereo));
+            }
         }
         if let (Some(ag), Some(w)) = (self.autogain.as_mut(), params.auto_gain.value().weighting()) {
             ag.update(&self.band_cache, w);
@@ -260,7 +340,52 @@ impl AudioState {
             self.process_block(params, telemetry, buffers, side, start, n, bypass, analyse);
             start += n;
         }
-        changed
+        news
+    }
+
+    /// Follows the latency the settings ask for (once per host block, before its audio):
+    /// drives a phase switch (`LatencyPolicy::InProcess`; the new latency is reported at
+    /// the block its cross-fade starts), and asks for a restart, once, for a change this
+    /// activation cannot make (the GPU path; any change under `LatencyPolicy::Restart`).
+    fn follow_latency(&mut self, params: &FerroParams, config: AudioConfig) -> LatencyNews {
+        let mut news = LatencyNews::default();
+        let wanted_taps = params.phase.value().taps();
+        let stereo = config.channels == 2;
+        let gpu = self.gpu_latency;
+        match (self.switch.as_mut(), self.linear.as_mut()) {
+            (Some(sw), Some(linear)) => {
+                sw.follow(wanted_taps, linear.taps(), &self.band_cache, stereo, linear);
+                let fir = linear.poll(sw.wanted_fir());
+                sw.offer(fir, linear);
+                if let Some(linear_latency) = sw.begin_fade(linear.latency()) {
+                    let total = gpu + linear_latency as u32;
+                    if let Some(d) = self.dry_delay.as_mut() {
+                        d.set_len(total as usize);
+                    }
+                    self.reported_latency = total;
+                    news.report = Some(total);
+                }
+            }
+            (None, Some(linear)) => {
+                // (Only redesigns of the running length are taken.)
+                let _ = linear.poll(None);
+            }
+            _ => {}
+        }
+        let wanted_gpu = self.wanted_gpu_latency(params, config.max_block_frames, self.side.has_stages());
+        // What the phase mode adds that this activation cannot switch to by itself.
+        let phase_part = match self.latency_policy {
+            LatencyPolicy::InProcess => self.reported_latency - gpu,
+            LatencyPolicy::Restart => wanted_taps.map_or(0, |t| (t / 2) as u32),
+        };
+        let wanted = wanted_gpu + phase_part;
+        if wanted == self.reported_latency {
+            self.restart_asked = None;
+        } else if self.restart_asked != Some(wanted) {
+            self.restart_asked = Some(wanted);
+            news.restart = true;
+        }
+        news
     }
 
     /// What the editor shows, after a block of `frames` (atomics only).
@@ -277,48 +402,6 @@ impl AudioState {
         }
         if let Some(rt) = self.realtime.as_ref() {
             telemetry.gpu.publish(rt, self.side.offload().map(|o| &*o));
-        }
-    }
-}
-
-/// What the IIR equaliser runs of `band`: in linear phase the FIR carries the bands on
-/// every channel, so they are off here.
-fn iir_band(band: &Band, linear: bool, stereo: bool) -> Band {
-    if linear && crate::linear::in_fir(band, stereo) {
-        Band { enabled: false, ..*band }
-    } else {
-        *band
-    }
-}
-
-/// A fixed delay of `len` frames on every channel (the dry signal's, so the bypass
-/// crossfade lines up with the latency of the GPU path). Allocated once.
-struct DelayLine {
-    lines: Vec<Vec<f32>>,
-    pos: usize,
-}
-
-impl DelayLine {
-    fn new(channels: usize, len: usize) -> DelayLine {
-        DelayLine { lines: vec![vec![0.0; len.max(1)]; channels], pos: 0 }
-    }
-
-    /// Delays `frames` frames of each channel in place. No allocation.
-    fn process(&mut self, bufs: &mut [Vec<f32>], frames: usize) {
-        let len = self.lines.first().map_or(1, |l| l.len());
-        for (line, b) in self.lines.iter_mut().zip(bufs.iter_mut()) {
-            let mut pos = self.pos;
-            for v in b[..frames].iter_mut() {
-                std::mem::swap(v, &mut line[pos]);
-                pos = if pos + 1 == len { 0 } else { pos + 1 };
-            }
-        }
-        self.pos = (self.pos + frames) % len;
-    }
-
-    fn clear(&mut self) {
-        for l in self.lines.iter_mut() {
-            l.fill(0.0);
         }
     }
 }
@@ -345,15 +428,9 @@ impl AudioState {
         }
     }
 
-    /// The latency the current settings ask for: the host's largest block when the GPU
-    /// path should run (a GPU or Auto backend, host blocks of at least the GPU minimum,
-    /// chain stages to offload, and no failed search for an adapter), else 0.
-    pub fn wanted_latency(&self, params: &FerroParams, max_block: usize, has_stages: bool) -> u32 {
-        let linear = params.phase.value().taps().map_or(0, |t| (t / 2) as u32);
-        self.wanted_gpu_latency(params, max_block, has_stages) + linear
-    }
-
-    /// The GPU path's share of [`AudioState::wanted_latency`].
+    /// The GPU path's latency the current settings ask for: the host's largest block
+    /// when the GPU path should run (a GPU or Auto backend, host blocks of at least the
+    /// GPU minimum, chain stages to offload, and no failed search for an adapter), else 0.
     pub fn wanted_gpu_latency(&self, params: &FerroParams, max_block: usize, has_stages: bool) -> u32 {
         let wants = params.backend.value().policy().is_some()
             && max_block >= params.gpu_min_block.value().max(1) as usize
@@ -409,11 +486,14 @@ impl AudioState {
         // Nothing reads the signal before that pass (every band idle, no chain, no FIR, no
         // GPU path, no dry copy, no analyser): then it sanitises the input as well, else
         // the input is sanitised here.
+        let switching = self.switch.as_ref().is_some_and(|sw| sw.running());
+        let delaying = switching || self.dry_delay.as_ref().is_some_and(|d| !d.is_empty());
         let untouched = metered
             && !analyse
             && !dynamic
-            && self.dry_delay.is_none()
-            && self.linear.is_none()
+            && !delaying
+            && !self.linear_running()
+            && !switching
             && self.realtime.is_none()
             && self.side.engine().is_none()
             && self.eq.as_mut().is_none_or(|eq| eq.idle());
@@ -422,9 +502,9 @@ impl AudioState {
                 ferrofx::engine::sanitize_input(&mut b[start..start + frames]);
             }
         }
-        // On the GPU path the dry signal runs through a delay of the path's latency,
-        // which must see every block.
-        if fading || bypassed || soloing || delta || self.dry_delay.is_some() {
+        // With latency the dry signal runs through a delay as long, which must see every
+        // block (also while a phase switch prepares a longer one).
+        if fading || bypassed || soloing || delta || delaying {
             for (d, b) in self.dry.iter_mut().zip(buffers.iter()) {
                 d[..frames].copy_from_slice(&b[start..start + frames]);
             }
@@ -443,6 +523,11 @@ impl AudioState {
         let refs = &mut refs[..used];
         if analyse {
             self.taps.spectrum.pre(refs, frames);
+        }
+        // A phase switch's new band stage sees the same input.
+        let mut switch = self.switch.as_mut().filter(|sw| sw.running());
+        if let Some(sw) = switch.as_mut() {
+            sw.capture(refs, frames);
         }
         // (An idle equaliser, `untouched` found, has nothing to do.)
         if let Some(eq) = self.eq.as_mut().filter(|_| !untouched) {
@@ -472,14 +557,39 @@ impl AudioState {
                             eq.set_dynamic_gain(i, dynamics.delta_db(i));
                         }
                         eq.process(piece);
+                        if let Some(sw) = switch.as_mut() {
+                            let (next_eq, mut next) = sw.stage(done + n);
+                            for i in 0..BANDS {
+                                next_eq.set_dynamic_gain(i, dynamics.delta_db(i));
+                            }
+                            let mut piece: [&mut [f32]; MAX] = std::array::from_fn(|_| &mut [][..]);
+                            for (p, r) in piece.iter_mut().zip(next.iter_mut()) {
+                                *p = &mut r[done..done + n];
+                            }
+                            next_eq.process(&mut piece[..used]);
+                        }
                         done += n;
                     }
                 }
-                _ => eq.process(refs),
+                _ => {
+                    eq.process(refs);
+                    if let Some(sw) = switch.as_mut() {
+                        let (next_eq, mut next) = sw.stage(frames);
+                        next_eq.process(&mut next[..used]);
+                    }
+                }
             }
         }
         if let Some(linear) = self.linear.as_mut() {
             linear.process(refs);
+        }
+        if let Some(finished) = switch.and_then(|sw| sw.finish_block(refs, frames)) {
+            // The new band stage is the running one from here on.
+            if let (Some(sw), Some(eq), Some(linear)) = (self.switch.as_mut(), self.eq.as_mut(), self.linear.as_mut()) {
+                std::mem::swap(eq, &mut sw.eq);
+                linear.install(finished.fir);
+            }
+            self.band_cache_linear = Some(self.linear_running());
         }
         // On the GPU path the stream delays (and, with an offload, filters) the signal; a
         // chain the offload does not take runs on the CPU engine after the delay, so the

@@ -23,6 +23,7 @@ pub mod audio;
 pub mod autogain;
 pub mod bands;
 pub mod chain_slot;
+pub mod delay;
 pub mod dynamics;
 pub mod editor;
 pub mod gpu;
@@ -30,6 +31,7 @@ pub mod ir;
 pub mod linear;
 pub mod output;
 pub mod params;
+pub mod phase_switch;
 pub mod preset;
 pub mod routing;
 pub mod solo;
@@ -39,7 +41,7 @@ pub mod telemetry;
 
 pub use ferrofx;
 
-use audio::AudioState;
+use audio::{AudioState, LatencyPolicy};
 use chain_slot::AudioConfig;
 use params::FerroParams;
 pub use telemetry::Telemetry;
@@ -52,7 +54,8 @@ pub struct FerroFx {
     params: Arc<FerroParams>,
     telemetry: Arc<Telemetry>,
     audio: AudioState,
-    /// The linear-phase designer thread while linear phase is on (see `linear.rs`).
+    /// The linear-phase designer thread while linear phase is on, or may be switched on
+    /// while playing (see `linear.rs`).
     designer: Option<linear::Designer>,
 }
 
@@ -201,15 +204,21 @@ impl Plugin for FerroFx {
         }
         let gpu_latency = self.audio.wanted_gpu_latency(&self.params, max_block, has_stages);
         let offload = gpu_latency > 0;
-        // Linear phase: the first FIR designed here, the designer thread follows the bands.
+        // CLAP lets the latency change only here; VST3 and the standalone app take a
+        // change between blocks, so there the phase mode switches while playing.
+        let latency_policy = match context.plugin_api() {
+            PluginApi::Clap => LatencyPolicy::Restart,
+            PluginApi::Vst3 | PluginApi::Standalone => LatencyPolicy::InProcess,
+        };
+        // Linear phase: the first FIR designed here, the designer thread follows the phase
+        // mode and the bands (also in natural phase where the mode can switch in process).
         self.designer = None;
-        let linear = self.params.phase.value().taps().map(|taps| {
-            let setup = linear::Setup { fs: f64::from(fs), taps, channels, max_block };
+        let linear = (self.params.phase.value().taps().is_some() || latency_policy == LatencyPolicy::InProcess).then(|| {
+            let setup = linear::Setup { fs: f64::from(fs), channels, max_block };
             let (designer, audio) = linear::Designer::start(self.params.clone(), setup);
             self.designer = Some(designer);
             audio
         });
-        let latency = gpu_latency + linear.as_ref().map_or(0, |l| l.latency() as u32);
         if !offload {
             let text = match policy {
                 None => String::from("CPU backend"),
@@ -222,14 +231,14 @@ impl Plugin for FerroFx {
             self.params.chain.set_gpu_status(text);
         }
         let config = AudioConfig { sample_rate_hz: fs, channels, max_block_frames: max_block, offload };
-        self.audio.activate(&self.params, config, policy.filter(|_| offload), linear, latency);
+        let latency = self.audio.activate(&self.params, config, policy.filter(|_| offload), linear, gpu_latency, latency_policy);
         context.set_latency_samples(latency);
         let t = &self.telemetry;
         t.sample_rate_bits.store(fs.to_bits(), Ordering::Relaxed);
         t.channels.store(channels as u32, Ordering::Relaxed);
         t.max_block_frames.store(max_block as u32, Ordering::Relaxed);
         t.latency_samples.store(latency, Ordering::Relaxed);
-        t.gpu.block_frames.store(latency, Ordering::Relaxed);
+        t.gpu.block_frames.store(gpu_latency, Ordering::Relaxed);
         true
     }
 
@@ -251,11 +260,17 @@ impl Plugin for FerroFx {
         let frames = buffer.samples();
         // The sidechain, where the chosen layout has one and the host connected it.
         let sidechain = aux.inputs.first_mut().map(|b| b.as_slice()).filter(|s| s.iter().all(|c| c.len() >= frames));
-        if let Some(latency) = self.audio.process(&self.params, &self.telemetry, buffer.as_slice(), sidechain, frames) {
-            // A backend, minimum block or chain change that moves the GPU path on or off
-            // changes the latency: the host is asked to restart the plugin (`activate`
-            // then builds the other path); until then the current path keeps running.
+        let news = self.audio.process(&self.params, &self.telemetry, buffer.as_slice(), sidechain, frames);
+        // The audio of this block on has a new latency (a phase switch in process). The
+        // standalone app has no latency to report (nice-plug's backends take none).
+        if let (Some(latency), false) = (news.report, context.plugin_api() == PluginApi::Standalone) {
             context.set_latency_samples(latency);
+        }
+        // A change this activation cannot make (the GPU path on or off; on CLAP any
+        // latency change): `activate` builds it after the host's restart, and until then
+        // the audio keeps the latency reported.
+        if news.restart {
+            context.request_restart();
         }
         self.audio.publish(&self.telemetry, frames);
         ProcessStatus::Normal

@@ -9,15 +9,18 @@
 //!   quiet. Tap 0 is zero and the taps are symmetric about tap `n / 2` to the bit, so the
 //!   latency is exactly `n / 2` samples.
 //! - **Threads**: a [`Designer`] thread (started in `activate`, stopped on deactivation)
-//!   polls the band parameters every 10 ms; when they change it designs, builds a core
-//!   [`Engine`] and sends it to the audio thread through an `rtrb` ring; replaced engines
-//!   come back through a second ring and are dropped there.
-//! - **Audio thread** ([`LinearAudio`]): a new engine first runs beside the current one
-//!   for `n` samples (so its history is full), then the output cross-fades from the old
-//!   to the new over [`CROSSFADE_MS`]. Nothing is allocated, freed or locked there.
-//! - **Latency**: `n / 2` samples, reported to the host; the length is fixed per
-//!   activation, so changing it (or the mode) asks the host for a restart, like the GPU
-//!   path.
+//!   polls the phase mode and the band parameters every 10 ms; while a linear mode is
+//!   chosen and they change, it designs, builds a core [`Engine`] of that length and
+//!   sends it ([`LinearFir`], tagged with its length) to the audio thread through an
+//!   `rtrb` ring; replaced engines come back through a second ring and are dropped there.
+//! - **Audio thread** ([`LinearAudio`]): a new design of the running length first runs
+//!   beside the current one for `n` samples (so its history is full), then the output
+//!   cross-fades from the old to the new over [`CROSSFADE_MS`]. A design of another
+//!   length is a change of phase mode, and of latency: [`LinearAudio::poll`] hands it to
+//!   the mode switch (`phase_switch.rs`), which runs the whole band stage of the new
+//!   mode beside the old one and installs it ([`LinearAudio::install`]). Nothing is
+//!   allocated, freed or locked there.
+//! - **Latency**: `n / 2` samples while a linear mode runs, 0 in natural phase.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -87,17 +90,38 @@ pub fn design(bands: &[Band; BANDS], fs: f64, n: usize, stereo: bool) -> Vec<f64
     taps
 }
 
-/// Builds the engine that runs `taps` on `channels` channels.
-fn engine(taps: Vec<f64>, fs: f64, channels: usize, max_block: usize) -> Option<Engine> {
-    let chain: Chain = Fir::coefficients(taps).into();
-    chain.design(fs).ok().map(|d| Engine::new(&d, channels, max_block))
+/// A linear-phase FIR ready to run: its length (the phase mode it belongs to) and the
+/// engine that runs it on every channel.
+pub struct LinearFir {
+    pub taps: usize,
+    engine: Engine,
+}
+
+impl LinearFir {
+    /// Builds the engine that runs `coefficients` (an `n`-tap design) on `channels`
+    /// channels. Allocates; `None` when the taps do not design (never for [`design`]'s).
+    pub fn build(taps: usize, coefficients: Vec<f64>, fs: f64, channels: usize, max_block: usize) -> Option<Box<LinearFir>> {
+        let chain: Chain = Fir::coefficients(coefficients).into();
+        let engine = Engine::new(&chain.design(fs).ok()?, channels, max_block);
+        Some(Box::new(LinearFir { taps, engine }))
+    }
+
+    /// Filters planar buffers in place (at most the `max_block` it was built for). No
+    /// allocation, lock or free.
+    pub fn process(&mut self, buffers: &mut [&mut [f32]]) {
+        self.engine.process(buffers);
+    }
+
+    /// Clears the FIR's history. Allocation-free.
+    pub fn reset(&mut self) {
+        self.engine.reset();
+    }
 }
 
 /// What [`Designer`] needs to know about the audio configuration.
 #[derive(Clone, Copy, Debug)]
 pub struct Setup {
     pub fs: f64,
-    pub taps: usize,
     pub channels: usize,
     pub max_block: usize,
 }
@@ -105,21 +129,22 @@ pub struct Setup {
 /// The designer's end of the hand-over: builds engines from taps and sends them to the
 /// audio thread; drops the ones that come back.
 pub struct Sender {
-    to_audio: Producer<Box<Engine>>,
-    from_audio: Consumer<Box<Engine>>,
+    to_audio: Producer<Box<LinearFir>>,
+    from_audio: Consumer<Box<LinearFir>>,
     setup: Setup,
 }
 
 impl Sender {
-    /// Builds the engine of `taps` and sends it; false when the ring is full (the audio
-    /// thread has not taken the last ones yet) or the taps do not design. Allocates.
-    pub fn send(&mut self, taps: Vec<f64>) -> bool {
+    /// Builds the engine of the `n`-tap design `taps` and sends it; false when the ring
+    /// is full (the audio thread has not taken the last ones yet) or the taps do not
+    /// design. Allocates.
+    pub fn send(&mut self, n: usize, taps: Vec<f64>) -> bool {
         self.collect();
         if self.to_audio.is_full() {
             return false;
         }
-        match engine(taps, self.setup.fs, self.setup.channels, self.setup.max_block) {
-            Some(e) => self.to_audio.push(Box::new(e)).is_ok(),
+        match LinearFir::build(n, taps, self.setup.fs, self.setup.channels, self.setup.max_block) {
+            Some(fir) => self.to_audio.push(fir).is_ok(),
             None => false,
         }
     }
@@ -137,20 +162,20 @@ impl Sender {
     }
 }
 
-/// The two ends of a hand-over, the audio side starting with the FIR `first`. Allocates.
-pub fn link(setup: Setup, first: Vec<f64>) -> (Sender, LinearAudio) {
-    let (to_audio, incoming) = RingBuffer::<Box<Engine>>::new(4);
-    let (returning, from_audio) = RingBuffer::<Box<Engine>>::new(8);
+/// The two ends of a hand-over, the audio side starting in the mode of `first`: an
+/// `(n, taps)` design (linear phase) or `None` (natural phase). Allocates.
+pub fn link(setup: Setup, first: Option<(usize, Vec<f64>)>) -> (Sender, LinearAudio) {
+    let (to_audio, incoming) = RingBuffer::<Box<LinearFir>>::new(4);
+    let (returning, from_audio) = RingBuffer::<Box<LinearFir>>::new(8);
     let fade = ((CROSSFADE_MS * 1e-3 * setup.fs) as usize).max(1);
     let audio = LinearAudio {
         incoming,
         returning,
-        current: engine(first, setup.fs, setup.channels, setup.max_block).map(Box::new),
+        current: first.and_then(|(n, taps)| LinearFir::build(n, taps, setup.fs, setup.channels, setup.max_block)),
         next: None,
         warm: 0,
         fade_at: 0,
         fade_len: fade,
-        taps: setup.taps,
         scratch: vec![vec![0.0; setup.max_block.max(1)]; setup.channels],
         swaps: 0,
     };
@@ -164,16 +189,20 @@ pub struct Designer {
 }
 
 impl Designer {
-    /// Designs the FIR of the current bands at once (the audio side starts with it) and
-    /// starts the thread that follows the bands. Allocates; not on the audio thread.
+    /// Designs the FIR of the current bands at once when a linear mode is chosen (the
+    /// audio side starts with it) and starts the thread that follows the phase mode and
+    /// the bands. Allocates; not on the audio thread.
     pub fn start(params: Arc<FerroParams>, setup: Setup) -> (Designer, LinearAudio) {
         let stereo = setup.channels == 2;
-        let key = move |p: &FerroParams| -> [Band; BANDS] {
+        // What a design depends on: the length and the bands it carries.
+        let key = move |p: &FerroParams| -> (Option<usize>, [Band; BANDS]) {
             let bands = p.bands();
-            std::array::from_fn(move |i| if in_fir(&bands[i], stereo) { bands[i].clamped(setup.fs) } else { Band::default() })
+            let taps = p.phase.value().taps();
+            (taps, std::array::from_fn(move |i| if in_fir(&bands[i], stereo) { bands[i].clamped(setup.fs) } else { Band::default() }))
         };
         let mut last = key(&params);
-        let (mut sender, audio) = link(setup, design(&last, setup.fs, setup.taps, stereo));
+        let first = last.0.map(|n| (n, design(&last.1, setup.fs, n, stereo)));
+        let (mut sender, audio) = link(setup, first);
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
@@ -186,8 +215,13 @@ impl Designer {
                     if now == last || !sender.has_room() {
                         continue;
                     }
+                    // Natural phase needs no design; the next linear choice designs anew.
+                    if let Some(n) = now.0 {
+                        if !sender.send(n, design(&now.1, setup.fs, n, stereo)) {
+                            continue;
+                        }
+                    }
                     last = now;
-                    sender.send(design(&now, setup.fs, setup.taps, stereo));
                 }
             })
             .ok();
@@ -204,28 +238,32 @@ impl Drop for Designer {
     }
 }
 
-/// The audio thread's side: the running FIR, the incoming one while it warms up and
-/// fades in, and the rings.
+/// The audio thread's side: the running FIR (none in natural phase), a new design of
+/// the same length while it warms up and fades in, and the rings.
 pub struct LinearAudio {
-    incoming: Consumer<Box<Engine>>,
-    returning: Producer<Box<Engine>>,
-    current: Option<Box<Engine>>,
-    next: Option<Box<Engine>>,
+    incoming: Consumer<Box<LinearFir>>,
+    returning: Producer<Box<LinearFir>>,
+    current: Option<Box<LinearFir>>,
+    next: Option<Box<LinearFir>>,
     /// Samples the incoming engine has run.
     warm: usize,
     /// Samples into the cross-fade.
     fade_at: usize,
     fade_len: usize,
-    taps: usize,
     /// The incoming engine's output, one buffer per channel of `max_block`.
     scratch: Vec<Vec<f32>>,
     swaps: u64,
 }
 
 impl LinearAudio {
-    /// The latency: half the FIR length.
+    /// The running FIR's length: `None` in natural phase.
+    pub fn taps(&self) -> Option<usize> {
+        self.current.as_ref().map(|f| f.taps)
+    }
+
+    /// The latency: half the running FIR's length, 0 in natural phase.
     pub fn latency(&self) -> usize {
-        self.taps / 2
+        self.taps().map_or(0, |n| n / 2)
     }
 
     /// How many designs have been swapped in (for tests and the editor).
@@ -250,22 +288,60 @@ impl LinearAudio {
         self.fade_at = 0;
     }
 
-    /// Filters planar buffers (at most `max_block` frames) in place. No allocation,
+    /// Takes the designs that have arrived, in order: one of the running length starts
+    /// its warm-up and cross-fade (the newest of those waiting, when none is warming up
+    /// already); the first one of length
+    /// `wanted` (a phase mode the switch is waiting for, `None` when it waits for none)
+    /// is returned to the caller; any other goes back. Stops early rather than drop
+    /// anything: a design is taken only while the return ring has room. No allocation,
     /// lock or free.
-    pub fn process(&mut self, buffers: &mut [&mut [f32]]) {
-        if self.next.is_none() && self.returning.slots() >= 2 {
-            // The newest design waiting; older ones go straight back.
-            while let Ok(e) = self.incoming.pop() {
-                if let Some(older) = self.next.replace(e) {
-                    let _ = self.returning.push(older);
-                }
-                if self.returning.slots() < 2 {
+    pub fn poll(&mut self, wanted: Option<usize>) -> Option<Box<LinearFir>> {
+        let running = self.taps();
+        while self.returning.slots() >= 2 {
+            let Ok(front) = self.incoming.peek() else { break };
+            let taps = Some(front.taps);
+            if taps == running && taps != wanted {
+                if self.next.is_some() && self.warm > 0 {
+                    // A redesign is warming up or fading: the newer one waits for it.
                     break;
                 }
+                // (Of the designs waiting now, the newest wins.)
+                let Ok(fir) = self.incoming.pop() else { break };
+                if let Some(older) = self.next.replace(fir) {
+                    let _ = self.returning.push(older);
+                }
+                self.warm = 0;
+                self.fade_at = 0;
+            } else if taps == wanted {
+                return self.incoming.pop().ok();
+            } else if let Ok(stale) = self.incoming.pop() {
+                let _ = self.returning.push(stale);
             }
-            self.warm = 0;
-            self.fade_at = 0;
         }
+        None
+    }
+
+    /// Makes `fir` the running FIR (`None`: natural phase), dropping any redesign on its
+    /// way in; the replaced ones go back to the designer. The phase switch calls this
+    /// when its cross-fade ends. No allocation, lock or free.
+    pub fn install(&mut self, fir: Option<Box<LinearFir>>) {
+        for old in [std::mem::replace(&mut self.current, fir), self.next.take()].into_iter().flatten() {
+            self.give_back(old);
+        }
+        self.warm = 0;
+        self.fade_at = 0;
+    }
+
+    /// Sends a FIR back to the designer's thread to be dropped there (the return ring
+    /// has room: designs are only taken while it does). No allocation, lock or free.
+    pub fn give_back(&mut self, fir: Box<LinearFir>) {
+        let _ = self.returning.push(fir);
+    }
+
+    /// Filters planar buffers (at most `max_block` frames) in place with the running
+    /// FIR, cross-fading to a new design of the same length once it is warm. Does
+    /// nothing in natural phase. No allocation, lock or free.
+    pub fn process(&mut self, buffers: &mut [&mut [f32]]) {
         let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
         let channels = buffers.len().min(self.scratch.len());
         if let Some(next) = self.next.as_mut() {
@@ -281,11 +357,11 @@ impl LinearAudio {
         if let Some(current) = self.current.as_mut() {
             current.process(buffers);
         }
-        let Some(_) = self.next.as_ref() else { return };
+        let Some(taps) = self.next.as_ref().map(|n| n.taps) else { return };
         // Warm-up: the incoming FIR's history fills; the output stays the current one's.
         let mut start = 0;
-        if self.warm < self.taps {
-            let n = (self.taps - self.warm).min(frames);
+        if self.warm < taps {
+            let n = (taps - self.warm).min(frames);
             self.warm += n;
             start = n;
         }

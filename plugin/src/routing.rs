@@ -130,6 +130,32 @@ impl RoutedEqualiser {
         [&self.all, &self.left, &self.right, &self.mid, &self.side].iter().any(|e| e.moving())
     }
 
+    /// How many frames the settled sections' slowest pole takes to decay by 120 dB (the
+    /// start-up transient from a reset, or from silence), at most `cap`.
+    pub fn ring_frames(&self, cap: usize) -> usize {
+        let radius = [&self.all, &self.left, &self.right, &self.mid, &self.side]
+            .iter()
+            .flat_map(|e| e.sections())
+            .map(|s| {
+                // Poles of z^2 + (a1/a0) z + a2/a0.
+                let (p, q) = (s.a[1] / s.a[0], s.a[2] / s.a[0]);
+                let disc = p * p - 4.0 * q;
+                if disc < 0.0 {
+                    q.sqrt()
+                } else {
+                    ((-p + disc.sqrt()) / 2.0).abs().max(((-p - disc.sqrt()) / 2.0).abs())
+                }
+            })
+            .fold(0.0f64, f64::max);
+        if radius.is_nan() || radius >= 1.0 {
+            cap
+        } else if radius <= 0.0 {
+            0
+        } else {
+            ((1e-6f64.ln() / radius.ln()).ceil() as usize).min(cap)
+        }
+    }
+
     /// How many times any route's coefficients were recomputed.
     pub fn redesigns(&self) -> u64 {
         [&self.all, &self.left, &self.right, &self.mid, &self.side].iter().map(|e| e.redesigns()).sum()

@@ -623,7 +623,7 @@ fn an_impulse_response_file_becomes_a_given_fir_stage() {
 
 // ---- Analyser, engine panel, meters ----
 
-use ferrofx_plugin::audio::AudioState;
+use ferrofx_plugin::audio::{AudioState, LatencyPolicy};
 use ferrofx_plugin::chain_slot::AudioConfig;
 use ferrofx_plugin::editor::analyser::Mode;
 use ferrofx_plugin::spectrum::HOP;
@@ -637,7 +637,7 @@ fn audio_rig() -> (Rig, AudioState, Arc<Telemetry>) {
     let side = params.chain.take_audio_side().unwrap();
     let mut audio = AudioState::new(side, taps);
     let config = AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false };
-    audio.activate(&params, config, None, None, 0);
+    audio.activate(&params, config, None, None, 0, LatencyPolicy::Restart);
     (rig_with(params, telemetry.clone()), audio, telemetry)
 }
 
@@ -1050,7 +1050,7 @@ fn rendered_snapshots_of_four_states() {
         let telemetry = Arc::new(telemetry);
         let side = params.chain.take_audio_side().unwrap();
         let mut audio = AudioState::new(side, taps);
-        audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, None, 0);
+        audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, None, 0, LatencyPolicy::Restart);
         (rig_rendered(params, telemetry.clone(), true), audio, telemetry)
     };
     apply(&Chain::from_json(FACTORY[0].1).unwrap(), &r.params, &r.gui.param_setter(), 48_000.0).unwrap();
@@ -1095,7 +1095,7 @@ fn plain_audio() -> (Arc<FerroParams>, AudioState, Telemetry) {
     let params = Arc::new(FerroParams::default());
     let (telemetry, taps) = Telemetry::connected();
     let mut audio = AudioState::new(params.chain.take_audio_side().unwrap(), taps);
-    audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, None, 0);
+    audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, None, 0, LatencyPolicy::Restart);
     (params, audio, telemetry)
 }
 

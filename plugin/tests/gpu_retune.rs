@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use ferrofx::chain::{Butterworth, Chain, Fir};
 use ferrofx::run::realtime::Policy;
-use ferrofx_plugin::audio::AudioState;
+use ferrofx_plugin::audio::{AudioState, LatencyPolicy};
 use ferrofx_plugin::chain_slot::{AudioConfig, Handovers};
 use ferrofx_plugin::params::{BackendChoice, FerroParams};
 use ferrofx_plugin::telemetry::Telemetry;
@@ -56,7 +56,7 @@ fn gpu_plugin(first: Chain) -> Option<(Arc<FerroParams>, Telemetry, AudioState)>
     let mut audio = AudioState::new(params.chain.take_audio_side().unwrap(), taps);
     params.chain.install(first);
     let config = AudioConfig { sample_rate_hz: FS as f32, channels: 2, max_block_frames: BLOCK, offload: true };
-    audio.activate(&params, config, Some(Policy::Gpu), None, BLOCK as u32);
+    audio.activate(&params, config, Some(Policy::Gpu), None, BLOCK as u32, LatencyPolicy::Restart);
     let status = params.chain.gpu_status();
     if !status.starts_with("GPU worker") {
         assert!(std::env::var("FERROFX_REQUIRE_GPU").as_deref() != Ok("1"), "FERROFX_REQUIRE_GPU=1 but no GPU worker: {status}");

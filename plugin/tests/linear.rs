@@ -119,10 +119,10 @@ fn run_engine(taps: &[f64], x: &[f32]) -> Vec<f32> {
 fn a_new_design_warms_up_cross_fades_and_ends_on_the_new_fir_without_allocating() {
     let n = 4096;
     let block = 256;
-    let setup = Setup { fs: FS, taps: n, channels: 1, max_block: block };
+    let setup = Setup { fs: FS, channels: 1, max_block: block };
     let a = design(&random_bands(3), FS, n, true);
     let b = design(&random_bands(4), FS, n, true);
-    let (mut sender, mut audio) = link(setup, a.clone());
+    let (mut sender, mut audio) = link(setup, Some((n, a.clone())));
     assert_eq!(audio.latency(), n / 2);
     let x = ferrofx_testkit::noise_amp(48_000, 5, 0.5);
     let mut y = x.clone();
@@ -130,9 +130,12 @@ fn a_new_design_warms_up_cross_fades_and_ends_on_the_new_fir_without_allocating(
     let before = violation_count();
     for (k, chunk) in y.chunks_mut(block).enumerate() {
         if k * block == switch_at {
-            assert!(sender.send(b.clone()), "the ring takes the design");
+            assert!(sender.send(n, b.clone()), "the ring takes the design");
         }
-        assert_no_alloc(|| audio.process(&mut [chunk]));
+        assert_no_alloc(|| {
+            assert!(audio.poll(None).is_none(), "a design of the running length is not handed out");
+            audio.process(&mut [chunk])
+        });
     }
     assert_eq!(violation_count(), before, "the audio side allocated");
     assert_eq!(audio.swaps(), 1);

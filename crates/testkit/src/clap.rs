@@ -2,6 +2,12 @@
 //! file (the soak): load a bundle, read its parameters, save and load state, and play a
 //! session (activate, process blocks on an audio thread while the main thread serves
 //! the plugin's callbacks and runs actions, deactivate).
+//!
+//! The host checks the CLAP rules for the plugin's calls into it, as clap-validator
+//! does: main-thread callbacks on the main thread, `latency.changed` only while the
+//! plugin is being activated, a full parameter rescan only while it is deactivated.
+//! What breaks them is kept in [`Shared::violations`] ([`Shared::assert_rules`]); the
+//! host code marks activation with [`Shared::activating`] and [`Shared::set_active`].
 
 use clack_extensions::audio_ports_config::PluginAudioPortsConfig;
 use clack_extensions::latency::{HostLatency, HostLatencyImpl, PluginLatency};
@@ -15,14 +21,14 @@ use clack_host::prelude::*;
 use std::ffi::CString;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+use std::thread::ThreadId;
 use std::time::Instant;
 
 pub use clack_host::events::event_types::ParamValueEvent as ParamEvent;
 pub use clack_host::events::Event;
 pub use clack_host::prelude::{ClapId, Pckn, PluginEntry};
 
-#[derive(Default)]
 pub struct Shared {
     pub params: OnceLock<Option<PluginParams>>,
     pub state: OnceLock<Option<PluginState>>,
@@ -32,6 +38,61 @@ pub struct Shared {
     pub restart_requested: AtomicBool,
     pub callback_requested: AtomicBool,
     pub latency_changed: AtomicBool,
+    /// The thread that created the instance: the host's main thread.
+    pub main_thread: ThreadId,
+    /// The host is inside the plugin's `activate` (set around the call by the host code).
+    pub activating: AtomicBool,
+    /// The plugin is active (between `activate` and `deactivate`).
+    pub active: AtomicBool,
+    /// The CLAP rules the plugin's calls into the host broke, in order.
+    pub violations: Mutex<Vec<String>>,
+}
+
+impl Default for Shared {
+    fn default() -> Shared {
+        Shared {
+            params: OnceLock::new(),
+            state: OnceLock::new(),
+            latency: OnceLock::new(),
+            ports_config: OnceLock::new(),
+            restart_requested: AtomicBool::new(false),
+            callback_requested: AtomicBool::new(false),
+            latency_changed: AtomicBool::new(false),
+            main_thread: std::thread::current().id(),
+            activating: AtomicBool::new(false),
+            active: AtomicBool::new(false),
+            violations: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl Shared {
+    fn violation(&self, what: String) {
+        self.violations.lock().unwrap_or_else(|e| e.into_inner()).push(what);
+    }
+
+    /// Records a violation when a main-thread callback comes from another thread.
+    fn on_main_thread(&self, call: &str) {
+        if std::thread::current().id() != self.main_thread {
+            self.violation(format!("{call} called from {:?}, not the main thread", std::thread::current().name()));
+        }
+    }
+
+    /// Marks the host's `activate` call (true before, false after).
+    pub fn activating(&self, yes: bool) {
+        self.activating.store(yes, Ordering::SeqCst);
+    }
+
+    /// Marks the plugin active (after a successful `activate`) or not (after `deactivate`).
+    pub fn set_active(&self, yes: bool) {
+        self.active.store(yes, Ordering::SeqCst);
+    }
+
+    /// Panics with every rule broken so far.
+    pub fn assert_rules(&self) {
+        let v = self.violations.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(v.is_empty(), "the plugin broke CLAP rules in its calls to the host: {v:#?}");
+    }
 }
 
 impl<'a> SharedHandler<'a> for Shared {
@@ -61,12 +122,25 @@ pub struct MainThread<'a> {
 impl<'a> MainThreadHandler<'a> for MainThread<'a> {}
 
 impl HostParamsImplMainThread for MainThread<'_> {
-    fn rescan(&self, _flags: ParamRescanFlags) {}
-    fn clear(&self, _param_id: ClapId, _flags: ParamClearFlags) {}
+    fn rescan(&self, flags: ParamRescanFlags) {
+        self.shared.on_main_thread("params.rescan");
+        // CLAP: "CLAP_PARAM_RESCAN_ALL ... only if the plugin is deactivated".
+        if flags.contains(ParamRescanFlags::ALL) && self.shared.active.load(Ordering::SeqCst) {
+            self.shared.violation("params.rescan(ALL) while the plugin is active".into());
+        }
+    }
+    fn clear(&self, _param_id: ClapId, _flags: ParamClearFlags) {
+        self.shared.on_main_thread("params.clear");
+    }
 }
 
 impl HostLatencyImpl for MainThread<'_> {
     fn changed(&self) {
+        self.shared.on_main_thread("latency.changed");
+        // CLAP: "The latency is only allowed to change during plugin->activate."
+        if !self.shared.activating.load(Ordering::SeqCst) {
+            self.shared.violation("latency.changed outside clap_plugin::activate".into());
+        }
         self.shared.latency_changed.store(true, Ordering::SeqCst);
     }
 }
@@ -237,7 +311,7 @@ impl Plugin {
         mut main: impl FnMut(&mut PluginInstance<Host>),
     ) -> Result<(), String> {
         let config = PluginAudioConfiguration { sample_rate: fs, min_frames_count: 1, max_frames_count: max_block as u32 };
-        let processor = self.instance.activate(|_, _| (), config).map_err(|e| format!("activation at {fs} Hz: {e:?}"))?;
+        let processor = activate(&mut self.instance, config).map_err(|e| format!("activation at {fs} Hz: {e}"))?;
         let self_poll = self.main_poll;
         let instance = &mut self.instance;
         let stopped = std::thread::scope(|s| {
@@ -280,10 +354,28 @@ impl Plugin {
             }
             audio.join().map_err(|_| "the audio thread panicked".to_string())?
         })?;
-        self.instance.deactivate(stopped);
+        deactivate(&mut self.instance, stopped);
         self.pump();
+        self.instance.access_shared_handler(|s| s.assert_rules());
         Ok(())
     }
+}
+
+/// Activates the plugin as a host does, marking the call for the rule checks.
+pub fn activate(instance: &mut PluginInstance<Host>, config: PluginAudioConfiguration) -> Result<StoppedPluginAudioProcessor<Host>, String> {
+    instance.access_shared_handler(|s| s.activating(true));
+    let processor = instance.activate(|_, _| (), config).map_err(|e| format!("{e:?}"));
+    instance.access_shared_handler(|s| {
+        s.activating(false);
+        s.set_active(processor.is_ok());
+    });
+    processor
+}
+
+/// Deactivates the plugin, marking it inactive for the rule checks.
+pub fn deactivate(instance: &mut PluginInstance<Host>, stopped: StoppedPluginAudioProcessor<Host>) {
+    instance.deactivate(stopped);
+    instance.access_shared_handler(|s| s.set_active(false));
 }
 
 /// Loads a state into a running instance (on the main thread, also while it plays).
@@ -305,4 +397,36 @@ pub fn state_bytes(state: &serde_json::Value) -> Vec<u8> {
     let mut out = (json.len() as u64).to_le_bytes().to_vec();
     out.extend_from_slice(&json);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MainThread, Shared};
+    use clack_extensions::latency::HostLatencyImpl;
+
+    /// The rule checks themselves: `latency.changed` is fine inside `activate` on the main
+    /// thread, and recorded as a violation outside it or from another thread.
+    #[test]
+    fn latency_changed_is_checked_for_activation_and_thread() {
+        let shared = Shared::default();
+        let main = MainThread { shared: &shared };
+        shared.activating(true);
+        main.changed();
+        shared.activating(false);
+        assert!(shared.violations.lock().unwrap().is_empty(), "inside activate on the main thread: allowed");
+        main.changed();
+        assert_eq!(shared.violations.lock().unwrap().len(), 1, "outside activate: a violation");
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                shared.activating(true);
+                MainThread { shared: &shared }.changed();
+                shared.activating(false);
+            });
+        });
+        let v = shared.violations.lock().unwrap();
+        assert_eq!(v.len(), 2, "from another thread: a violation: {v:?}");
+        assert!(v[1].contains("not the main thread"));
+        drop(v);
+        assert!(std::panic::catch_unwind(|| shared.assert_rules()).is_err(), "assert_rules fails on violations");
+    }
 }

@@ -1,0 +1,205 @@
+//! The phase mode switched while playing, inside processing (as on VST3 and the
+//! standalone app, where the latency may change between blocks): the plugin reports the
+//! new latency at the very block its output starts to be the new mode's, so a host that
+//! compensates the reported latency stays aligned. Each mode's output is checked against
+//! an independent reference: natural phase against a plugin activated in natural phase,
+//! linear phase against the core engine running the bands' linear-phase FIR.
+
+use std::sync::Arc;
+
+use ferrofx::chain::{Chain, Fir};
+use ferrofx::Engine;
+use ferrofx_plugin::audio::{AudioState, LatencyNews, LatencyPolicy};
+use ferrofx_plugin::chain_slot::AudioConfig;
+use ferrofx_plugin::linear::{self, Designer, Setup, CROSSFADE_MS};
+use ferrofx_plugin::params::{FerroParams, PhaseChoice, ShapeChoice};
+use ferrofx_plugin::telemetry::Telemetry;
+use nice_assert_no_alloc::{assert_no_alloc, violation_count};
+use nice_plug::prelude::*;
+
+const FS: f64 = 48_000.0;
+const BLOCK: usize = 256;
+
+fn set<P: Param>(p: &P, plain: P::Plain) {
+    // SAFETY: the parameter lives in the test's `FerroParams`, which outlives the call;
+    // the audio thread of these tests is the test thread itself.
+    unsafe { p.as_ptr()._internal_set_normalized_value(p.preview_normalized(plain)) };
+}
+
+/// Three stereo bands (a bell, a low shelf, a high cut), all carried by the FIR in
+/// linear phase.
+fn bands_params() -> Arc<FerroParams> {
+    let params = Arc::new(FerroParams::default());
+    for (i, shape, freq_hz, gain_db, q) in [
+        (0, ShapeChoice::Peak, 1000.0, 6.0, 1.0),
+        (1, ShapeChoice::LowShelf, 200.0, -4.0, 0.7),
+        (2, ShapeChoice::HighCut, 12_000.0, 0.0, 0.7),
+    ] {
+        let b = &params.bands[i];
+        set(&b.enabled, true);
+        set(&b.shape, shape);
+        set(&b.freq_hz, freq_hz);
+        set(&b.gain_db, gain_db);
+        set(&b.q, q);
+    }
+    params
+}
+
+/// An activated audio side at 48 kHz stereo, blocks of [`BLOCK`]: the designer thread
+/// follows the phase mode (it must outlive the run).
+fn plugin(params: &Arc<FerroParams>, policy: LatencyPolicy) -> (AudioState, Telemetry, Designer) {
+    let (telemetry, taps) = Telemetry::connected();
+    let mut audio = AudioState::new(params.chain.take_audio_side().unwrap(), taps);
+    let designer = activate(&mut audio, params, policy);
+    (audio, telemetry, designer)
+}
+
+/// (Re-)activates `audio` as the plugin's `activate` does; returns the designer thread.
+fn activate(audio: &mut AudioState, params: &Arc<FerroParams>, policy: LatencyPolicy) -> Designer {
+    let (designer, linear) = Designer::start(params.clone(), Setup { fs: FS, channels: 2, max_block: BLOCK });
+    let config = AudioConfig { sample_rate_hz: FS as f32, channels: 2, max_block_frames: BLOCK, offload: false };
+    let latency = audio.activate(params, config, None, Some(linear), 0, policy);
+    assert_eq!(latency as usize, params.phase.value().taps().map_or(0, |n| n / 2), "the latency reported at activation");
+    designer
+}
+
+/// Stereo noise through `audio` in blocks of [`BLOCK`]; before block `k` the phase mode
+/// becomes `modes[k]` when there is one. Each block is paced (the designer thread runs
+/// meanwhile) and checked to allocate nothing. The output and each block's news.
+fn play(audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry, x: &[Vec<f32>], modes: &[(usize, PhaseChoice)]) -> (Vec<Vec<f32>>, Vec<LatencyNews>) {
+    let mut out: Vec<Vec<f32>> = (0..2).map(|_| Vec::with_capacity(x[0].len())).collect();
+    let mut news = Vec::new();
+    for (k, start) in (0..x[0].len()).step_by(BLOCK).enumerate() {
+        if let Some(&(_, mode)) = modes.iter().find(|(at, _)| *at == k) {
+            set(&params.phase, mode);
+        }
+        let n = BLOCK.min(x[0].len() - start);
+        let (mut l, mut r) = (x[0][start..start + n].to_vec(), x[1][start..start + n].to_vec());
+        let before = violation_count();
+        let got = assert_no_alloc(|| audio.process(params, telemetry, &mut [&mut l[..], &mut r[..]], None, n));
+        assert_eq!(violation_count(), before, "block {k} allocated or freed");
+        out[0].extend_from_slice(&l);
+        out[1].extend_from_slice(&r);
+        news.push(got);
+        std::thread::sleep(std::time::Duration::from_micros(300));
+    }
+    (out, news)
+}
+
+/// The core engine running `taps` (the FIR) on `x`.
+fn fir_output(taps: &[f64], x: &[f32]) -> Vec<f32> {
+    let chain: Chain = Fir::coefficients(taps.to_vec()).into();
+    let mut e = Engine::new(&chain.design(FS).unwrap(), 1, x.len());
+    let mut y = x.to_vec();
+    e.process(&mut [&mut y[..]]);
+    y
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).fold(0.0f32, |m, (p, q)| m.max((p - q).abs()))
+}
+
+/// Natural -> 4,096 taps -> 16,384 taps -> natural -> 4,096 taps while playing: one
+/// report per switch, with the mode's latency, at the block where the cross-fade begins;
+/// before it the old mode's output, after the cross-fade the new mode's, during it a mix
+/// of the new output and the old one delayed by the latency difference; no allocation.
+#[test]
+fn the_phase_mode_switches_in_process_and_reports_its_latency_at_the_switch() {
+    let params = bands_params();
+    let (mut audio, telemetry, _designer) = plugin(&params, LatencyPolicy::InProcess);
+    let frames = 14 * FS as usize;
+    let x = vec![ferrofx_testkit::noise_amp(frames, 3, 0.5), ferrofx_testkit::noise_amp(frames, 4, 0.5)];
+    let blocks_per_s = FS as usize / BLOCK;
+    let modes = [
+        (blocks_per_s, PhaseChoice::Linear4096),
+        (4 * blocks_per_s, PhaseChoice::Linear16384),
+        (7 * blocks_per_s, PhaseChoice::Natural),
+        (10 * blocks_per_s, PhaseChoice::Linear4096),
+    ];
+    let (out, news) = play(&mut audio, &params, &telemetry, &x, &modes);
+
+    // References: a plugin that stays in natural phase; the bands' FIRs in the engine.
+    let natural_params = bands_params();
+    let (mut natural, natural_telemetry, _d) = plugin(&natural_params, LatencyPolicy::InProcess);
+    let (natural_out, natural_news) = play(&mut natural, &natural_params, &natural_telemetry, &x, &[]);
+    assert!(natural_news.iter().all(|n| *n == LatencyNews::default()), "no switch, no news");
+    let bands = params.bands();
+    let reference = |mode: PhaseChoice| -> Vec<Vec<f32>> {
+        match mode.taps() {
+            None => natural_out.clone(),
+            Some(n) => {
+                let taps = linear::design(&bands, FS, n, true);
+                x.iter().map(|c| fir_output(&taps, c)).collect()
+            }
+        }
+    };
+
+    // One report per switch, each after its request, none asking for a restart.
+    let reports: Vec<(usize, u32)> = news.iter().enumerate().filter_map(|(k, n)| n.report.map(|l| (k, l))).collect();
+    assert!(news.iter().all(|n| !n.restart), "in process, a phase switch needs no restart");
+    let expected: Vec<u32> = modes.iter().map(|(_, m)| m.taps().map_or(0, |n| n / 2) as u32).collect();
+    assert_eq!(reports.iter().map(|r| r.1).collect::<Vec<_>>(), expected, "one report per switch: {reports:?}");
+    for ((k, _), (asked, _)) in reports.iter().zip(&modes) {
+        assert!(k > asked, "reported at block {k}, asked at {asked}");
+    }
+    println!("switches asked at blocks {:?}, reported at {:?}", modes.iter().map(|m| m.0).collect::<Vec<_>>(), reports);
+    assert_eq!(telemetry.latency_samples.load(std::sync::atomic::Ordering::Relaxed), 2048, "the editor shows the latency");
+
+    let fade = (CROSSFADE_MS * 1e-3 * FS) as usize;
+    let mut mode = PhaseChoice::Natural;
+    let mut from = 0;
+    for (i, &(k, _)) in reports.iter().chain(std::iter::once(&(frames / BLOCK + 1, 0))).enumerate() {
+        let at = (k * BLOCK).min(frames);
+        let want = reference(mode);
+        // Steady in this mode (from the end of the last fade up to this switch).
+        for c in 0..2 {
+            let err = max_diff(&out[c][from..at], &want[c][from..at]);
+            println!("{mode:?}, frames {from}..{at}, channel {c}: max error {err:e}");
+            assert!(err <= 2e-5, "{mode:?} from frame {from} to {at}: error {err:e}");
+        }
+        let Some(&(_, next)) = modes.get(i) else { break };
+        // The cross-fade: between the new output and the old one delayed by the growth.
+        let new_ref = reference(next);
+        let grow = (next.taps().map_or(0, |n| n / 2)).saturating_sub(mode.taps().map_or(0, |n| n / 2));
+        for t in at..at + fade {
+            for c in 0..2 {
+                let old = if t >= grow { want[c][t - grow] } else { 0.0 };
+                let (lo, hi) = (old.min(new_ref[c][t]), old.max(new_ref[c][t]));
+                assert!(out[c][t] >= lo - 2e-5 && out[c][t] <= hi + 2e-5, "{mode:?} -> {next:?}: frame {t} leaves the cross-fade");
+            }
+        }
+        mode = next;
+        from = at + fade;
+    }
+}
+
+/// Where the latency may change only in `activate` (CLAP), a phase change asks for a
+/// restart, once, and the audio keeps the mode (and the latency) it has until then.
+#[test]
+fn without_in_process_switching_a_phase_change_asks_for_a_restart_and_keeps_its_latency() {
+    let params = bands_params();
+    let (mut audio, telemetry, _designer) = plugin(&params, LatencyPolicy::Restart);
+    let frames = 2 * FS as usize;
+    let x = vec![ferrofx_testkit::noise_amp(frames, 5, 0.5), ferrofx_testkit::noise_amp(frames, 6, 0.5)];
+    let (out, news) = play(&mut audio, &params, &telemetry, &x, &[(20, PhaseChoice::Linear4096)]);
+    let restarts: Vec<usize> = news.iter().enumerate().filter(|(_, n)| n.restart).map(|(k, _)| k).collect();
+    assert_eq!(restarts, vec![20], "one restart request, at the change");
+    assert!(news.iter().all(|n| n.report.is_none()), "no latency change while active");
+    let natural_params = bands_params();
+    let (mut natural, natural_telemetry, _d) = plugin(&natural_params, LatencyPolicy::Restart);
+    let (natural_out, _) = play(&mut natural, &natural_params, &natural_telemetry, &x, &[]);
+    for c in 0..2 {
+        assert_eq!(out[c], natural_out[c], "natural phase until the restart");
+    }
+    // The restart: activated again, the plugin runs linear phase with its latency.
+    drop(_designer);
+    audio.deactivate(&params);
+    let _designer = activate(&mut audio, &params, LatencyPolicy::Restart);
+    let (out, news) = play(&mut audio, &params, &telemetry, &x, &[]);
+    assert!(news.iter().all(|n| *n == LatencyNews::default()));
+    let taps = linear::design(&params.bands(), FS, 4096, true);
+    for c in 0..2 {
+        let err = max_diff(&out[c], &fir_output(&taps, &x[c]));
+        assert!(err <= 2e-5, "after the restart, linear phase: {err:e}");
+    }
+}
