@@ -4,7 +4,8 @@
 //! `cargo bench -p ferrofx_plugin --bench equaliser`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use ferrofx_plugin::bands::{Band, Equaliser, Shape, Slope};
+use ferrofx_plugin::shared::bands::{Band, Shape, Slope};
+use ferrofx_plugin::audio::equaliser::Equaliser;
 use std::hint::black_box;
 
 const BLOCK: usize = 64;

@@ -16,7 +16,8 @@
 //! column read is the one it runs on. `INTERRUPTS=0` leaves the reads out (for `perf`,
 //! whose sampling interrupts every block anyway).
 //! `cargo run --release -p ferrofx_plugin --example automation_tail_probe`.
-use ferrofx_plugin::bands::{Band, Equaliser, Shape, BANDS};
+use ferrofx_plugin::shared::bands::{Band, Shape, BANDS};
+use ferrofx_plugin::audio::equaliser::Equaliser;
 use ferrofx_testkit::bench::{bell, current_cpu, uninterrupted, Interrupts};
 use std::hint::black_box;
 use std::time::Instant;

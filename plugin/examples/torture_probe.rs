@@ -5,7 +5,8 @@
 //! automation opens) and steps relative to the RMS of the steps around them (the host
 //! test's click measure). `ONLY=k` keeps shape `k` on six bands, `QMAX` caps Q, `DUMP`
 //! writes the output as raw f32.
-use ferrofx_plugin::bands::{Band, Equaliser, Shape, Slope, BANDS, REDESIGN_INTERVAL};
+use ferrofx_plugin::shared::bands::{Band, Shape, Slope, BANDS};
+use ferrofx_plugin::audio::equaliser::{Equaliser, REDESIGN_INTERVAL};
 
 /// Low-passed noise (one pole at 1 kHz), as the host tests' torture uses.
 fn noise(frames: usize, seed: u64) -> Vec<f32> {

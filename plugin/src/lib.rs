@@ -2,16 +2,16 @@
 //! SOS cascade, followed by chain-file stages (anything the chain format can say: elliptic
 //! designs, given FIRs up to a million taps), an output gain and a crossfaded bypass.
 //!
-//! Layout: this file (the `Plugin` impl only), `params.rs` (parameters and their
-//! ranges), `audio.rs` (the one owner of the audio-thread state: equaliser, chain stages,
-//! GPU path, bypass), `bands/` and `svf/` (the equaliser DSP), `chain_slot.rs`
-//! (chain stages built off the audio thread and handed over lock-free), `gpu.rs` (the
-//! offload built on the core's GPU backend), `output.rs` (a block's output stage in one
-//! pass), `telemetry.rs` (what the audio thread tells the editor), `preset.rs` (chain-file import/export), `editor/` (egui).
+//! Layout, by thread (`docs/architecture.md` has the map and each module's rule):
+//! - this file: the nice-plug `Plugin` impl, which wires the two sides together;
+//! - `audio/`: what runs on the audio thread (`audio::state::AudioState` owns it all);
+//!   nothing there allocates, locks or blocks while processing;
+//! - `control/`: what runs off it (parameters, the chain file and its builder, the
+//!   linear-phase designer, the GPU choice, presets, impulse responses);
+//! - `shared/`: below both (band settings and designs, telemetry, constants);
+//! - `editor/`: the egui editor, one widget per file.
 //!
-//! Realtime rules for `process`: no allocation (checked by nice-plug's
-//! `assert_process_allocs` in debug builds), no lock, no logging, no panic. Everything
-//! that allocates happens in `activate` or on the thread that installs a chain.
+//! Imports run one way: `editor`, `audio` -> `control` -> `shared`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -20,51 +20,39 @@ use nice_plug::plugin::ParamValue;
 use nice_plug::prelude::*;
 
 pub mod audio;
-pub mod autogain;
-pub mod bands;
-pub mod chain_slot;
-pub mod delay;
-pub mod dynamics;
+pub mod control;
 pub mod editor;
-pub mod gpu;
-pub mod ir;
-pub mod linear;
-pub mod output;
-pub mod params;
-pub mod phase_switch;
-pub mod preset;
-pub mod routing;
-pub mod solo;
-pub mod spectrum;
-pub mod svf;
-pub mod telemetry;
+pub mod shared;
 
 pub use ferrofx;
 
-use audio::{AudioState, LatencyPolicy};
-use chain_slot::AudioConfig;
-use params::FerroParams;
-pub use telemetry::Telemetry;
+use audio::state::{AudioState, LatencyPolicy};
+use control::chain::{AudioConfig, ChainSlot};
+use control::linear;
+use control::params::FerroParams;
+use shared::bands;
+use shared::telemetry::Telemetry;
+use shared::MAX_CHANNELS;
 
-pub use audio::BYPASS_FADE_MS;
-
-/// The plugin: its parameters, what it tells the editor, and the audio-thread state
-/// (owned by [`audio::AudioState`]).
+/// The plugin: its parameters, the chain stages' builder, what it tells the editor, and
+/// the audio-thread state (owned by [`AudioState`]).
 pub struct FerroFx {
     params: Arc<FerroParams>,
+    chain: ChainSlot,
     telemetry: Arc<Telemetry>,
     audio: AudioState,
     /// The linear-phase designer thread while linear phase is on, or may be switched on
-    /// while playing (see `linear.rs`).
+    /// while playing (see `control/linear.rs`).
     designer: Option<linear::Designer>,
 }
 
 impl Default for FerroFx {
     fn default() -> FerroFx {
         let params = Arc::new(FerroParams::default());
-        let side = params.chain.take_audio_side().expect("a new parameter set has its audio side");
-        let (telemetry, taps) = Telemetry::connected();
-        FerroFx { params, telemetry: Arc::new(telemetry), audio: AudioState::new(side, taps), designer: None }
+        let chain = ChainSlot::new(&params.chain);
+        let (telemetry, taps) = audio::taps::connect();
+        let audio = AudioState::new(chain.clone(), taps);
+        FerroFx { params, chain, telemetry: Arc::new(telemetry), audio, designer: None }
     }
 }
 
@@ -76,10 +64,6 @@ const SIDECHAIN_LAYOUT: AudioIOLayout = AudioIOLayout {
     names: PortNames { layout: Some("Stereo with sidechain"), main_input: None, main_output: None, aux_inputs: &["Sidechain"], aux_outputs: &[] },
     ..AudioIOLayout::const_default()
 };
-
-/// The most channels any of the plugin's layouts has (7.1-sized): the audio thread's
-/// per-block lists of channel slices have this many entries.
-pub const MAX_CHANNELS: usize = 8;
 
 /// A layout of `channels` in and out on the main ports.
 const fn io_layout(channels: u32) -> AudioIOLayout {
@@ -134,7 +118,7 @@ impl Plugin for FerroFx {
     }
 
     fn editor(&mut self, _async_executor: AsyncExecutor<Self>) -> Option<Self::Editor> {
-        editor::create(self.params.clone(), self.telemetry.clone())
+        editor::create(self.params.clone(), self.chain.clone(), self.telemetry.clone())
     }
 
     fn filter_state(state: &mut PluginState) {
@@ -190,15 +174,15 @@ impl Plugin for FerroFx {
             nice_warn!("at {fs} Hz, band frequencies above {} Hz are clamped to it", f64::from(fs) * bands::NYQUIST_SHARE);
         }
         // The GPU path (chain stages re-blocked to the host's largest block, that many
-        // samples late) or the CPU path (no latency); see `gpu.rs`.
+        // samples late) or the CPU path (no latency); see `control/gpu.rs`.
         let has_stages = self.params.chain.chain().stages.iter().any(|s| s.enabled);
         let policy = self.params.backend.value().policy();
         let min_block = self.params.gpu_min_block.value().max(1) as usize;
         if policy.is_some() && max_block >= min_block && has_stages {
-            let found = gpu::backend();
+            let found = control::gpu::backend();
             if let Err(why) = &found {
                 nice_warn!("GPU backend chosen, running on the CPU: {why}");
-                self.params.chain.set_gpu_status(format!("CPU: {why}"));
+                self.chain.set_gpu_status(format!("CPU: {why}"));
             }
             self.audio.gpu_found = Some(found.is_ok());
         }
@@ -215,9 +199,9 @@ impl Plugin for FerroFx {
         self.designer = None;
         let linear = (self.params.phase.value().taps().is_some() || latency_policy == LatencyPolicy::InProcess).then(|| {
             let setup = linear::Setup { fs: f64::from(fs), channels, max_block };
-            let (designer, audio) = linear::Designer::start(self.params.clone(), setup);
+            let (designer, end) = linear::Designer::start(self.params.clone(), setup);
             self.designer = Some(designer);
-            audio
+            audio::linear::LinearAudio::new(end, setup)
         });
         if !offload {
             let text = match policy {
@@ -226,9 +210,9 @@ impl Plugin for FerroFx {
                     format!("CPU: host blocks of at most {max_block} frames are below the GPU minimum of {min_block}")
                 }
                 Some(_) if !has_stages => String::from("CPU: no chain stages to offload (the bands always run on the CPU)"),
-                Some(_) => self.params.chain.gpu_status(),
+                Some(_) => self.chain.gpu_status(),
             };
-            self.params.chain.set_gpu_status(text);
+            self.chain.set_gpu_status(text);
         }
         let config = AudioConfig { sample_rate_hz: fs, channels, max_block_frames: max_block, offload };
         let latency = self.audio.activate(&self.params, config, policy.filter(|_| offload), linear, gpu_latency, latency_policy);
@@ -247,7 +231,7 @@ impl Plugin for FerroFx {
     }
 
     fn deactivate(&mut self) {
-        self.audio.deactivate(&self.params);
+        self.audio.deactivate();
         self.designer = None;
     }
 

@@ -6,9 +6,10 @@
 
 use ferrofx::chain::{Butterworth, Chain, Stage};
 use ferrofx::Engine;
-use ferrofx_plugin::autogain::{AutoGain, Weighting, MAX_DB};
-use ferrofx_plugin::bands::{Band, Route, Shape, Slope, BANDS};
-use ferrofx_plugin::routing::RoutedEqualiser;
+use ferrofx_plugin::audio::autogain::{AutoGain, MAX_DB};
+use ferrofx_plugin::shared::settings::Weighting;
+use ferrofx_plugin::shared::bands::{Band, Route, Shape, Slope, BANDS};
+use ferrofx_plugin::audio::routing::RoutedEqualiser;
 
 const FS: f64 = 48_000.0;
 
@@ -163,7 +164,7 @@ fn no_bands_no_gain_and_updates_are_bounded_per_block() {
     assert!((all.target_db() + 11.75).abs() < 0.5, "24 shelves (+6 and 23 x +0.25 dB): {:+.2} dB", all.target_db());
     // Smoothing: glides toward the target, 63 % after the time constant.
     ag.snap(false);
-    let tau = (ferrofx_plugin::autogain::SMOOTHING_MS * 1e-3 * FS) as usize;
+    let tau = (ferrofx_plugin::audio::autogain::SMOOTHING_MS * 1e-3 * FS) as usize;
     let mut v = 0.0;
     for _ in 0..tau {
         v = ag.next_db(true);

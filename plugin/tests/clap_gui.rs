@@ -24,7 +24,7 @@ use clack_extensions::params::{
 };
 use clack_host::events::event_types::{ParamGestureBeginEvent, ParamGestureEndEvent, ParamValueEvent};
 use clack_host::prelude::*;
-use ferrofx_plugin::params::ranges;
+use ferrofx_plugin::control::params::ranges;
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _, CreateWindowAux, ImageFormat, PropMode, WindowClass};
 use x11rb::rust_connection::RustConnection;

@@ -23,7 +23,7 @@ use clack_host::events::event_types::ParamValueEvent;
 use clack_host::prelude::*;
 use ferrofx::chain::{Biquad, Butterworth, Chain, Elliptic, Fir, LinkwitzRiley};
 use ferrofx::{Engine, Stage};
-use ferrofx_plugin::params::ranges;
+use ferrofx_plugin::control::params::ranges;
 
 const PLUGIN_ID: &str = "org.ferrofx.equaliser";
 
@@ -360,9 +360,9 @@ fn settings() -> (Vec<(String, Plain)>, Chain) {
 }
 
 /// The bands of [`settings`] as the plugin's band settings.
-fn settings_bands() -> [ferrofx_plugin::bands::Band; ferrofx_plugin::bands::BANDS] {
-    use ferrofx_plugin::bands::{Band, Shape, Slope};
-    let mut b = [Band::default(); ferrofx_plugin::bands::BANDS];
+fn settings_bands() -> [ferrofx_plugin::shared::bands::Band; ferrofx_plugin::shared::bands::BANDS] {
+    use ferrofx_plugin::shared::bands::{Band, Shape, Slope};
+    let mut b = [Band::default(); ferrofx_plugin::shared::bands::BANDS];
     let f = |v: f32| v as f64;
     let on = |shape, freq_hz: f32, gain_db: f32, q: f32| Band { enabled: true, shape, freq_hz: f(freq_hz), gain_db: f(gain_db), q: f(q), ..Band::default() };
     b[0] = Band { slope: Slope { db_per_oct: 24, linkwitz_riley: false }, ..on(Shape::LowCut, 80.0, 0.0, std::f32::consts::FRAC_1_SQRT_2) };
@@ -541,7 +541,7 @@ fn linear_phase_reports_its_latency_and_its_impulse_is_symmetric_about_it() {
     let (out, _) = b.run(fs, 256, &input, &[], |_, _, _| {});
     let latency = b.latency() as usize;
     assert_eq!(latency, 2048, "half the FIR length");
-    let taps = ferrofx_plugin::linear::design(&settings_bands(), fs, 4096, true);
+    let taps = ferrofx_plugin::control::linear::design(&settings_bands(), fs, 4096, true);
     let g = 10f64.powf(-3.0 / 20.0);
     for (c, y) in out.iter().enumerate().take(2) {
         assert!(y[..t0].iter().all(|&v| v == 0.0), "nothing before the impulse");
@@ -559,7 +559,7 @@ fn linear_phase_reports_its_latency_and_its_impulse_is_symmetric_about_it() {
 /// gain (-3 dB): what the plugin plays in that phase mode, its latency included.
 fn linear_output(fs: f64, n: usize, input: &[Vec<f32>]) -> Vec<Vec<f32>> {
     let g = 10f64.powf(-3.0 / 20.0);
-    let taps: Vec<f64> = ferrofx_plugin::linear::design(&settings_bands(), fs, n, true).iter().map(|t| t * g).collect();
+    let taps: Vec<f64> = ferrofx_plugin::control::linear::design(&settings_bands(), fs, n, true).iter().map(|t| t * g).collect();
     engine_output(&Chain::from(Fir::coefficients(taps)), fs, input)
 }
 
@@ -737,13 +737,13 @@ fn auto_gain_scales_the_output_by_the_bands_compensation() {
         let evs = events(&plugin, 0, &all);
         let out = plugin.run(fs, 256, &input, &evs, |_, _, _| {}).0;
         let mut bands = settings_bands();
-        bands[6] = ferrofx_plugin::bands::Band { enabled: true, freq_hz: 3000.0, gain_db: 9.0, q: f64::from(0.5f32), ..Default::default() };
+        bands[6] = ferrofx_plugin::shared::bands::Band { enabled: true, freq_hz: 3000.0, gain_db: 9.0, q: f64::from(0.5f32), ..Default::default() };
         (out, bands)
     };
     let (plain, _) = run(0.0);
-    for (choice, weighting) in [(1.0, ferrofx_plugin::autogain::Weighting::Pink), (2.0, ferrofx_plugin::autogain::Weighting::KWeighted)] {
+    for (choice, weighting) in [(1.0, ferrofx_plugin::shared::settings::Weighting::Pink), (2.0, ferrofx_plugin::shared::settings::Weighting::KWeighted)] {
         let (out, bands) = run(choice);
-        let mut ag = ferrofx_plugin::autogain::AutoGain::new(fs, true);
+        let mut ag = ferrofx_plugin::audio::autogain::AutoGain::new(fs, true);
         ag.update_all(&bands, weighting);
         let g = 10f64.powf(ag.target_db() / 20.0) as f32;
         assert!(ag.target_db().abs() > 0.5, "the settings should ask for some compensation");

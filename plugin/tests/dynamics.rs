@@ -3,9 +3,11 @@
 //! band centre against gain) against the threshold/ratio/range it was given, the attack
 //! and release time constants, no clicks while it acts, and no allocation.
 
-use ferrofx_plugin::bands::{Band, Route, Shape, Slope, BANDS, REDESIGN_INTERVAL};
-use ferrofx_plugin::dynamics::{static_delta_db, DynamicSettings, Dynamics};
-use ferrofx_plugin::routing::RoutedEqualiser;
+use ferrofx_plugin::shared::bands::{Band, Route, Shape, Slope, BANDS};
+use ferrofx_plugin::audio::equaliser::REDESIGN_INTERVAL;
+use ferrofx_plugin::shared::settings::{static_delta_db, DynamicSettings};
+use ferrofx_plugin::audio::dynamics::Dynamics;
+use ferrofx_plugin::audio::routing::RoutedEqualiser;
 use nice_assert_no_alloc::{assert_no_alloc, violation_count};
 
 const FS: f64 = 48_000.0;

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use egui::{Event, Key, Modifiers, MouseWheelSource, MouseWheelUnit, PointerButton, Pos2, TouchPhase};
 use egui_kittest::Harness;
-use ferrofx_plugin::bands::Shape;
+use ferrofx_plugin::shared::bands::Shape;
 use ferrofx_plugin::editor::nodes::{node_pos, Q_PER_WHEEL_LINE};
 use ferrofx_plugin::editor::EditorApp;
-use ferrofx_plugin::params::{FerroParams, ShapeChoice};
-use ferrofx_plugin::Telemetry;
+use ferrofx_plugin::control::params::{FerroParams, ShapeChoice};
+use ferrofx_plugin::control::chain::ChainSlot;
+use ferrofx_plugin::shared::telemetry::Telemetry;
 use nice_plug::context::gui::{GuiContext, GuiContextInner};
 use nice_plug::context::PluginApi;
 use nice_plug::params::internals::ParamPtr;
@@ -65,6 +66,7 @@ impl GuiContextInner for Host {
 struct Rig {
     harness: Harness<'static, EditorApp>,
     params: Arc<FerroParams>,
+    chain: ChainSlot,
     host: Arc<Host>,
     gui: GuiContext,
 }
@@ -81,23 +83,27 @@ fn rig_with(params: Arc<FerroParams>, telemetry: Arc<Telemetry>) -> Rig {
 /// every frame that each input widget has an accessible name (a screen reader's, and the
 /// tests' way of finding it).
 fn rig_rendered(params: Arc<FerroParams>, telemetry: Arc<Telemetry>, wgpu: bool) -> Rig {
-    rig_built(params, telemetry, wgpu, true)
+    rig_built(params, None, telemetry, wgpu, true)
 }
 
 /// A rig whose harness does not check accessible names after each frame: for tests that
 /// open the file dialog (egui_file's path and file-name fields have no names; it is a
 /// third-party widget). Such a test calls `check_accessibility` itself once it is closed.
 fn rig_with_file_dialog() -> Rig {
-    rig_built(Arc::new(FerroParams::default()), Arc::new(Telemetry::default()), false, false)
+    rig_built(Arc::new(FerroParams::default()), None, Arc::new(Telemetry::default()), false, false)
 }
 
-fn rig_built(params: Arc<FerroParams>, telemetry: Arc<Telemetry>, wgpu: bool, a11y_check: bool) -> Rig {
+/// An editor rig; `chain` is the chain slot of an audio state on the same parameters
+/// (one slot builds a chain file), else the editor gets a slot of its own.
+fn rig_built(params: Arc<FerroParams>, chain: Option<ChainSlot>, telemetry: Arc<Telemetry>, wgpu: bool, a11y_check: bool) -> Rig {
     telemetry.sample_rate_bits.store(48_000f32.to_bits(), Ordering::Relaxed);
     telemetry.channels.store(2, Ordering::Relaxed);
     telemetry.max_block_frames.store(512, Ordering::Relaxed);
     let host = Arc::new(Host::default());
     let gui = GuiContext::new(host.clone());
-    let mut app = EditorApp::new(params.clone(), telemetry);
+    let chain = chain.unwrap_or_else(|| ChainSlot::new(&params.chain));
+    let app_chain = chain.clone();
+    let mut app = EditorApp::new(params.clone(), chain, telemetry);
     app.attach(gui.clone());
     let mut builder = Harness::builder();
     if wgpu {
@@ -109,7 +115,7 @@ fn rig_built(params: Arc<FerroParams>, telemetry: Arc<Telemetry>, wgpu: bool, a1
         .with_accessibility_check(a11y_check)
         .build_ui_state(|ui, app: &mut EditorApp| app.show(ui), app);
     harness.run();
-    Rig { harness, params, host, gui }
+    Rig { harness, params, chain: app_chain, host, gui }
 }
 
 impl Rig {
@@ -525,9 +531,9 @@ fn stages_are_reordered_by_dragging_disabled_deleted_and_undone() {
     r.harness.run();
     assert!(!r.chain().stages[1].enabled);
     assert!(
-        r.params.chain.status().contains("2 chain stage(s)"),
+        r.chain.status().contains("2 chain stage(s)"),
         "{}",
-        r.params.chain.status()
+        r.chain.status()
     );
 
     // Delete the first.
@@ -623,22 +629,22 @@ fn an_impulse_response_file_becomes_a_given_fir_stage() {
 
 // ---- Analyser, engine panel, meters ----
 
-use ferrofx_plugin::audio::{AudioState, LatencyPolicy};
-use ferrofx_plugin::chain_slot::AudioConfig;
+use ferrofx_plugin::audio::state::{AudioState, LatencyPolicy};
+use ferrofx_plugin::audio::taps::connect;
+use ferrofx_plugin::control::chain::AudioConfig;
 use ferrofx_plugin::editor::analyser::Mode;
-use ferrofx_plugin::spectrum::HOP;
+use ferrofx_plugin::shared::spectrum::HOP;
 
 /// The plugin's audio-thread state at 48 kHz stereo, and an editor on the same
 /// parameters and telemetry.
 fn audio_rig() -> (Rig, AudioState, Arc<Telemetry>) {
     let params = Arc::new(FerroParams::default());
-    let (telemetry, taps) = Telemetry::connected();
+    let (telemetry, taps) = connect();
     let telemetry = Arc::new(telemetry);
-    let side = params.chain.take_audio_side().unwrap();
-    let mut audio = AudioState::new(side, taps);
+    let mut audio = AudioState::new(ChainSlot::new(&params.chain), taps);
     let config = AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false };
     audio.activate(&params, config, None, None, 0, LatencyPolicy::Restart);
-    (rig_with(params, telemetry.clone()), audio, telemetry)
+    (rig_built(params, Some(audio.chain().clone()), telemetry.clone(), false, true), audio, telemetry)
 }
 
 /// `seconds` of a sine at `freq_hz` through the plugin, the editor drawing between
@@ -696,7 +702,7 @@ fn the_analyser_shows_a_test_sine_at_its_frequency() {
 
 #[test]
 fn the_engine_panel_and_meters_show_the_given_figures() {
-    let (telemetry, mut taps) = Telemetry::connected();
+    let (telemetry, mut taps) = connect();
     let telemetry = Arc::new(telemetry);
     let mut r = rig_with(Arc::new(FerroParams::default()), telemetry.clone());
     // Ten blocks of 512 frames at 48 kHz (10.667 ms each) taking 1 % .. 10 % of that.
@@ -713,8 +719,8 @@ fn the_engine_panel_and_meters_show_the_given_figures() {
     g.on_worker.store(4321, Ordering::Relaxed);
     g.on_cpu.store(12, Ordering::Relaxed);
     g.late.store(3, Ordering::Relaxed);
-    telemetry.meters[0].add(&vec![0.5; 4_800]);
-    telemetry.meters[1].add(&vec![0.25; 4_800]);
+    ferrofx_plugin::audio::output::meter(&telemetry.meters[0], &vec![0.5; 4_800]);
+    ferrofx_plugin::audio::output::meter(&telemetry.meters[1], &vec![0.25; 4_800]);
     telemetry.clipped.store(true, Ordering::Relaxed);
     r.harness.run();
     r.harness.get_by_label("process 5.5 % median, 10.0 % worst of real time (last 1 s, 10 blocks)");
@@ -900,7 +906,7 @@ fn presets_load_save_and_refuse_bad_files_without_changes() {
         r.pause();
         r.harness.get_by_label(name).click();
         r.harness.run();
-        let imported = ferrofx_plugin::preset::import(&Chain::from_json(text).unwrap());
+        let imported = ferrofx_plugin::control::preset::import(&Chain::from_json(text).unwrap());
         for (i, band) in &imported.bands {
             let got = r.params.bands[*i].band();
             assert!(got.enabled && got.shape == band.shape, "{name}: band {i}");
@@ -1014,12 +1020,12 @@ fn rendered_snapshots_of_four_states() {
     let setter = r.gui.param_setter();
     apply(&Chain::from_json(FACTORY[0].1).unwrap(), &r.params, &setter, 48_000.0).unwrap();
     let enabled: Vec<usize> = (0..24).filter(|&i| r.params.bands[i].enabled.value()).collect();
-    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[1]].route, ferrofx_plugin::params::RouteChoice::Side);
-    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[2]].route, ferrofx_plugin::params::RouteChoice::Left);
-    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.auto_gain, ferrofx_plugin::params::AutoGainChoice::Pink);
+    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[1]].route, ferrofx_plugin::control::params::RouteChoice::Side);
+    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[2]].route, ferrofx_plugin::control::params::RouteChoice::Left);
+    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.auto_gain, ferrofx_plugin::control::params::AutoGainChoice::Pink);
     // And one dynamic band (its dashed curve shows how far its 6 dB range takes it).
     ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[3]].dyn_on, true);
-    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.phase, ferrofx_plugin::params::PhaseChoice::Linear16384);
+    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.phase, ferrofx_plugin::control::params::PhaseChoice::Linear16384);
     r.harness.run();
     shots.push(("mastering-routed", r));
 
@@ -1046,12 +1052,11 @@ fn rendered_snapshots_of_four_states() {
     // 4. The analyser on noise through the mastering curve, input and output.
     let (mut r, mut audio, telemetry) = {
         let params = Arc::new(FerroParams::default());
-        let (telemetry, taps) = Telemetry::connected();
+        let (telemetry, taps) = connect();
         let telemetry = Arc::new(telemetry);
-        let side = params.chain.take_audio_side().unwrap();
-        let mut audio = AudioState::new(side, taps);
+        let mut audio = AudioState::new(ChainSlot::new(&params.chain), taps);
         audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, None, 0, LatencyPolicy::Restart);
-        (rig_rendered(params, telemetry.clone(), true), audio, telemetry)
+        (rig_built(params, Some(audio.chain().clone()), telemetry.clone(), true, true), audio, telemetry)
     };
     apply(&Chain::from_json(FACTORY[0].1).unwrap(), &r.params, &r.gui.param_setter(), 48_000.0).unwrap();
     r.harness.state_mut().analyser.mode = Mode::PrePost;
@@ -1093,8 +1098,8 @@ fn rendered_snapshots_of_four_states() {
 /// bypass tests compare with.
 fn plain_audio() -> (Arc<FerroParams>, AudioState, Telemetry) {
     let params = Arc::new(FerroParams::default());
-    let (telemetry, taps) = Telemetry::connected();
-    let mut audio = AudioState::new(params.chain.take_audio_side().unwrap(), taps);
+    let (telemetry, taps) = connect();
+    let mut audio = AudioState::new(ChainSlot::new(&params.chain), taps);
     audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, None, 0, LatencyPolicy::Restart);
     (params, audio, telemetry)
 }
@@ -1117,7 +1122,7 @@ fn run_left(audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry,
 fn solo_from_the_node_menu_listens_through_the_cookbook_band_pass() {
     use ferrofx::chain::Biquad;
     use ferrofx::Engine;
-    use ferrofx_plugin::solo::SOLO_FADE_MS;
+    use ferrofx_plugin::audio::solo::SOLO_FADE_MS;
     let (mut r, mut audio, telemetry) = audio_rig();
     // The same plugin without solo, for the output after the fade-out.
     let (params2, mut audio2, telemetry2) = plain_audio();

@@ -4,7 +4,8 @@
 use nice_assert_no_alloc::{assert_no_alloc, violation_count};
 use ferrofx::chain::{Biquad, Butterworth, Chain, LinkwitzRiley};
 use ferrofx::Engine;
-use ferrofx_plugin::bands::{Band, Equaliser, Route, Shape, Slope, TrigCache, BANDS, REDESIGN_INTERVAL, SWITCH_FADE_MS};
+use ferrofx_plugin::shared::bands::{Band, Route, Shape, Slope, TrigCache, BANDS};
+use ferrofx_plugin::audio::equaliser::{Equaliser, REDESIGN_INTERVAL, SWITCH_FADE_MS};
 
 fn noise(n: usize, seed: u64) -> Vec<f32> {
     ferrofx_testkit::noise_amp(n, seed, 1.0)

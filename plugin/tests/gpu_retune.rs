@@ -8,10 +8,12 @@ use std::sync::Arc;
 
 use ferrofx::chain::{Butterworth, Chain, Fir};
 use ferrofx::run::realtime::Policy;
-use ferrofx_plugin::audio::{AudioState, LatencyPolicy};
-use ferrofx_plugin::chain_slot::{AudioConfig, Handovers};
-use ferrofx_plugin::params::{BackendChoice, FerroParams};
-use ferrofx_plugin::telemetry::Telemetry;
+use ferrofx_plugin::audio::state::{AudioState, LatencyPolicy};
+use ferrofx_plugin::control::chain::{AudioConfig, Handovers};
+use ferrofx_plugin::control::params::{BackendChoice, FerroParams};
+use ferrofx_plugin::audio::taps::connect;
+use ferrofx_plugin::control::chain::ChainSlot;
+use ferrofx_plugin::shared::telemetry::Telemetry;
 use nice_assert_no_alloc::{assert_no_alloc, violation_count};
 use nice_plug::prelude::*;
 
@@ -52,12 +54,12 @@ fn gpu_plugin(first: Chain) -> Option<(Arc<FerroParams>, Telemetry, AudioState)>
     // SAFETY: the parameter lives in `params`, which outlives the call; no other thread
     // reads it yet (the audio state is built below).
     unsafe { params.backend.as_ptr()._internal_set_normalized_value(params.backend.preview_normalized(BackendChoice::Gpu)) };
-    let (telemetry, taps) = Telemetry::connected();
-    let mut audio = AudioState::new(params.chain.take_audio_side().unwrap(), taps);
+    let (telemetry, taps) = connect();
+    let mut audio = AudioState::new(ChainSlot::new(&params.chain), taps);
     params.chain.install(first);
     let config = AudioConfig { sample_rate_hz: FS as f32, channels: 2, max_block_frames: BLOCK, offload: true };
     audio.activate(&params, config, Some(Policy::Gpu), None, BLOCK as u32, LatencyPolicy::Restart);
-    let status = params.chain.gpu_status();
+    let status = audio.chain().gpu_status();
     if !status.starts_with("GPU worker") {
         assert!(std::env::var("FERROFX_REQUIRE_GPU").as_deref() != Ok("1"), "FERROFX_REQUIRE_GPU=1 but no GPU worker: {status}");
         println!("SKIPPED (no GPU worker): {status}");
@@ -70,29 +72,29 @@ fn gpu_plugin(first: Chain) -> Option<(Arc<FerroParams>, Telemetry, AudioState)>
 #[test]
 fn a_moved_cutoff_retunes_the_running_offload_and_a_new_shape_builds_one() {
     let Some((params, telemetry, mut audio)) = gpu_plugin(chain(1000.0, 8)) else { return };
-    let before = params.chain.handovers();
+    let before = audio.chain().handovers();
     // 4 kHz two octaves above an 8th-order 1 kHz lowpass: about -96 dB.
     let low = play(&mut audio, &params, &telemetry, 0, 40);
     assert!(low < 0.5 / 2f64.sqrt() * 1e-3, "the 1 kHz lowpass passes {low:.2e} RMS of 4 kHz");
 
     // The same shape, the cutoff moved to 16 kHz: a retune, no new offload.
     params.chain.install(chain(16_000.0, 8));
-    let after = params.chain.handovers();
+    let after = audio.chain().handovers();
     assert_eq!(after, Handovers { retunes: before.retunes + 1, ..before }, "a moved cutoff must travel as a retune");
     let high = play(&mut audio, &params, &telemetry, 40 * BLOCK, 40);
     let sine_rms = 0.5 / 2f64.sqrt();
     assert!((high / sine_rms - 1.0).abs() < 0.02, "after the retune 4 kHz passes: {high:.4} RMS against {sine_rms:.4}");
-    params.chain.collect_returned();
-    assert_eq!(params.chain.handovers().refused, 0, "the running offload took the design");
+    audio.chain().collect_returned();
+    assert_eq!(audio.chain().handovers().refused, 0, "the running offload took the design");
 
     // Another shape (12th order: six sections): a whole new build.
     params.chain.install(chain(1000.0, 12));
-    let shaped = params.chain.handovers();
+    let shaped = audio.chain().handovers();
     assert_eq!(shaped, Handovers { builds: after.builds + 1, ..after }, "a new shape builds a new offload");
     let again = play(&mut audio, &params, &telemetry, 80 * BLOCK, 40);
     assert!(again < 0.5 / 2f64.sqrt() * 1e-3, "the new 1 kHz lowpass passes {again:.2e} RMS of 4 kHz");
     println!("4 kHz RMS: {low:.2e} (1 kHz lowpass), {high:.4} (retuned to 16 kHz), {again:.2e} (rebuilt, 12th order)");
-    audio.deactivate(&params);
+    audio.deactivate();
 }
 
 /// A bandstop of 12th order (six sections) after the short FIR.
@@ -109,19 +111,19 @@ fn a_same_shape_design_the_gpu_declines_builds_anew_on_the_cpu_and_back() {
     assert!((pass / sine_rms - 1.0).abs() < 0.15, "4 kHz outside the stop band: {pass:.4} RMS");
     // The same shape with a stop band whose float32 form the GPU declines (the shared
     // reference case 023): not a retune, a whole build whose blocks run on the CPU.
-    let before = params.chain.handovers();
+    let before = audio.chain().handovers();
     params.chain.install(bandstop(715.08, 2461.27));
-    let declined = params.chain.handovers();
+    let declined = audio.chain().handovers();
     assert_eq!(declined, Handovers { builds: before.builds + 1, ..before }, "a declined design must not travel as a retune");
-    let status = params.chain.gpu_status();
+    let status = audio.chain().gpu_status();
     assert!(status.contains("declined") && status.contains("blocks run on the CPU"), "{status}");
     // Back to a design the GPU takes: a whole build on the GPU again (the CPU-only
     // offload had no worker to retune).
     params.chain.install(bandstop(8000.0, 16_000.0));
-    assert_eq!(params.chain.handovers(), Handovers { builds: declined.builds + 1, ..declined });
-    assert!(params.chain.gpu_status().starts_with("GPU worker"), "{}", params.chain.gpu_status());
+    assert_eq!(audio.chain().handovers(), Handovers { builds: declined.builds + 1, ..declined });
+    assert!(audio.chain().gpu_status().starts_with("GPU worker"), "{}", audio.chain().gpu_status());
     // 4 kHz, outside 8-16 kHz, passes; the output is the new chain's.
     let again = play(&mut audio, &params, &telemetry, 20 * BLOCK, 20);
     assert!((again / sine_rms - 1.0).abs() < 0.15, "4 kHz outside the new stop band: {again:.4} RMS");
-    audio.deactivate(&params);
+    audio.deactivate();
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use ferrofx::chain::MAX_GIVEN_TAPS;
 use ferrofx::StageKind;
-use ferrofx_plugin::ir::{self, IrError};
+use ferrofx_plugin::control::ir::{self, IrError};
 use ferrofx_testkit::Rng;
 
 fn dir(name: &str) -> PathBuf {

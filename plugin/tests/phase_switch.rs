@@ -9,11 +9,14 @@ use std::sync::Arc;
 
 use ferrofx::chain::{Chain, Fir};
 use ferrofx::Engine;
-use ferrofx_plugin::audio::{AudioState, LatencyNews, LatencyPolicy};
-use ferrofx_plugin::chain_slot::AudioConfig;
-use ferrofx_plugin::linear::{self, Designer, Setup, CROSSFADE_MS};
-use ferrofx_plugin::params::{FerroParams, PhaseChoice, ShapeChoice};
-use ferrofx_plugin::telemetry::Telemetry;
+use ferrofx_plugin::audio::state::{AudioState, LatencyNews, LatencyPolicy};
+use ferrofx_plugin::control::chain::AudioConfig;
+use ferrofx_plugin::control::linear::{self, Designer, Setup, CROSSFADE_MS};
+use ferrofx_plugin::control::params::{FerroParams, PhaseChoice, ShapeChoice};
+use ferrofx_plugin::audio::linear::LinearAudio;
+use ferrofx_plugin::audio::taps::connect;
+use ferrofx_plugin::control::chain::ChainSlot;
+use ferrofx_plugin::shared::telemetry::Telemetry;
 use nice_assert_no_alloc::{assert_no_alloc, violation_count};
 use nice_plug::prelude::*;
 
@@ -48,15 +51,17 @@ fn bands_params() -> Arc<FerroParams> {
 /// An activated audio side at 48 kHz stereo, blocks of [`BLOCK`]: the designer thread
 /// follows the phase mode (it must outlive the run).
 fn plugin(params: &Arc<FerroParams>, policy: LatencyPolicy) -> (AudioState, Telemetry, Designer) {
-    let (telemetry, taps) = Telemetry::connected();
-    let mut audio = AudioState::new(params.chain.take_audio_side().unwrap(), taps);
+    let (telemetry, taps) = connect();
+    let mut audio = AudioState::new(ChainSlot::new(&params.chain), taps);
     let designer = activate(&mut audio, params, policy);
     (audio, telemetry, designer)
 }
 
 /// (Re-)activates `audio` as the plugin's `activate` does; returns the designer thread.
 fn activate(audio: &mut AudioState, params: &Arc<FerroParams>, policy: LatencyPolicy) -> Designer {
-    let (designer, linear) = Designer::start(params.clone(), Setup { fs: FS, channels: 2, max_block: BLOCK });
+    let setup = Setup { fs: FS, channels: 2, max_block: BLOCK };
+    let (designer, end) = Designer::start(params.clone(), setup);
+    let linear = LinearAudio::new(end, setup);
     let config = AudioConfig { sample_rate_hz: FS as f32, channels: 2, max_block_frames: BLOCK, offload: false };
     let latency = audio.activate(params, config, None, Some(linear), 0, policy);
     assert_eq!(latency as usize, params.phase.value().taps().map_or(0, |n| n / 2), "the latency reported at activation");
@@ -193,7 +198,7 @@ fn without_in_process_switching_a_phase_change_asks_for_a_restart_and_keeps_its_
     }
     // The restart: activated again, the plugin runs linear phase with its latency.
     drop(_designer);
-    audio.deactivate(&params);
+    audio.deactivate();
     let _designer = activate(&mut audio, &params, LatencyPolicy::Restart);
     let (out, news) = play(&mut audio, &params, &telemetry, &x, &[]);
     assert!(news.iter().all(|n| *n == LatencyNews::default()));

@@ -2,8 +2,9 @@
 
 use ferrofx::chain::{Chain, Elliptic, Fir};
 use ferrofx::{Engine, Stage};
-use ferrofx_plugin::bands::{Band, Equaliser, Route, Shape, Slope, BANDS};
-use ferrofx_plugin::preset;
+use ferrofx_plugin::shared::bands::{Band, Route, Shape, Slope, BANDS};
+use ferrofx_plugin::audio::equaliser::Equaliser;
+use ferrofx_plugin::control::preset;
 
 fn bands() -> [Band; BANDS] {
     let mut b = [Band::default(); BANDS];
@@ -118,7 +119,7 @@ fn exported_numbers_are_the_shortest_decimals_of_the_parameters() {
     // binary expansion of the f32 (54.76838302612305).
     #[allow(clippy::approx_constant)] // 0.7071 is a Q a user types, not 1/sqrt(2)
     for v in [54.768383f32, 1000.0, 0.7071, -3.3, 19_999.99, f32::MAX, -f32::MAX, f32::MIN_POSITIVE, 1e-45] {
-        let d = ferrofx_plugin::params::decimal(v);
+        let d = ferrofx_plugin::control::params::decimal(v);
         assert_eq!(d as f32, v, "the decimal rounds back to the same parameter value");
         assert_eq!(format!("{d}"), format!("{v}"));
     }

@@ -4,8 +4,9 @@
 
 use ferrofx::chain::{Biquad, Butterworth, Chain};
 use ferrofx::Engine;
-use ferrofx_plugin::bands::{Band, Route, Shape, Slope, BANDS, SWITCH_FADE_MS};
-use ferrofx_plugin::routing::{decode_ms, encode_ms, RoutedEqualiser};
+use ferrofx_plugin::shared::bands::{Band, Route, Shape, Slope, BANDS};
+use ferrofx_plugin::audio::equaliser::SWITCH_FADE_MS;
+use ferrofx_plugin::audio::routing::{decode_ms, encode_ms, RoutedEqualiser};
 use nice_assert_no_alloc::{assert_no_alloc, violation_count};
 
 const FS: f64 = 48_000.0;

@@ -5,7 +5,7 @@
 
 use nice_plug::prelude::*;
 
-use crate::params::FerroParams;
+use crate::control::params::FerroParams;
 
 use super::history::Snapshot;
 

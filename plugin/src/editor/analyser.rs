@@ -11,7 +11,7 @@ use egui::{Color32, Mesh, Pos2, Shape, Stroke};
 use realfft::num_complex::Complex;
 use realfft::{RealFftPlanner, RealToComplex};
 
-use crate::spectrum::{SpectrumFeed, WINDOW};
+use crate::shared::spectrum::{SpectrumFeed, WINDOW};
 
 use super::axes::{Axes, F_MIN_HZ};
 

@@ -7,7 +7,7 @@ use ferrofx::design::{sos_response, Sos};
 use ferrofx::DesignedChain;
 use num_complex::Complex64;
 
-use crate::bands::{Band, BANDS, MAX_SECTIONS_PER_BAND};
+use crate::shared::bands::{Band, BANDS, MAX_SECTIONS_PER_BAND};
 
 use super::axes::{hz_label, Axes};
 
@@ -69,7 +69,7 @@ pub fn chain_response(chain: &DesignedChain, freqs_hz: &[f64]) -> Vec<Complex64>
 pub fn responses(
     axes: &Axes,
     bands: &[Band; BANDS],
-    dynamics: &[crate::dynamics::DynamicSettings; BANDS],
+    dynamics: &[crate::shared::settings::DynamicSettings; BANDS],
     chain_h: Option<&[Complex64]>,
     output_gain_db: f32,
     fs: f64,
@@ -78,7 +78,7 @@ pub fn responses(
     linear_taps: Option<usize>,
 ) -> Responses {
     let mut extremes = Vec::new();
-    let routed: [bool; BANDS] = std::array::from_fn(|i| stereo && bands[i].enabled && bands[i].route != crate::bands::Route::Stereo);
+    let routed: [bool; BANDS] = std::array::from_fn(|i| stereo && bands[i].enabled && bands[i].route != crate::shared::bands::Route::Stereo);
     let freqs = eval_freqs(axes, fs, group_delay);
     let db = |h: f64| (20.0 * h.max(1e-12).log10()) as f32;
     let mut total: Vec<Complex64> = match chain_h {
@@ -90,7 +90,7 @@ pub fn responses(
         if !b.enabled {
             continue;
         }
-        let in_fir = linear_taps.is_some() && crate::linear::in_fir(b, stereo);
+        let in_fir = linear_taps.is_some() && crate::control::linear::in_fir(b, stereo);
         let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
         // A bypassed band is designed as if it acted (its own curve is drawn), but left
         // out of the total.

@@ -3,8 +3,8 @@
 
 use nice_plug::prelude::*;
 
-use crate::bands::{Band, Shape};
-use crate::params::{BandParams, ShapeChoice};
+use crate::shared::bands::{Band, Shape};
+use crate::control::params::{BandParams, ShapeChoice};
 
 /// Every band shape, in menu order.
 pub const SHAPES: [ShapeChoice; 9] = [
@@ -100,6 +100,6 @@ pub fn set_band(setter: &ParamSetter, bp: &BandParams, band: &Band) {
         set_param(setter, &bp.bypassed, band.bypassed);
     }
     if now.route != band.route {
-        set_param(setter, &bp.route, crate::params::RouteChoice::from_route(band.route));
+        set_param(setter, &bp.route, crate::control::params::RouteChoice::from_route(band.route));
     }
 }

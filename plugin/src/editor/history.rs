@@ -9,7 +9,7 @@
 
 use nice_plug::prelude::*;
 
-use crate::params::{BandParams, FerroParams};
+use crate::control::params::{BandParams, FerroParams};
 
 /// Most edits kept.
 const DEPTH: usize = 200;

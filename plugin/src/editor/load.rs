@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use crate::telemetry::Telemetry;
+use crate::shared::telemetry::Telemetry;
 
 /// The blocks of the last second: (nanoseconds, frames).
 #[derive(Default)]

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use egui::{Color32, Sense, Stroke, Vec2};
 
-use crate::telemetry::{Telemetry, METERED_CHANNELS};
+use crate::shared::telemetry::{Telemetry, METERED_CHANNELS};
 
 /// Time over which the RMS is taken, and how fast the peak display falls.
 const RMS_SECONDS: f64 = 0.3;

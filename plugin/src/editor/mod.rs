@@ -39,8 +39,9 @@ use nice_plug::context::gui::GuiContext;
 use nice_plug::prelude::*;
 use nice_plug_egui::{create_egui_editor, EguiEditor, EguiNiceSettings, NiceEguiApp, RepaintNotifier};
 
-use crate::params::FerroParams;
-use crate::telemetry::Telemetry;
+use crate::control::chain::ChainSlot;
+use crate::control::params::FerroParams;
+use crate::shared::telemetry::Telemetry;
 
 pub use status::gpu_line;
 
@@ -69,6 +70,8 @@ impl Tab {
 /// Editor state (GUI thread only).
 pub struct EditorApp {
     params: Arc<FerroParams>,
+    /// The chain stages' builder: its status lines, and what the audio thread returned.
+    chain: ChainSlot,
     telemetry: Arc<Telemetry>,
     gui: Option<GuiContext>,
     pub presets: presets::PresetsPanel,
@@ -95,7 +98,7 @@ pub struct EditorApp {
     pub message: String,
 }
 
-pub fn create(params: Arc<FerroParams>, telemetry: Arc<Telemetry>) -> Option<EguiEditor<EditorApp>> {
+pub fn create(params: Arc<FerroParams>, chain: ChainSlot, telemetry: Arc<Telemetry>) -> Option<EguiEditor<EditorApp>> {
     let state = params.editor_state.clone();
     create_egui_editor(
         state,
@@ -103,14 +106,15 @@ pub fn create(params: Arc<FerroParams>, telemetry: Arc<Telemetry>) -> Option<Egu
         EguiNiceSettings::new()
             .with_tile("FerroFX")
             .with_repaint_poll_interval(std::time::Duration::from_millis(100)),
-        EditorApp::new(params, telemetry),
+        EditorApp::new(params, chain, telemetry),
     )
 }
 
 impl EditorApp {
-    pub fn new(params: Arc<FerroParams>, telemetry: Arc<Telemetry>) -> EditorApp {
+    pub fn new(params: Arc<FerroParams>, chain: ChainSlot, telemetry: Arc<Telemetry>) -> EditorApp {
         EditorApp {
             params,
+            chain,
             telemetry,
             gui: None,
             presets: presets::PresetsPanel::default(),
@@ -167,7 +171,7 @@ impl EditorApp {
         let setter = gui.param_setter();
         let pressed = ui.input(|i| i.pointer.any_pressed() || i.events.iter().any(|e| matches!(e, egui::Event::Key { pressed: true, .. })));
         self.history.before_frame(&self.params, pressed);
-        self.params.chain.collect_returned();
+        self.chain.collect_returned();
 
         // Undo: Ctrl+Z; redo: Ctrl+Shift+Z (the longer shortcut first).
         if ui.input_mut(|i| i.consume_key(Modifiers::COMMAND | Modifiers::SHIFT, Key::Z)) {
@@ -244,7 +248,7 @@ impl EditorApp {
         ui.separator();
         let fs = f64::from(self.sample_rate());
         egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| match self.tab {
-            Tab::Stages => self.stages.show(ui, &self.params, fs),
+            Tab::Stages => self.stages.show(ui, &self.params, &self.chain, fs),
             Tab::Bands => table::bands_table(ui, &self.params, &setter),
             Tab::Files => self.presets.show(ui, &self.params, &setter, fs),
         });

@@ -6,8 +6,8 @@
 use egui::{Color32, Event, Key, MouseWheelUnit, Pos2, Rect, Response, Stroke};
 use nice_plug::prelude::*;
 
-use crate::bands::{ranges, Band, Shape, Slope, BANDS};
-use crate::params::{FerroParams, RouteChoice, ShapeChoice};
+use crate::shared::bands::{ranges, Band, Shape, Slope, BANDS};
+use crate::control::params::{FerroParams, RouteChoice, ShapeChoice};
 
 use super::axes::Axes;
 use super::curve::band_colour;
@@ -231,7 +231,7 @@ impl Nodes {
             gain_db: if has_gain(shape) { f64::from(clamp_db(axes.db_at_y(pos.y))) } else { 0.0 },
             q: std::f64::consts::FRAC_1_SQRT_2,
             slope: Slope { db_per_oct: 24, linkwitz_riley: false },
-            route: crate::bands::Route::Stereo,
+            route: crate::shared::bands::Route::Stereo,
             // The instance's switch, not a band setting (set_band leaves it alone).
             matched: params.matched.value(),
             dynamic: false,
@@ -418,7 +418,7 @@ impl Nodes {
         if let Some(i) = shown {
             let b = &bands[i];
             let mut text = format!("Band {}: {} {:.1} Hz", i + 1, shape_name(ShapeChoice::from_shape(b.shape)), b.freq_hz);
-            if b.route != crate::bands::Route::Stereo {
+            if b.route != crate::shared::bands::Route::Stereo {
                 text += &format!(" on {}", RouteChoice::from_route(b.route).name().to_lowercase());
             }
             if b.bypassed {

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use ferrofx::Chain;
 use nice_plug::prelude::*;
 
-use crate::bands::Band;
-use crate::params::FerroParams;
-use crate::preset;
+use crate::shared::bands::Band;
+use crate::control::params::FerroParams;
+use crate::control::preset;
 
 use super::edits::{set_band, set_param};
 use super::files::Picker;
@@ -188,7 +188,7 @@ pub fn apply(chain: &Chain, params: &FerroParams, setter: &ParamSetter, fs: f64)
 /// Writes the plugin's state as a chain file (a temporary file renamed into place, so a
 /// failed save leaves any earlier file whole).
 fn save(path: &Path, params: &FerroParams, fs: f64) -> Outcome {
-    let chain = match preset::export(&params.bands(), &params.chain.chain(), crate::params::decimal(params.output_gain_db.value()), fs) {
+    let chain = match preset::export(&params.bands(), &params.chain.chain(), crate::control::params::decimal(params.output_gain_db.value()), fs) {
         Ok(chain) => chain,
         Err(e) => return Outcome::Failed(format!("cannot save {}: {e}", path.display())),
     };

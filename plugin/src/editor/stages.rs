@@ -6,7 +6,7 @@
 //! The panel edits a draft of the chain. After each edit the draft is checked exactly as
 //! the renderer checks a chain file (written as chain-file text, read back, designed at
 //! the session's rate); a draft that passes is installed (built off the audio thread and
-//! handed over, see `chain_slot`), one that fails is not: the running chain stays as it
+//! handed over, see `control/chain.rs`), one that fails is not: the running chain stays as it
 //! was and the contract's error text is shown, in full above the stages and beside the
 //! failing field. A chain installed from elsewhere (undo, A/B, a preset, the host)
 //! replaces the draft.
@@ -16,7 +16,8 @@ use std::path::Path;
 use egui::{Color32, Id, Ui};
 use ferrofx::{Chain, ChainError, Stage, StageKind};
 
-use crate::params::FerroParams;
+use crate::control::chain::ChainSlot;
+use crate::control::params::FerroParams;
 
 use super::files::Picker;
 use super::stage_fields::{self, FieldError, ADDABLE};
@@ -66,7 +67,7 @@ impl StagesPanel {
     /// mono, at `fs`); on error nothing changes and the note says why.
     pub fn add_impulse_response(&mut self, path: &Path, params: &FerroParams, fs: f64) {
         self.sync(params);
-        match crate::ir::fir_stage(path, fs) {
+        match crate::control::ir::fir_stage(path, fs) {
             Ok(stage) => {
                 let taps = match &stage.kind {
                     StageKind::FirGiven { coefficients } => coefficients.len(),
@@ -80,7 +81,7 @@ impl StagesPanel {
         }
     }
 
-    pub fn show(&mut self, ui: &mut Ui, params: &FerroParams, fs: f64) {
+    pub fn show(&mut self, ui: &mut Ui, params: &FerroParams, slot: &ChainSlot, fs: f64) {
         self.sync(params);
         let mut changed = false;
         ui.horizontal(|ui| {
@@ -114,9 +115,9 @@ impl StagesPanel {
             ui.label(&self.note);
         });
         ui.horizontal(|ui| {
-            ui.label(params.chain.status());
+            ui.label(slot.status());
             ui.separator();
-            ui.label(params.chain.gpu_status());
+            ui.label(slot.gpu_status());
         });
         if let Some(e) = &self.error {
             ui.colored_label(

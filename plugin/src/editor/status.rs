@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use nice_plug::prelude::*;
 use nice_plug_egui::widgets::ParamSlider;
 
-use crate::params::{AutoGainChoice, BackendChoice, FerroParams, PhaseChoice};
-use crate::telemetry::Telemetry;
+use crate::control::params::{AutoGainChoice, BackendChoice, FerroParams, PhaseChoice};
+use crate::shared::telemetry::Telemetry;
 
 use super::edits::set_param;
 
@@ -106,8 +106,8 @@ pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter
             t.max_block_frames.load(Ordering::Relaxed),
             t.eq_sections.load(Ordering::Relaxed),
         ));
-        let top_hz = f64::from(fs) * crate::bands::NYQUIST_SHARE;
-        if fs > 0.0 && top_hz < crate::bands::ranges::freq_hz().1 {
+        let top_hz = f64::from(fs) * crate::shared::bands::NYQUIST_SHARE;
+        if fs > 0.0 && top_hz < crate::shared::bands::ranges::freq_hz().1 {
             ui.label(format!("bands above {top_hz:.0} Hz are clamped to it at this sample rate"));
         }
     });
@@ -136,7 +136,7 @@ pub fn gpu_line(params: &FerroParams, t: &Telemetry) -> String {
     };
     let why = match choice {
         BackendChoice::Gpu => String::from("forced"),
-        _ => crate::telemetry::reason_of(g.reason.load(Ordering::Relaxed)).to_string(),
+        _ => crate::shared::telemetry::reason_of(g.reason.load(Ordering::Relaxed)).to_string(),
     };
     format!(
         "{route} ({why}): CPU {} / GPU {} median, {} tail, deadline {}; blocks GPU {} CPU {} late {}",

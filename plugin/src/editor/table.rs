@@ -3,7 +3,7 @@
 use nice_plug::prelude::*;
 use nice_plug_egui::widgets::ParamSlider;
 
-use crate::params::{FerroParams, RouteChoice};
+use crate::control::params::{FerroParams, RouteChoice};
 
 use super::edits::{name_combo, param_checkbox, set_param, shape_name, SHAPES};
 

@@ -1,7 +1,7 @@
 //! What the CLAP and VST3 host tests of the dynamic bands share: the band's settings and
 //! the sidechain cases (each host converts the settings to its own parameter values).
 
-use ferrofx_plugin::params::ranges;
+use ferrofx_plugin::control::params::ranges;
 
 /// One setting, in the unit it is given in.
 #[derive(Clone, Copy)]

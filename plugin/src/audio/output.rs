@@ -5,7 +5,7 @@
 //! once where three or four passes did (an idle stereo 64-frame block spent a fair part
 //! of its time in those loops).
 //!
-//! The meter's sums are the ones [`crate::telemetry::ChannelMeter::add`] takes of the
+//! The meter's sums are the ones [`meter`] records of the
 //! same samples, bit for bit ([`measure`] is that meter's pass): sixteen float32 lanes,
 //! summed in float64 per [`METER_PART`] samples. On x86-64 the lanes are four SSE2
 //! vectors (the baseline every x86-64 build has; the compiler's own vectorisation of
@@ -13,6 +13,8 @@
 //! portable loop of the same sixteen lanes.
 //!
 //! No allocation, lock or panic: the audio thread runs all of it.
+
+use crate::shared::telemetry::ChannelMeter;
 
 /// What the pass does to each sample before measuring it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,6 +68,12 @@ pub fn measure(samples: &[f32]) -> Measured {
         total.add(unsafe { lanes::<false, false>(part.as_ptr().cast_mut(), part.len(), 1.0) });
     }
     total
+}
+
+/// Measures `samples` into `meter` (the meter's own pass); returns their peak.
+pub fn meter(meter: &ChannelMeter, samples: &[f32]) -> f32 {
+    let m = measure(samples);
+    meter.record(m.peak, m.sum_squares, samples.len())
 }
 
 impl Measured {
@@ -295,5 +303,48 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod meter_tests {
+    use super::meter;
+    use crate::shared::telemetry::ChannelMeter;
+
+    /// The lane-wise meter gives the block's peak exactly and its sum of squares within
+    /// 1e-5 (float32 partial sums, a display's precision), for every length, across the
+    /// 4096-sample parts too.
+    #[test]
+    fn meter_sums_equal_a_sequential_sum() {
+        for len in (0..50usize).chain([4095, 4096, 4097, 10_000]) {
+            let x: Vec<f32> = (0..len).map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0).collect();
+            let m = ChannelMeter::default();
+            let peak = meter(&m, &x);
+            let want_peak = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let want_sum: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+            assert_eq!(peak, want_peak, "len {len}");
+            let (sum, frames) = m.sums();
+            assert!((sum - want_sum).abs() <= 1e-5 * want_sum.max(1e-30), "len {len}: {sum} vs {want_sum}");
+            assert_eq!(frames, len as u64);
+        }
+    }
+
+    /// A NaN sample leaves the peak to the other samples (as `f32::max` does); the peak
+    /// held is raised only by a larger one, and is back in force after the editor takes it.
+    #[test]
+    fn the_peak_ignores_nan_and_only_rises_until_taken() {
+        let m = ChannelMeter::default();
+        for lane in 0..20 {
+            let mut x = vec![0.25f32; 40];
+            x[lane] = f32::NAN;
+            x[39 - lane] = -0.5;
+            assert_eq!(meter(&m, &x), 0.5, "NaN in lane {lane}");
+        }
+        assert_eq!(meter(&m, &[0.1, -0.2]), 0.2);
+        assert_eq!(m.take_peak(), 0.5, "the held peak is the largest block's");
+        assert_eq!(meter(&m, &[0.1, -0.2]), 0.2);
+        assert_eq!(m.take_peak(), 0.2, "after a take, a smaller block's peak is held");
+        assert_eq!(m.take_peak(), 0.0);
+        assert_eq!(m.sums().1, 20 * 40 + 4);
     }
 }

@@ -2,45 +2,18 @@
 //! everything), each summed to mono, copied into preallocated rings on the audio thread
 //! and handed to the editor as whole windows through a lock-free triple buffer.
 //!
-//! Only while the editor asks for it ([`SpectrumFeed::wanted`], set while the editor is
+//! Only while the editor asks for it (`SpectrumFeed::wanted`, set while the editor is
 //! open with the analyser on) does the audio thread copy anything; it never computes a
 //! spectrum (the editor does, see `editor::analyser`). Every buffer is allocated when the
 //! plugin is created; the audio thread never allocates, locks or waits here: a window the
 //! editor has not read yet is simply replaced by a newer one.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
-use triple_buffer::{Input, Output, TripleBuffer};
+use triple_buffer::{Input, TripleBuffer};
 
-/// Samples per analysis window (each of pre and post).
-pub const WINDOW: usize = 8192;
-/// A new window is handed over every this many frames.
-pub const HOP: usize = 2048;
-
-/// One window of the signal before and after the plugin, oldest sample first.
-#[derive(Clone)]
-pub struct Snapshot {
-    /// Counts published windows (0: none yet).
-    pub seq: u64,
-    pub sample_rate_hz: f32,
-    pub pre: Vec<f32>,
-    pub post: Vec<f32>,
-}
-
-impl Snapshot {
-    fn empty() -> Snapshot {
-        Snapshot { seq: 0, sample_rate_hz: 0.0, pre: vec![0.0; WINDOW], post: vec![0.0; WINDOW] }
-    }
-}
-
-/// The editor's end: whether it wants windows, and the newest one.
-pub struct SpectrumFeed {
-    /// Set by the editor while it shows the analyser; read by the audio thread.
-    pub wanted: AtomicBool,
-    /// Read by the editor only (the audio thread never touches this lock).
-    pub output: Mutex<Output<Snapshot>>,
-}
+use crate::shared::spectrum::{Snapshot, SpectrumFeed, HOP, WINDOW};
 
 /// The audio thread's end: the rings and the triple buffer's input.
 pub struct SpectrumTap {
@@ -56,7 +29,7 @@ pub struct SpectrumTap {
 
 /// A connected pair (allocates; when the plugin is created).
 pub fn channel() -> (SpectrumTap, SpectrumFeed) {
-    let (input, output) = TripleBuffer::new(&Snapshot::empty()).split();
+    let (input, output) = TripleBuffer::new(&Snapshot::silent()).split();
     let tap = SpectrumTap { pre: vec![0.0; WINDOW], post: vec![0.0; WINDOW], pos: 0, since: 0, seq: 0, input };
     (tap, SpectrumFeed { wanted: AtomicBool::new(false), output: Mutex::new(output) })
 }
@@ -88,20 +61,6 @@ impl SpectrumTap {
             out.post[older..].copy_from_slice(&self.post[..newer]);
             self.input.publish();
         }
-    }
-}
-
-impl Default for SpectrumFeed {
-    /// A feed with no audio side (nothing will arrive).
-    fn default() -> SpectrumFeed {
-        channel().1
-    }
-}
-
-impl SpectrumFeed {
-    /// Whether the audio thread should copy samples now.
-    pub fn is_wanted(&self) -> bool {
-        self.wanted.load(Ordering::Relaxed)
     }
 }
 

@@ -1,10 +1,11 @@
-//! The chain-file stages the plugin runs after its bands, and how a new chain reaches the
-//! audio thread without allocating or locking there.
+//! The chain-file stages the plugin runs after its bands: built off the audio thread and
+//! handed to it without allocating or locking there.
 //!
-//! The chain file (the shared contract) is persisted with the session. Whoever installs a
-//! chain (the host loading state, the editor importing a preset, `activate`) designs it
-//! and builds its [`Engine`] on its own thread, then hands it to the audio thread through
-//! an `rtrb` ring; the audio thread swaps it in at a block boundary and sends the old
+//! The chain file itself is a persisted field of the parameters (`chain_file.rs`). The
+//! [`ChainSlot`] listens to its installs (the host loading state, the editor importing a
+//! preset or editing a stage) and to `activate`: it designs the chain and builds its
+//! [`Engine`] on that thread, then hands it to the audio thread through an `rtrb` ring;
+//! the audio thread (`audio/chain.rs`) swaps it in at a block boundary and sends the old
 //! engine back through a second ring, to be dropped off the audio thread. The audio thread
 //! only takes a new engine when the return ring has room, so it never has to drop one.
 //!
@@ -15,13 +16,14 @@
 //! allocated and no CUDA graph captured again; a new shape builds a new offload.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use ferrofx::run::offload::Offload;
 use ferrofx::{Chain, ChainError, DesignedChain, DesignedStage, Engine};
-use nice_plug::params::persist::PersistentField;
 use nice_plug::prelude::*;
 use rtrb::{Consumer, Producer, RingBuffer};
+
+use crate::control::chain_file::{lock, ChainFile};
 
 /// How many built chains can wait for the audio thread.
 const HANDOVER_SLOTS: usize = 4;
@@ -33,7 +35,7 @@ pub struct AudioConfig {
     pub channels: usize,
     pub max_block_frames: usize,
     /// The GPU path is on: the chain stages run through an offload in blocks of
-    /// `max_block_frames`, that many samples late (see `crate::gpu`).
+    /// `max_block_frames`, that many samples late (see `crate::control::gpu`).
     pub offload: bool,
 }
 
@@ -77,91 +79,22 @@ fn shape(designed: &DesignedChain) -> Vec<(bool, usize)> {
         .collect()
 }
 
-/// The audio thread's ends of the rings and the engine it runs.
-pub struct AudioSide {
-    incoming: Consumer<Box<Built>>,
-    returning: Producer<Box<Built>>,
-    pub current: Option<Box<Built>>,
-}
-
-impl AudioSide {
-    /// Takes the newest engine built for `config`, if any, returning replaced ones; true
-    /// when the chain changed shape. A new offload takes over the old one's block in
-    /// flight, so the stream has no gap; a retune goes to the running offload, from the
-    /// next block on. Never allocates, frees or blocks.
-    pub fn poll(&mut self, config: AudioConfig) -> bool {
-        let mut changed = false;
-        while self.returning.slots() > 0 {
-            let Ok(mut next) = self.incoming.pop() else { break };
-            // (A retune for another configuration goes back untouched, like a build.)
-            let retune = if next.config == config { next.retune.take() } else { None };
-            if let Some(chain) = retune {
-                match self.current.as_mut().and_then(|c| c.offload.as_mut()) {
-                    Some(off) => match off.retune(chain) {
-                        Ok(spare) => next.retune = spare,
-                        Err(e) => (next.retune, next.refused) = (Some(e.into_chain()), true),
-                    },
-                    None => (next.retune, next.refused) = (Some(chain), true),
-                }
-                // Cannot fail: a slot was free before this pop.
-                let _ = self.returning.push(next);
-                continue;
-            }
-            if next.config == config {
-                if let (Some(new), Some(old)) =
-                    (next.offload.as_mut(), self.current.as_ref().and_then(|c| c.offload.as_ref()))
-                {
-                    new.adopt(old);
-                }
-                if let Some(old) = self.current.replace(next) {
-                    // Cannot fail: a slot was free before this pop.
-                    let _ = self.returning.push(old);
-                }
-                changed = true;
-            } else {
-                let _ = self.returning.push(next);
-            }
-        }
-        changed
-    }
-
-    /// The engine to run, if any.
-    pub fn engine(&mut self) -> Option<&mut Engine> {
-        self.current.as_mut().and_then(|b| b.engine.as_mut())
-    }
-
-    /// The offload to run, if any.
-    pub fn offload(&mut self) -> Option<&mut Offload> {
-        self.current.as_mut().and_then(|b| b.offload.as_mut())
-    }
-
-    /// The current chain has enabled stages.
-    pub fn has_stages(&self) -> bool {
-        self.current.as_ref().is_some_and(|b| b.has_stages)
-    }
-
-    /// Drops everything waiting (for `activate`/`deactivate`, not the audio thread).
-    fn drain(&mut self) {
-        while self.incoming.pop().is_ok() {}
-    }
-}
-
-struct Stored {
-    json: String,
-    chain: Chain,
+/// The audio thread's ends of the hand-over rings ([`ChainSlot::take_audio_end`]), for
+/// `audio::chain::AudioSide`.
+pub struct AudioEnd {
+    pub incoming: Consumer<Box<Built>>,
+    pub returning: Producer<Box<Built>>,
 }
 
 struct Inner {
-    stored: Mutex<Stored>,
+    file: ChainFile,
     config: Mutex<Option<AudioConfig>>,
     to_audio: Mutex<Producer<Box<Built>>>,
     returned: Mutex<Consumer<Box<Built>>>,
-    audio_side: Mutex<Option<AudioSide>>,
+    audio_end: Mutex<Option<AudioEnd>>,
     last_sent: Mutex<Option<Sent>>,
     status: Mutex<String>,
     gpu_status: Mutex<String>,
-    /// Counts installs: the editor's caches compare this instead of the chain text.
-    revision: AtomicU64,
     /// Whole chains and retunes handed to the audio thread, retunes it refused.
     handovers: [AtomicU64; 3],
 }
@@ -177,60 +110,57 @@ pub struct Handovers {
     pub refused: u64,
 }
 
-/// The persisted chain file plus the handover to the audio thread. Cloning shares it.
+/// The hand-over of a chain file's stages to the audio thread: builds them for the
+/// audio configuration whenever the file is installed (it listens to the file) and
+/// sends them through lock-free rings. Cloning shares it.
 #[derive(Clone)]
 pub struct ChainSlot {
     inner: Arc<Inner>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding one of these locks leaves data that is still consistent
-    // (every critical section writes whole values), so poisoning is ignored.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Default for ChainSlot {
-    fn default() -> ChainSlot {
+impl ChainSlot {
+    /// The slot that builds `file`'s stages: it listens to the file's installs (one slot
+    /// per file). Allocates.
+    pub fn new(file: &ChainFile) -> ChainSlot {
         let (to_audio, incoming) = RingBuffer::new(HANDOVER_SLOTS);
         let (returning, returned) = RingBuffer::new(HANDOVER_SLOTS + 2);
-        let chain = Chain::new();
-        ChainSlot {
+        let slot = ChainSlot {
             inner: Arc::new(Inner {
-                stored: Mutex::new(Stored { json: chain.to_json(), chain }),
+                file: file.clone(),
                 config: Mutex::new(None),
                 to_audio: Mutex::new(to_audio),
                 returned: Mutex::new(returned),
-                audio_side: Mutex::new(Some(AudioSide { incoming, returning, current: None })),
+                audio_end: Mutex::new(Some(AudioEnd { incoming, returning })),
                 last_sent: Mutex::new(None),
                 status: Mutex::new(String::from("no chain stages")),
                 gpu_status: Mutex::new(String::from("CPU backend")),
-                revision: AtomicU64::new(0),
                 handovers: Default::default(),
             }),
-        }
-    }
-}
-
-impl ChainSlot {
-    /// The audio thread's side; there is one, taken by the plugin that owns these
-    /// parameters.
-    pub fn take_audio_side(&self) -> Option<AudioSide> {
-        lock(&self.inner.audio_side).take()
-    }
-
-    /// The chain file text currently stored.
-    pub fn json(&self) -> String {
-        lock(&self.inner.stored).json.clone()
+        };
+        // (Weak: the file must not keep the slot alive.)
+        let weak = Arc::downgrade(&slot.inner);
+        file.listen(Box::new(move || {
+            if let Some(inner) = weak.upgrade() {
+                ChainSlot { inner }.installed();
+            }
+        }));
+        slot.installed();
+        slot
     }
 
-    /// The chain currently stored.
-    pub fn chain(&self) -> Chain {
-        lock(&self.inner.stored).chain.clone()
+    /// The audio thread's ends of the hand-over; there is one, taken by the plugin that
+    /// owns this slot.
+    pub fn take_audio_end(&self) -> Option<AudioEnd> {
+        lock(&self.inner.audio_end).take()
     }
 
-    /// Changes whenever a chain is installed (cheap to compare, unlike the text).
-    pub fn revision(&self) -> u64 {
-        self.inner.revision.load(Ordering::Acquire)
+    /// The chain file this slot builds.
+    pub fn file(&self) -> &ChainFile {
+        &self.inner.file
+    }
+
+    fn chain(&self) -> Chain {
+        self.inner.file.chain()
     }
 
     /// Whole chains and retunes handed to the audio thread so far (for tests and logs).
@@ -241,7 +171,7 @@ impl ChainSlot {
 
     /// A line for the editor: what runs, or why not.
     pub fn status(&self) -> String {
-        lock(&self.inner.status).clone()
+        self.inner.file.ignored().unwrap_or_else(|| lock(&self.inner.status).clone())
     }
 
     /// A line for the editor: where the chain stages' blocks go, or why not the GPU.
@@ -254,19 +184,9 @@ impl ChainSlot {
         *lock(&self.inner.gpu_status) = text;
     }
 
-    /// Replaces the stored chain with the chain file `text`. On error nothing changes.
-    pub fn install_json(&self, text: &str) -> Result<(), ChainError> {
-        let chain = Chain::from_json(text)?;
-        self.install(chain);
-        Ok(())
-    }
-
-    /// Replaces the stored chain and, when the audio side is configured, builds it and
-    /// hands it over. Returns the [`ChainSlot::revision`] this install made.
-    pub fn install(&self, chain: Chain) -> u64 {
-        let json = chain.to_json();
-        *lock(&self.inner.stored) = Stored { json, chain };
-        let revision = self.inner.revision.fetch_add(1, Ordering::AcqRel) + 1;
+    /// After the file's install: when the audio side is configured, builds the chain
+    /// and hands it over; otherwise checks it at a common rate for the editor's status.
+    fn installed(&self) {
         let config = *lock(&self.inner.config);
         // Drop engines the audio thread has given back (here, off the audio thread).
         self.collect_returned();
@@ -286,7 +206,6 @@ impl ChainSlot {
                 *lock(&self.inner.status) = status;
             }
         }
-        revision
     }
 
     /// Sets the audio configuration (from `activate`) and builds the stored chain for it.
@@ -296,13 +215,10 @@ impl ChainSlot {
         self.build(config)
     }
 
-    /// Forgets the audio configuration (from `deactivate`); drops waiting engines.
-    pub fn unconfigure(&self, side: &mut AudioSide) {
+    /// Forgets the audio configuration (from `deactivate`, after the audio side has
+    /// dropped what it held) and drops what came back.
+    pub fn unconfigure(&self) {
         *lock(&self.inner.config) = None;
-        side.drain();
-        if let Some(b) = side.current.take() {
-            drop(b);
-        }
         self.collect_returned();
     }
 
@@ -344,7 +260,7 @@ impl ChainSlot {
         let fits = lock(&self.inner.last_sent).as_ref().is_some_and(|s| {
             s.config == config && s.worker_alive.load(Ordering::Acquire) && s.shape == shape(&designed)
         });
-        if !fits || !crate::gpu::retune_accepted(&designed, config.channels, config.max_block_frames) {
+        if !fits || !crate::control::gpu::retune_accepted(&designed, config.channels, config.max_block_frames) {
             return self.build_designed(config, &chain, Ok(designed));
         }
         *lock(&self.inner.status) = describe(&chain);
@@ -392,7 +308,7 @@ impl ChainSlot {
             built.engine = Some(Engine::new(designed, config.channels, config.max_block_frames));
             return;
         }
-        let (offload, text) = crate::gpu::build_offload(designed, config.channels, config.max_block_frames);
+        let (offload, text) = crate::control::gpu::build_offload(designed, config.channels, config.max_block_frames);
         if offload.is_none() {
             built.engine = Some(Engine::new(designed, config.channels, config.max_block_frames));
         }
@@ -405,28 +321,4 @@ fn describe(chain: &Chain) -> String {
     let enabled = chain.stages.iter().filter(|s| s.enabled).count();
     let types: Vec<&str> = chain.stages.iter().filter(|s| s.enabled).map(|s| s.kind.type_name()).collect();
     format!("{enabled} chain stage(s): {}", types.join(", "))
-}
-
-/// The session stores the chain file text. A corrupt chain, or one from a newer format
-/// version, loads as the empty chain and the reason is logged and shown in the editor.
-impl<'a> PersistentField<'a, String> for ChainSlot {
-    fn set(&self, new_value: String) {
-        match Chain::from_json(&new_value) {
-            Ok(chain) => {
-                self.install(chain);
-            }
-            Err(e) => {
-                nice_warn!("saved chain ignored, the default (empty) chain is loaded instead: {e}");
-                self.install(Chain::new());
-                *lock(&self.inner.status) = format!("saved chain ignored: {e}");
-            }
-        }
-    }
-
-    fn map<F, R>(&self, f: F) -> R
-    where
-        F: Fn(&String) -> R,
-    {
-        f(&lock(&self.inner.stored).json)
-    }
 }

@@ -17,8 +17,10 @@
 //! Realtime-safe: [`AutoGain::new`] allocates; [`AutoGain::update`] and the per-sample
 //! [`AutoGain::next_db`] never do.
 
-use crate::bands::{Band, Route, BANDS, MAX_SECTIONS_PER_BAND};
+use crate::shared::bands::{Band, Route, BANDS, MAX_SECTIONS_PER_BAND};
 use ferrofx::design::Sos;
+
+use crate::shared::settings::Weighting;
 
 /// Frequencies the power response is evaluated at.
 pub const GRID_POINTS: usize = 1024;
@@ -28,15 +30,6 @@ pub const BANDS_PER_UPDATE: usize = 2;
 pub const SMOOTHING_MS: f64 = 30.0;
 /// Largest compensation, either way.
 pub const MAX_DB: f64 = 24.0;
-
-/// What loudness is kept constant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Weighting {
-    /// Pink noise's plain power.
-    Pink,
-    /// Pink noise's BS.1770 K-weighted power.
-    KWeighted,
-}
 
 /// The auto-gain state (grid, per-band responses, smoothed gain).
 pub struct AutoGain {

@@ -26,44 +26,13 @@
 //! analog-matched one: its gain moves all the time, and a matched design costs a hundred
 //! times more. Realtime-safe: [`Dynamics::new`] allocates, nothing else does.
 
+use crate::shared::settings::{static_delta_db, DynamicSettings};
 use ferrofx::design::{rbj, BiquadKind};
 
-use crate::bands::{Band, BANDS};
+use crate::shared::bands::{Band, BANDS};
 
 /// Time constant of the detector's power average.
 pub const DETECTOR_MS: f64 = 2.0;
-
-/// One band's dynamic settings.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DynamicSettings {
-    pub on: bool,
-    pub threshold_db: f64,
-    /// Above 1: the gain goes down above the threshold; below 1: up.
-    pub ratio: f64,
-    pub attack_ms: f64,
-    pub release_ms: f64,
-    /// Largest change of the band's gain, in dB.
-    pub range_db: f64,
-    /// The detector listens to the sidechain input instead of the band's input (where
-    /// the host connects one; otherwise to the input).
-    pub sidechain: bool,
-}
-
-impl Default for DynamicSettings {
-    fn default() -> DynamicSettings {
-        DynamicSettings { on: false, threshold_db: -20.0, ratio: 2.0, attack_ms: 10.0, release_ms: 150.0, range_db: 6.0, sidechain: false }
-    }
-}
-
-/// The gain change (dB) the settings ask for at a steady detector level (dB).
-pub fn static_delta_db(s: &DynamicSettings, level_db: f64) -> f64 {
-    let over = level_db - s.threshold_db;
-    if over.is_nan() || over <= 0.0 || s.ratio.is_nan() || s.ratio <= 0.0 {
-        return 0.0;
-    }
-    let delta = if s.ratio >= 1.0 { -over * (1.0 - 1.0 / s.ratio) } else { over * (1.0 / s.ratio - 1.0) };
-    delta.clamp(-s.range_db.abs(), s.range_db.abs())
-}
 
 /// One band's detector state.
 #[derive(Clone, Copy, Debug, Default)]

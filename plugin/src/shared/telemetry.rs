@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::spectrum::SpectrumFeed;
+use crate::shared::spectrum::SpectrumFeed;
 
 use ferrofx::run::offload::Offload;
 use ferrofx::run::realtime::{Policy, RealtimeOffload};
@@ -14,7 +14,7 @@ use ferrofx::run::router::{Reason, Route};
 
 /// What the audio thread reports to the editor (atomics, written once per block).
 /// `Telemetry::default()` has no audio side connected; the plugin builds its own with
-/// [`Telemetry::connected`].
+/// `audio::taps::connect`.
 #[derive(Default)]
 pub struct Telemetry {
     /// Sample rate in Hz (f32 bits).
@@ -44,13 +44,13 @@ pub struct Telemetry {
 }
 
 /// Channels with a meter: every channel of every layout.
-pub const METERED_CHANNELS: usize = crate::MAX_CHANNELS;
+pub const METERED_CHANNELS: usize = crate::shared::MAX_CHANNELS;
 
 /// One channel's output level. The audio thread raises `peak` (f32 bits of a
 /// non-negative number, whose order as integers is their order as numbers) and adds to
 /// the running sums; the editor takes the peak (swapping in 0) and differences the sums.
 ///
-/// One writer, the audio thread ([`ChannelMeter::add`]); the editor reads, and resets only
+/// One writer, the audio thread ([`ChannelMeter::record`]); the editor reads, and resets only
 /// the peak. So the audio thread updates the sums and the frame count with plain loads
 /// and stores (a locked read-modify-write costs ~20 cycles, and two per channel were
 /// about a fifteenth of an idle stereo 64-frame block), and takes the peak's atomic maximum only when the
@@ -65,20 +65,15 @@ pub struct ChannelMeter {
 }
 
 impl ChannelMeter {
-    /// Adds a block (audio thread); returns its peak.
-    pub fn add(&self, samples: &[f32]) -> f32 {
-        self.record(crate::output::measure(samples), samples.len())
-    }
-
-    /// Adds a block the output pass has measured already ([`crate::output::apply_and_measure`]:
-    /// the same sums as [`ChannelMeter::add`] of the written samples); returns its peak.
-    pub fn record(&self, measured: crate::output::Measured, frames: usize) -> f32 {
-        let (peak, sum) = (measured.peak, measured.sum_squares);
+    /// Adds a measured block (audio thread: `audio::output` measures it; `peak` the
+    /// largest magnitude, `sum_squares` the sum of squares of its `frames` frames);
+    /// returns its peak.
+    pub fn record(&self, peak: f32, sum_squares: f64, frames: usize) -> f32 {
         // Non-negative floats order like their bits.
         if peak.to_bits() > self.peak_bits.load(Ordering::Relaxed) {
             self.peak_bits.fetch_max(peak.to_bits(), Ordering::Relaxed);
         }
-        let total = f64::from_bits(self.sum_squares_bits.load(Ordering::Relaxed)) + sum;
+        let total = f64::from_bits(self.sum_squares_bits.load(Ordering::Relaxed)) + sum_squares;
         self.sum_squares_bits.store(total.to_bits(), Ordering::Relaxed);
         // Release: a reader that sees the new count sees the sum it belongs to.
         let frames = self.frames.load(Ordering::Relaxed) + frames as u64;
@@ -161,66 +156,5 @@ impl GpuTelemetry {
         self.on_cpu.store(st.on_cpu, Ordering::Relaxed);
         self.late.store(st.late, Ordering::Relaxed);
         self.worker_lost.store(offload.is_some_and(|o| o.worker_lost()), Ordering::Relaxed);
-    }
-}
-
-/// Capacity of the processing-time ring: over a second of blocks at 32 frames, 48 kHz.
-const TIME_SLOTS: usize = 2048;
-
-/// The audio thread's ends of the telemetry hand-overs.
-pub struct AudioTaps {
-    pub spectrum: crate::spectrum::SpectrumTap,
-    pub process_times: rtrb::Producer<u64>,
-}
-
-impl Telemetry {
-    /// Telemetry with its hand-overs connected to the returned audio-thread ends.
-    pub fn connected() -> (Telemetry, AudioTaps) {
-        let (spectrum_tap, spectrum) = crate::spectrum::channel();
-        let (process_times, times_out) = rtrb::RingBuffer::new(TIME_SLOTS);
-        let t = Telemetry { spectrum, process_times: Mutex::new(Some(times_out)), ..Telemetry::default() };
-        (t, AudioTaps { spectrum: spectrum_tap, process_times })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ChannelMeter;
-
-    /// The lane-wise meter gives the block's peak exactly and its sum of squares within
-    /// 1e-5 (float32 partial sums, a display's precision), for every length, across the
-    /// 4096-sample parts too.
-    #[test]
-    fn meter_sums_equal_a_sequential_sum() {
-        for len in (0..50usize).chain([4095, 4096, 4097, 10_000]) {
-            let x: Vec<f32> = (0..len).map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0).collect();
-            let meter = ChannelMeter::default();
-            let peak = meter.add(&x);
-            let want_peak = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let want_sum: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
-            assert_eq!(peak, want_peak, "len {len}");
-            let (sum, frames) = meter.sums();
-            assert!((sum - want_sum).abs() <= 1e-5 * want_sum.max(1e-30), "len {len}: {sum} vs {want_sum}");
-            assert_eq!(frames, len as u64);
-        }
-    }
-
-    /// A NaN sample leaves the peak to the other samples (as `f32::max` does); the peak
-    /// held is raised only by a larger one, and is back in force after the editor takes it.
-    #[test]
-    fn the_peak_ignores_nan_and_only_rises_until_taken() {
-        let meter = ChannelMeter::default();
-        for lane in 0..20 {
-            let mut x = vec![0.25f32; 40];
-            x[lane] = f32::NAN;
-            x[39 - lane] = -0.5;
-            assert_eq!(meter.add(&x), 0.5, "NaN in lane {lane}");
-        }
-        assert_eq!(meter.add(&[0.1, -0.2]), 0.2);
-        assert_eq!(meter.take_peak(), 0.5, "the held peak is the largest block's");
-        assert_eq!(meter.add(&[0.1, -0.2]), 0.2);
-        assert_eq!(meter.take_peak(), 0.2, "after a take, a smaller block's peak is held");
-        assert_eq!(meter.take_peak(), 0.0);
-        assert_eq!(meter.sums().1, 20 * 40 + 4);
     }
 }

@@ -1,10 +1,36 @@
 //! A band's settings and their designs: cookbook or analog-matched second-order
 //! sections, written into caller-owned arrays (no allocation: the audio thread designs).
+//! The vocabulary both sides share: the parameters produce [`Band`]s, the equaliser, the
+//! linear-phase designer and the editor's curve design them.
 
 use ferrofx::design::matched::{biquad_matched, cut_matched_into, cut_sections, MATCHED_SECTIONS};
 use ferrofx::design::{butterworth_into, rbj, BiquadKind, Response, Sos};
 
-use super::*;
+/// Number of bands.
+pub const BANDS: usize = 24;
+/// Most sections one band designs to (a 96 dB/oct analog-matched cut: Butterworth order
+/// 16, two sections per pole pair; the bilinear one has 8).
+pub const MAX_SECTIONS_PER_BAND: usize = 16;
+
+/// Parameter ranges, shared with the editor.
+pub mod ranges {
+    /// Band frequency in Hz (log scale).
+    pub fn freq_hz() -> (f64, f64) {
+        (20.0, 20_000.0)
+    }
+    /// Band gain in dB.
+    pub fn gain_db() -> (f64, f64) {
+        (-24.0, 24.0)
+    }
+    /// Band Q.
+    pub fn q() -> (f64, f64) {
+        (0.1, 18.0)
+    }
+    /// Cut slopes in dB/oct (multiples of 6).
+    pub fn slope_db_per_oct() -> (u32, u32) {
+        (6, 96)
+    }
+}
 
 /// What a band does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,7 +55,7 @@ pub struct Slope {
 }
 
 /// Which channels a band acts on (stereo layouts; on any other layout every band acts on
-/// every channel). See [`crate::routing`].
+/// every channel). See `audio/routing.rs`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Route {
     /// Both channels (every channel on other layouts).
@@ -75,7 +101,7 @@ pub struct Band {
     /// Analog-matched design (see [`Band::uses_matched`]) instead of the cookbook's
     /// bilinear one; the plugin sets it for every band from its instance switch.
     pub matched: bool,
-    /// The gain follows the band's dynamics (`dynamics.rs`): such a band is designed
+    /// The gain follows the band's dynamics (`audio/dynamics.rs`): such a band is designed
     /// cookbook and stays out of the linear-phase FIR.
     pub dynamic: bool,
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use nice_plug::prelude::*;
 
-use crate::bands::{self, Band, Route, Shape, Slope, BANDS};
-use crate::chain_slot::ChainSlot;
+use crate::shared::bands::{self, Band, Route, Shape, Slope, BANDS};
+use crate::control::chain_file::ChainFile;
 
 /// The 24 bands, output gain, bypass, backend choice, and the persisted chain file.
 #[derive(Params)]
@@ -29,11 +29,12 @@ pub struct FerroParams {
 
     /// Natural phase (the bands as IIR filters, no latency) or linear phase (the bands'
     /// magnitude as one FIR of 4,096, 16,384 or 65,536 taps, half of it as latency; see
-    /// `linear.rs`). A change of latency asks the host to restart the plugin.
+    /// `control/linear.rs`). It switches while playing where the plugin format lets the
+    /// latency change (VST3), and by a restart of the plugin on CLAP.
     #[id = "phase"]
     pub phase: EnumParam<PhaseChoice>,
 
-    /// Output gain that keeps loudness constant as the bands change (see `autogain.rs`).
+    /// Output gain that keeps loudness constant as the bands change (see `audio/autogain.rs`).
     #[id = "auto_gain"]
     pub auto_gain: EnumParam<AutoGainChoice>,
 
@@ -41,7 +42,7 @@ pub struct FerroParams {
     #[id = "delta"]
     pub delta: BoolParam,
 
-    /// Hosts look for this flag; crossfaded over [`crate::audio::BYPASS_FADE_MS`].
+    /// Hosts look for this flag; crossfaded over `audio::state::BYPASS_FADE_MS`.
     #[id = "bypass"]
     pub bypass: BoolParam,
 
@@ -56,10 +57,10 @@ pub struct FerroParams {
     /// The chain-file stages that bands can't express (elliptic designs, given FIRs...),
     /// kept in the session as a chain file (the shared contract).
     #[persist = "chain"]
-    pub chain: ChainSlot,
+    pub chain: ChainFile,
 
-    /// The band the editor listens to (not a host parameter, not saved; see `solo.rs`).
-    pub solo: crate::solo::SoloControl,
+    /// The band the editor listens to (not a host parameter, not saved; see `audio/solo.rs`).
+    pub solo: crate::shared::settings::SoloControl,
 
     /// Editor window size (not persisted: nice-plug-egui 0.6's state is not serialisable).
     pub editor_state: Arc<nice_plug_egui::EguiEditorState>,
@@ -94,10 +95,10 @@ pub struct BandParams {
     /// (switched with the same short cross-fade as enabling it).
     #[id = "byp"]
     pub bypassed: BoolParam,
-    /// The channels the band acts on (stereo layouts; see `routing.rs`).
+    /// The channels the band acts on (stereo layouts; see `audio/routing.rs`).
     #[id = "route"]
     pub route: EnumParam<RouteChoice>,
-    /// Dynamic EQ (see `dynamics.rs`): the band's gain follows its detector.
+    /// Dynamic EQ (see `audio/dynamics.rs`): the band's gain follows its detector.
     #[id = "dyn"]
     pub dyn_on: BoolParam,
     #[id = "thr"]
@@ -281,11 +282,11 @@ pub enum AutoGainChoice {
 
 impl AutoGainChoice {
     /// The weighting, or `None` when off.
-    pub fn weighting(self) -> Option<crate::autogain::Weighting> {
+    pub fn weighting(self) -> Option<crate::shared::settings::Weighting> {
         match self {
             AutoGainChoice::Off => None,
-            AutoGainChoice::Pink => Some(crate::autogain::Weighting::Pink),
-            AutoGainChoice::KWeighted => Some(crate::autogain::Weighting::KWeighted),
+            AutoGainChoice::Pink => Some(crate::shared::settings::Weighting::Pink),
+            AutoGainChoice::KWeighted => Some(crate::shared::settings::Weighting::KWeighted),
         }
     }
 }
@@ -464,8 +465,8 @@ impl BandParams {
     }
 
     /// The band's dynamic settings.
-    pub fn dynamics(&self) -> crate::dynamics::DynamicSettings {
-        crate::dynamics::DynamicSettings {
+    pub fn dynamics(&self) -> crate::shared::settings::DynamicSettings {
+        crate::shared::settings::DynamicSettings {
             on: self.dyn_on.value(),
             threshold_db: f64::from(self.dyn_threshold_db.value()),
             ratio: f64::from(self.dyn_ratio.value()),
@@ -496,7 +497,7 @@ impl Default for FerroParams {
                 .make_bypass(),
             backend: EnumParam::new("Backend", BackendChoice::Cpu),
             gpu_min_block: IntParam::new("GPU Min Block", 1024, ranges::gpu_min_block()).with_unit(" frames"),
-            chain: ChainSlot::default(),
+            chain: ChainFile::default(),
             solo: Default::default(),
             editor_state: nice_plug_egui::EguiEditorState::from_size(nice_plug::editor::dpi::LogicalSize::new(1000.0f32, 720.0f32), 1.0),
             bands_changed,
@@ -506,7 +507,7 @@ impl Default for FerroParams {
 
 impl FerroParams {
     /// Every band's dynamic settings.
-    pub fn dynamics(&self) -> [crate::dynamics::DynamicSettings; BANDS] {
+    pub fn dynamics(&self) -> [crate::shared::settings::DynamicSettings; BANDS] {
         std::array::from_fn(|i| self.bands[i].dynamics())
     }
 

@@ -5,7 +5,7 @@
 //! How: one [`Equaliser`] per route, each holding all 24 band slots, a band acting only
 //! in the equaliser of its route (disabled in the others). Changing a band's route is
 //! therefore a discrete switch like enabling it: the band fades out of one equaliser and
-//! into the other over [`crate::bands::SWITCH_FADE_MS`], without a click.
+//! into the other over [`crate::audio::equaliser::SWITCH_FADE_MS`], without a click.
 //!
 //! Signal order (fixed, so a session renders the same every time): the stereo bands,
 //! then the left and right bands, then the mid and side bands between an M/S encode and
@@ -21,7 +21,8 @@
 //!
 //! Realtime-safe: nothing here allocates outside [`RoutedEqualiser::new`].
 
-use crate::bands::{Band, Equaliser, Route, BANDS};
+use crate::shared::bands::{Band, Route, BANDS};
+use crate::audio::equaliser::Equaliser;
 
 /// The five equalisers and the routing between them.
 pub struct RoutedEqualiser {

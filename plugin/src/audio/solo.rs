@@ -7,27 +7,6 @@
 //! the editor closes. The editor sets [`SoloControl`]; the audio thread reads it once a
 //! block. Nothing here allocates after `new`.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
-/// The band being listened to (editor → audio thread).
-#[derive(Default)]
-pub struct SoloControl {
-    /// 0: none; otherwise the band index plus one.
-    band: AtomicU32,
-}
-
-impl SoloControl {
-    pub fn get(&self) -> Option<usize> {
-        match self.band.load(Ordering::Relaxed) {
-            0 => None,
-            b => Some(b as usize - 1),
-        }
-    }
-
-    pub fn set(&self, band: Option<usize>) {
-        self.band.store(band.map_or(0, |b| b as u32 + 1), Ordering::Relaxed);
-    }
-}
 
 /// Cross-fade time.
 pub const SOLO_FADE_MS: f32 = 10.0;

@@ -5,7 +5,7 @@ use ferrofx::design::Sos;
 use ferrofx::dsp::simd::Isa;
 use ferrofx::dsp::sos::SosCascade;
 
-use crate::svf::SvfCascade;
+use crate::audio::svf::SvfCascade;
 
 use super::smoothing::{BandSmoothing, Smoothed};
 use super::*;
@@ -19,7 +19,7 @@ const _: () = assert!(MAX_SECTIONS_PER_BAND <= SvfCascade::MAX_PER_BAND);
 ///
 /// While settled, the enabled bands' sections run as one fused transposed-direct-form-II
 /// cascade (the core's SIMD kernel, exactly the core chain). While anything moves, the
-/// same sections run as state-variable filters (see [`crate::svf`]), one slot per possible
+/// same sections run as state-variable filters (see [`crate::audio::svf`]), one slot per possible
 /// section of each band, gliding per sample to each new design; states are handed over
 /// exactly between the two forms. A discrete change (enable, bypass, shape, slope, Butterworth
 /// or Linkwitz-Riley) cross-fades the band's output from its old sections to its new

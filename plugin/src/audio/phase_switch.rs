@@ -12,7 +12,7 @@
 //!    the old stage's output is written into a delay line meanwhile;
 //! 3. **fading**: at the start of the next host block the new latency is reported
 //!    ([`PhaseSwitch::begin_fade`]) and the output cross-fades over
-//!    [`crate::linear::CROSSFADE_MS`] from the old stage's output, delayed by the latency
+//!    [`crate::control::linear::CROSSFADE_MS`] from the old stage's output, delayed by the latency
 //!    difference (the delay line already holds it), to the new stage's;
 //! 4. the new stage becomes the running one: the caller swaps the equalisers and
 //!    installs the FIR ([`Finished`]).
@@ -22,10 +22,11 @@
 //! Only the phase mode switches this way; everything here is allocated in
 //! [`PhaseSwitch::new`] (from `activate`), and nothing allocates, locks or blocks after.
 
-use crate::bands::{Band, BANDS};
-use crate::delay::DelayLine;
-use crate::linear::{LinearAudio, LinearFir, CROSSFADE_MS};
-use crate::routing::RoutedEqualiser;
+use crate::shared::bands::{Band, BANDS};
+use crate::audio::delay::DelayLine;
+use crate::audio::linear::LinearAudio;
+use crate::control::linear::{LinearFir, CROSSFADE_MS};
+use crate::audio::routing::RoutedEqualiser;
 
 /// How long a natural-phase band stage runs before it is faded in, at least: its IIR
 /// filters' start-up transient from silence must have decayed by 120 dB, which takes
@@ -204,8 +205,8 @@ impl PhaseSwitch {
 
     /// The incoming stage's equaliser and its block (the first `frames` of each
     /// channel's scratch), for the band stage to run beside the running one.
-    pub fn stage(&mut self, frames: usize) -> (&mut RoutedEqualiser, [&mut [f32]; crate::MAX_CHANNELS]) {
-        let mut refs: [&mut [f32]; crate::MAX_CHANNELS] = std::array::from_fn(|_| &mut [][..]);
+    pub fn stage(&mut self, frames: usize) -> (&mut RoutedEqualiser, [&mut [f32]; crate::shared::MAX_CHANNELS]) {
+        let mut refs: [&mut [f32]; crate::shared::MAX_CHANNELS] = std::array::from_fn(|_| &mut [][..]);
         for (r, s) in refs.iter_mut().zip(self.scratch.iter_mut()) {
             *r = &mut s[..frames];
         }
@@ -217,7 +218,7 @@ impl PhaseSwitch {
     /// cross-fades `out` from the delayed old output to the new. Returns the switch's
     /// end when the cross-fade is over, this block. Only while [`PhaseSwitch::running`].
     pub fn finish_block(&mut self, out: &mut [&mut [f32]], frames: usize) -> Option<Finished> {
-        const MAX: usize = crate::MAX_CHANNELS;
+        const MAX: usize = crate::shared::MAX_CHANNELS;
         let channels = out.len().min(self.scratch.len()).min(MAX);
         if let Some(fir) = self.fir.as_mut() {
             let mut refs: [&mut [f32]; MAX] = std::array::from_fn(|_| &mut [][..]);
@@ -259,9 +260,9 @@ impl PhaseSwitch {
 }
 
 /// What the IIR equaliser of a mode runs of `band`: in linear phase the FIR carries the
-/// bands it can (see [`crate::linear::in_fir`]), so they are off in the equaliser.
+/// bands it can (see [`crate::control::linear::in_fir`]), so they are off in the equaliser.
 pub fn stage_band(band: &Band, linear: bool, stereo: bool) -> Band {
-    if linear && crate::linear::in_fir(band, stereo) {
+    if linear && crate::control::linear::in_fir(band, stereo) {
         Band { enabled: false, ..*band }
     } else {
         *band

@@ -18,15 +18,21 @@ use std::sync::atomic::Ordering;
 
 use nice_plug::prelude::*;
 
-use crate::bands::{Band, BANDS};
-use crate::autogain::{AutoGain, Weighting};
-use crate::delay::DelayLine;
-use crate::phase_switch::{stage_band, PhaseSwitch, MAX_LINEAR_LATENCY};
-use crate::routing::RoutedEqualiser;
-use crate::chain_slot::{AudioConfig, AudioSide};
-use crate::output::{self, Measured, Stage};
-use crate::params::FerroParams;
-use crate::telemetry::{AudioTaps, Telemetry};
+use crate::audio::autogain::AutoGain;
+use crate::audio::chain::AudioSide;
+use crate::audio::delay::DelayLine;
+use crate::audio::dynamics::Dynamics;
+use crate::audio::linear::LinearAudio;
+use crate::audio::output::{self, Measured, Stage};
+use crate::audio::phase_switch::{stage_band, PhaseSwitch, MAX_LINEAR_LATENCY};
+use crate::audio::routing::RoutedEqualiser;
+use crate::audio::solo::Solo;
+use crate::audio::taps::AudioTaps;
+use crate::control::chain::{AudioConfig, ChainSlot};
+use crate::control::params::{AutoGainChoice, FerroParams};
+use crate::shared::bands::{Band, BANDS};
+use crate::shared::settings::{DynamicSettings, Weighting};
+use crate::shared::telemetry::Telemetry;
 use ferrofx::run::realtime::{Policy, RealtimeOffload};
 
 /// Bypass crossfade time.
@@ -59,10 +65,13 @@ pub struct AudioState {
     /// `FerroParams::bands_changed` says so), and the phase mode they were set for
     /// (`None`: read them again, e.g. after activation).
     band_cache: [Band; BANDS],
-    dyn_cache: [crate::dynamics::DynamicSettings; BANDS],
+    dyn_cache: [DynamicSettings; BANDS],
     band_cache_linear: Option<bool>,
     /// Whether any cached band is dynamic and on.
     any_dynamic_band: bool,
+    /// The chain stages' builder (off the audio thread: `activate`, `deactivate`) and
+    /// the audio end of its hand-over.
+    chain: ChainSlot,
     side: AudioSide,
     config: Option<AudioConfig>,
     /// Dry copy for the bypass crossfade: one buffer per channel of `max_block_frames`.
@@ -89,26 +98,30 @@ pub struct AudioState {
     /// The analyser's rings and the processing-time ring (editor telemetry).
     taps: AudioTaps,
     /// Band solo (its input is the dry copy).
-    solo: Option<crate::solo::Solo>,
+    solo: Option<Solo>,
     /// Loudness-keeping output gain.
     autogain: Option<AutoGain>,
     /// Dynamic EQ detectors (see `dynamics.rs`).
-    dynamics: Option<crate::dynamics::Dynamics>,
+    dynamics: Option<Dynamics>,
     /// Linear phase: the bands' FIR (see `linear.rs`).
-    linear: Option<crate::linear::LinearAudio>,
+    linear: Option<LinearAudio>,
     /// Delta listen: 1.0 = the difference only, 0.0 = the normal output (cross-faded
     /// like bypass).
     delta_mix: f32,
 }
 
 impl AudioState {
-    pub fn new(side: AudioSide, taps: AudioTaps) -> AudioState {
+    /// The audio state of a plugin whose chain stages `chain` builds (it takes the
+    /// slot's audio end: one state per slot). Allocates nothing much; `activate` does.
+    pub fn new(chain: ChainSlot, taps: AudioTaps) -> AudioState {
+        let side = AudioSide::new(chain.take_audio_end().expect("a chain slot has one audio end, taken once"));
         AudioState {
             eq: None,
             band_cache: [Band::default(); BANDS],
-            dyn_cache: [crate::dynamics::DynamicSettings::default(); BANDS],
+            dyn_cache: [DynamicSettings::default(); BANDS],
             band_cache_linear: None,
             any_dynamic_band: false,
+            chain,
             side,
             config: None,
             dry: Vec::new(),
@@ -141,7 +154,7 @@ impl AudioState {
         params: &FerroParams,
         config: AudioConfig,
         gpu_policy: Option<Policy>,
-        linear: Option<crate::linear::LinearAudio>,
+        linear: Option<LinearAudio>,
         gpu_latency: u32,
         policy: LatencyPolicy,
     ) -> u32 {
@@ -173,13 +186,14 @@ impl AudioState {
         autogain.update_all(&params.bands(), weighting.unwrap_or(Weighting::Pink));
         autogain.snap(weighting.is_some());
         self.autogain = Some(autogain);
-        self.dynamics = Some(crate::dynamics::Dynamics::new(f64::from(fs), channels));
+        self.dynamics = Some(Dynamics::new(f64::from(fs), channels));
         self.delta_mix = if params.delta.value() { 1.0 } else { 0.0 };
-        params.chain.unconfigure(&mut self.side);
-        self.side.current = Some(params.chain.configure(config));
+        self.side.clear();
+        self.chain.unconfigure();
+        self.side.current = Some(self.chain.configure(config));
         self.config = Some(config);
         self.dry = vec![vec![0.0; max_block]; channels];
-        self.solo = Some(crate::solo::Solo::new(channels, fs));
+        self.solo = Some(Solo::new(channels, fs));
         self.realtime = gpu_policy.map(|p| RealtimeOffload::new(channels, max_block, f64::from(fs), p));
         // The dry signal (bypass, delta, solo) is delayed like the processed one, also
         // after a phase switch changes the latency.
@@ -197,6 +211,11 @@ impl AudioState {
         self.latency_policy = policy;
         self.restart_asked = None;
         latency
+    }
+
+    /// The chain slot whose stages this state runs.
+    pub fn chain(&self) -> &ChainSlot {
+        &self.chain
     }
 
     /// Whether a linear-phase FIR runs now.
@@ -232,7 +251,7 @@ impl AudioState {
 
     /// Off the audio thread: logs what the GPU path did while active and hands the chain
     /// stages back to the slot.
-    pub fn deactivate(&mut self, params: &FerroParams) {
+    pub fn deactivate(&mut self) {
         if let Some(rt) = self.realtime.as_ref() {
             let st = rt.stats();
             let lost = self.side.offload().is_some_and(|o| o.worker_lost());
@@ -248,7 +267,8 @@ impl AudioState {
                 rt.decision()
             );
         }
-        params.chain.unconfigure(&mut self.side);
+        self.side.clear();
+        self.chain.unconfigure();
         self.config = None;
     }
 
@@ -468,7 +488,7 @@ impl AudioState {
         let delta_target = if params.delta.value() { 1.0 } else { 0.0 };
         let delta = self.delta_mix != 0.0 || delta_target != 0.0;
         // The output gain and auto-gain, settled or not (no stage below changes them).
-        let auto_on = params.auto_gain.value() != crate::params::AutoGainChoice::Off;
+        let auto_on = params.auto_gain.value() != AutoGainChoice::Off;
         // A settled output gain is converted once per block, not per sample.
         let out_smoother = &params.output_gain_db.smoothed;
         let settled_gain = (!out_smoother.is_smoothing()).then(|| util::db_to_gain(out_smoother.next()));
@@ -514,7 +534,7 @@ impl AudioState {
         }
         // Sub-slices without allocating, as many as the widest layout has channels (a list
         // of 64 cost a kilobyte of stores per block).
-        const MAX: usize = crate::MAX_CHANNELS;
+        const MAX: usize = crate::shared::MAX_CHANNELS;
         let mut refs: [&mut [f32]; MAX] = std::array::from_fn(|_| &mut [][..]);
         let used = buffers.len().min(MAX);
         for (r, b) in refs.iter_mut().zip(buffers.iter_mut()) {
@@ -538,7 +558,7 @@ impl AudioState {
                     // interval.
                     let mut done = 0;
                     while done < frames {
-                        let n = (frames - done).min(crate::bands::REDESIGN_INTERVAL);
+                        let n = (frames - done).min(crate::audio::equaliser::REDESIGN_INTERVAL);
                         let mut piece: [&mut [f32]; MAX] = std::array::from_fn(|_| &mut [][..]);
                         for (p, r) in piece.iter_mut().zip(refs.iter_mut()) {
                             *p = &mut r[done..done + n];
@@ -667,7 +687,7 @@ impl AudioState {
         }
         // (A silenced block is measured again: the pass measured what it silenced.)
         let clipped = refs.iter().zip(&telemetry.meters).zip(&measured).fold(false, |c, ((r, meter), m)| {
-            let peak = if metered && !non_finite { meter.record(*m, r.len()) } else { meter.add(r) };
+            let peak = if metered && !non_finite { meter.record(m.peak, m.sum_squares, r.len()) } else { output::meter(meter, r) };
             peak >= 1.0 || c
         });
         if clipped {

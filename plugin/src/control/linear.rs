@@ -13,12 +13,12 @@
 //!   chosen and they change, it designs, builds a core [`Engine`] of that length and
 //!   sends it ([`LinearFir`], tagged with its length) to the audio thread through an
 //!   `rtrb` ring; replaced engines come back through a second ring and are dropped there.
-//! - **Audio thread** ([`LinearAudio`]): a new design of the running length first runs
+//! - **Audio thread** (`audio/linear.rs`, `LinearAudio`): a new design of the running length first runs
 //!   beside the current one for `n` samples (so its history is full), then the output
 //!   cross-fades from the old to the new over [`CROSSFADE_MS`]. A design of another
-//!   length is a change of phase mode, and of latency: [`LinearAudio::poll`] hands it to
-//!   the mode switch (`phase_switch.rs`), which runs the whole band stage of the new
-//!   mode beside the old one and installs it ([`LinearAudio::install`]). Nothing is
+//!   length is a change of phase mode, and of latency: `LinearAudio::poll` hands it to
+//!   the mode switch (`audio/phase_switch.rs`), which runs the whole band stage of the
+//!   new mode beside the old one and installs it (`LinearAudio::install`). Nothing is
 //!   allocated, freed or locked there.
 //! - **Latency**: `n / 2` samples while a linear mode runs, 0 in natural phase.
 
@@ -32,8 +32,8 @@ use ferrofx::design::Sos;
 use ferrofx::Engine;
 use rtrb::{Consumer, Producer, RingBuffer};
 
-use crate::bands::{Band, Route, BANDS, MAX_SECTIONS_PER_BAND};
-use crate::params::FerroParams;
+use crate::shared::bands::{Band, Route, BANDS, MAX_SECTIONS_PER_BAND};
+use crate::control::params::FerroParams;
 
 /// Cross-fade between two designs.
 pub const CROSSFADE_MS: f64 = 20.0;
@@ -162,24 +162,21 @@ impl Sender {
     }
 }
 
+/// The audio thread's ends of the hand-over, and the FIR it starts with (`None`:
+/// natural phase), for `audio::linear::LinearAudio`.
+pub struct AudioEnd {
+    pub incoming: Consumer<Box<LinearFir>>,
+    pub returning: Producer<Box<LinearFir>>,
+    pub first: Option<Box<LinearFir>>,
+}
+
 /// The two ends of a hand-over, the audio side starting in the mode of `first`: an
 /// `(n, taps)` design (linear phase) or `None` (natural phase). Allocates.
-pub fn link(setup: Setup, first: Option<(usize, Vec<f64>)>) -> (Sender, LinearAudio) {
+pub fn link(setup: Setup, first: Option<(usize, Vec<f64>)>) -> (Sender, AudioEnd) {
     let (to_audio, incoming) = RingBuffer::<Box<LinearFir>>::new(4);
     let (returning, from_audio) = RingBuffer::<Box<LinearFir>>::new(8);
-    let fade = ((CROSSFADE_MS * 1e-3 * setup.fs) as usize).max(1);
-    let audio = LinearAudio {
-        incoming,
-        returning,
-        current: first.and_then(|(n, taps)| LinearFir::build(n, taps, setup.fs, setup.channels, setup.max_block)),
-        next: None,
-        warm: 0,
-        fade_at: 0,
-        fade_len: fade,
-        scratch: vec![vec![0.0; setup.max_block.max(1)]; setup.channels],
-        swaps: 0,
-    };
-    (Sender { to_audio, from_audio, setup }, audio)
+    let first = first.and_then(|(n, taps)| LinearFir::build(n, taps, setup.fs, setup.channels, setup.max_block));
+    (Sender { to_audio, from_audio, setup }, AudioEnd { incoming, returning, first })
 }
 
 /// The designing thread.
@@ -192,7 +189,7 @@ impl Designer {
     /// Designs the FIR of the current bands at once when a linear mode is chosen (the
     /// audio side starts with it) and starts the thread that follows the phase mode and
     /// the bands. Allocates; not on the audio thread.
-    pub fn start(params: Arc<FerroParams>, setup: Setup) -> (Designer, LinearAudio) {
+    pub fn start(params: Arc<FerroParams>, setup: Setup) -> (Designer, AudioEnd) {
         let stereo = setup.channels == 2;
         // What a design depends on: the length and the bands it carries.
         let key = move |p: &FerroParams| -> (Option<usize>, [Band; BANDS]) {
@@ -238,151 +235,3 @@ impl Drop for Designer {
     }
 }
 
-/// The audio thread's side: the running FIR (none in natural phase), a new design of
-/// the same length while it warms up and fades in, and the rings.
-pub struct LinearAudio {
-    incoming: Consumer<Box<LinearFir>>,
-    returning: Producer<Box<LinearFir>>,
-    current: Option<Box<LinearFir>>,
-    next: Option<Box<LinearFir>>,
-    /// Samples the incoming engine has run.
-    warm: usize,
-    /// Samples into the cross-fade.
-    fade_at: usize,
-    fade_len: usize,
-    /// The incoming engine's output, one buffer per channel of `max_block`.
-    scratch: Vec<Vec<f32>>,
-    swaps: u64,
-}
-
-impl LinearAudio {
-    /// The running FIR's length: `None` in natural phase.
-    pub fn taps(&self) -> Option<usize> {
-        self.current.as_ref().map(|f| f.taps)
-    }
-
-    /// The latency: half the running FIR's length, 0 in natural phase.
-    pub fn latency(&self) -> usize {
-        self.taps().map_or(0, |n| n / 2)
-    }
-
-    /// How many designs have been swapped in (for tests and the editor).
-    pub fn swaps(&self) -> u64 {
-        self.swaps
-    }
-
-    /// Whether a new design is on its way in (warming up or fading).
-    pub fn switching(&self) -> bool {
-        self.next.is_some()
-    }
-
-    /// Clears the filters' history (the host's reset). Allocation-free.
-    pub fn reset(&mut self) {
-        if let Some(c) = self.current.as_mut() {
-            c.reset();
-        }
-        if let Some(n) = self.next.as_mut() {
-            n.reset();
-        }
-        self.warm = 0;
-        self.fade_at = 0;
-    }
-
-    /// Takes the designs that have arrived, in order: one of the running length starts
-    /// its warm-up and cross-fade (the newest of those waiting, when none is warming up
-    /// already); the first one of length
-    /// `wanted` (a phase mode the switch is waiting for, `None` when it waits for none)
-    /// is returned to the caller; any other goes back. Stops early rather than drop
-    /// anything: a design is taken only while the return ring has room. No allocation,
-    /// lock or free.
-    pub fn poll(&mut self, wanted: Option<usize>) -> Option<Box<LinearFir>> {
-        let running = self.taps();
-        while self.returning.slots() >= 2 {
-            let Ok(front) = self.incoming.peek() else { break };
-            let taps = Some(front.taps);
-            if taps == running && taps != wanted {
-                if self.next.is_some() && self.warm > 0 {
-                    // A redesign is warming up or fading: the newer one waits for it.
-                    break;
-                }
-                // (Of the designs waiting now, the newest wins.)
-                let Ok(fir) = self.incoming.pop() else { break };
-                if let Some(older) = self.next.replace(fir) {
-                    let _ = self.returning.push(older);
-                }
-                self.warm = 0;
-                self.fade_at = 0;
-            } else if taps == wanted {
-                return self.incoming.pop().ok();
-            } else if let Ok(stale) = self.incoming.pop() {
-                let _ = self.returning.push(stale);
-            }
-        }
-        None
-    }
-
-    /// Makes `fir` the running FIR (`None`: natural phase), dropping any redesign on its
-    /// way in; the replaced ones go back to the designer. The phase switch calls this
-    /// when its cross-fade ends. No allocation, lock or free.
-    pub fn install(&mut self, fir: Option<Box<LinearFir>>) {
-        for old in [std::mem::replace(&mut self.current, fir), self.next.take()].into_iter().flatten() {
-            self.give_back(old);
-        }
-        self.warm = 0;
-        self.fade_at = 0;
-    }
-
-    /// Sends a FIR back to the designer's thread to be dropped there (the return ring
-    /// has room: designs are only taken while it does). No allocation, lock or free.
-    pub fn give_back(&mut self, fir: Box<LinearFir>) {
-        let _ = self.returning.push(fir);
-    }
-
-    /// Filters planar buffers (at most `max_block` frames) in place with the running
-    /// FIR, cross-fading to a new design of the same length once it is warm. Does
-    /// nothing in natural phase. No allocation, lock or free.
-    pub fn process(&mut self, buffers: &mut [&mut [f32]]) {
-        let frames = buffers.iter().map(|b| b.len()).min().unwrap_or(0);
-        let channels = buffers.len().min(self.scratch.len());
-        if let Some(next) = self.next.as_mut() {
-            for (s, b) in self.scratch.iter_mut().zip(buffers.iter()) {
-                s[..frames].copy_from_slice(&b[..frames]);
-            }
-            let mut refs: [&mut [f32]; 8] = Default::default();
-            for (r, s) in refs.iter_mut().zip(self.scratch.iter_mut()) {
-                *r = &mut s[..frames];
-            }
-            next.process(&mut refs[..channels.min(8)]);
-        }
-        if let Some(current) = self.current.as_mut() {
-            current.process(buffers);
-        }
-        let Some(taps) = self.next.as_ref().map(|n| n.taps) else { return };
-        // Warm-up: the incoming FIR's history fills; the output stays the current one's.
-        let mut start = 0;
-        if self.warm < taps {
-            let n = (taps - self.warm).min(frames);
-            self.warm += n;
-            start = n;
-        }
-        for i in start..frames {
-            let w = (self.fade_at as f32 + 0.5) / self.fade_len as f32;
-            for (b, s) in buffers.iter_mut().zip(&self.scratch).take(channels) {
-                b[i] = (1.0 - w) * b[i] + w * s[i];
-            }
-            self.fade_at += 1;
-            if self.fade_at >= self.fade_len {
-                // The rest of the block is the new FIR's alone.
-                for (b, s) in buffers.iter_mut().zip(&self.scratch).take(channels) {
-                    b[i + 1..frames].copy_from_slice(&s[i + 1..frames]);
-                }
-                if let Some(old) = self.current.take() {
-                    let _ = self.returning.push(old);
-                }
-                self.current = self.next.take();
-                self.swaps += 1;
-                break;
-            }
-        }
-    }
-}

@@ -12,7 +12,7 @@ use ferrofx::chain::{Biquad, Butterworth, LinkwitzRiley};
 use ferrofx::design::{BiquadKind, Cutoff, IirFamily, Response};
 use ferrofx::{Chain, Stage, StageKind};
 
-use crate::bands::{Band, Shape, Slope, BANDS};
+use crate::shared::bands::{Band, Shape, Slope, BANDS};
 
 /// Label of band `index` (0-based) in exported chain files.
 pub fn band_label(index: usize) -> String {
@@ -64,8 +64,8 @@ pub fn band_stages(index: usize, band: &Band) -> Vec<Stage> {
 /// side: a chain file applies every stage to every channel, so it cannot say that, and
 /// a file that played differently from the plugin would be worse than none.
 pub fn export(bands: &[Band; BANDS], stages: &Chain, output_gain_db: f64, fs: f64) -> Result<Chain, String> {
-    if let Some((i, b)) = bands.iter().enumerate().find(|(_, b)| b.enabled && b.route != crate::bands::Route::Stereo) {
-        let on = crate::params::RouteChoice::from_route(b.route).name().to_lowercase();
+    if let Some((i, b)) = bands.iter().enumerate().find(|(_, b)| b.enabled && b.route != crate::shared::bands::Route::Stereo) {
+        let on = crate::control::params::RouteChoice::from_route(b.route).name().to_lowercase();
         return Err(format!(
             "band {} acts on the {on} signal only, and a chain file applies every stage to every channel: \
              set the band's channels to Stereo to save it as a chain file (the session itself keeps the routing)",
@@ -76,7 +76,7 @@ pub fn export(bands: &[Band; BANDS], stages: &Chain, output_gain_db: f64, fs: f6
     for (i, band) in bands.iter().enumerate() {
         // Parameter values as the user reads them (their shortest decimals), not the
         // binary expansion of an f32.
-        let short = |v: f64| if v.is_finite() { crate::params::decimal(v as f32) } else { v };
+        let short = |v: f64| if v.is_finite() { crate::control::params::decimal(v as f32) } else { v };
         let band = Band { freq_hz: short(band.freq_hz), gain_db: short(band.gain_db), q: short(band.q), ..*band };
         for stage in band_stages(i, &band.clamped(fs)) {
             chain.push(stage);

@@ -1,0 +1,25 @@
+//! The audio thread's ends of the telemetry hand-overs (the analyser's rings and the
+//! processing-time ring), and [`connect`], which builds them with the editor's ends in a
+//! [`Telemetry`] (when the plugin is created; allocates).
+
+use std::sync::Mutex;
+
+use crate::audio::spectrum::{channel, SpectrumTap};
+use crate::shared::telemetry::Telemetry;
+
+/// Capacity of the processing-time ring: over a second of blocks at 32 frames, 48 kHz.
+const TIME_SLOTS: usize = 2048;
+
+/// The audio thread's ends of the telemetry hand-overs.
+pub struct AudioTaps {
+    pub spectrum: SpectrumTap,
+    pub process_times: rtrb::Producer<u64>,
+}
+
+/// Telemetry with its hand-overs connected to the returned audio-thread ends.
+pub fn connect() -> (Telemetry, AudioTaps) {
+    let (spectrum_tap, spectrum) = channel();
+    let (process_times, times_out) = rtrb::RingBuffer::new(TIME_SLOTS);
+    let t = Telemetry { spectrum, process_times: Mutex::new(Some(times_out)), ..Telemetry::default() };
+    (t, AudioTaps { spectrum: spectrum_tap, process_times })
+}
