@@ -3,9 +3,7 @@
 //! (DC group delay in closed form, maximally flat group delay), plus the other families'
 //! defining edges in the digital domain.
 
-mod common;
-
-use common::run_engine;
+use ferrofx_testkit::engine::run_engine;
 use ferrofx::chain::{Bessel, Butterworth, Chain, Chebyshev1, Chebyshev2, Elliptic, LinkwitzRiley};
 use ferrofx::engine::EngineOptions;
 use ferrofx::DesignedChain;

@@ -10,10 +10,9 @@
 //! with retunes; and the router's decisions on the device's real round trips.
 //! The kernels' arithmetic itself is tested without a GPU in crates/kernel-host.
 
-mod common;
-
-use common::retune::{assert_bits_equal, cpu_updated_at, jobs, retunable_chain, retuned_offload};
-use common::{chain_of, load_cases, one_block_late, rel_error};
+use ferrofx_testkit::retune::{assert_bits_equal, cpu_updated_at, jobs, retunable_chain, retuned_offload};
+use ferrofx_testkit::engine::{chain_of, one_block_late, rel_error};
+use ferrofx_testkit::reference::load_cases;
 use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Fir};
 use ferrofx::engine::Engine;
 use ferrofx::gpu::cuda::{context::driver_present, CudaBackend, CudaChain, CudaError};

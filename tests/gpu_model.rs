@@ -3,9 +3,8 @@
 //! Where the model misses the tolerance, the GPU path's own estimate must say so (it
 //! then declines the cascade and the CPU runs it): exact, or a clear refusal.
 
-mod common;
-
-use common::{chain_of, load_cases, rel_error};
+use ferrofx_testkit::engine::{chain_of, rel_error};
+use ferrofx_testkit::reference::load_cases;
 use ferrofx::chain::DesignedStage;
 use ferrofx::gpu::realize::{chunking, f32_error_estimate, model_section, Realization, GPU_ERROR_BUDGET};
 use ferrofx::dsp::sos::SosCoefs;

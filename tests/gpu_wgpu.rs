@@ -6,10 +6,9 @@
 //! (set by `scripts/test.sh`, which installs lavapipe), where that is a failure.
 #![cfg(feature = "wgpu")]
 
-mod common;
-
-use common::retune::{assert_bits_equal, cpu_updated_at, jobs, retunable_chain, retuned_offload};
-use common::{chain_of, load_cases, rel_error, run_engine};
+use ferrofx_testkit::retune::{assert_bits_equal, cpu_updated_at, jobs, retunable_chain, retuned_offload};
+use ferrofx_testkit::engine::{chain_of, rel_error, run_engine};
+use ferrofx_testkit::reference::load_cases;
 use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Elliptic, Fir};
 use ferrofx::engine::{ChainState, Engine, EngineOptions};
 use ferrofx::dsp::fir::FirMode;
@@ -354,7 +353,7 @@ mod offload {
         let mut y = input;
         let mut s: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..]).collect();
         cpu.process(&mut s);
-        (out, common::one_block_late(y, BLOCK))
+        (out, ferrofx_testkit::engine::one_block_late(y, BLOCK))
     }
 
     #[test]

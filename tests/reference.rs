@@ -5,9 +5,8 @@
 //! separately, run from the given `sos`/`taps`, at block sizes 1, 7, 64 and 4096, both
 //! FIR paths; plus the magnitude response of the coefficients the engine actually runs.
 
-mod common;
-
-use common::{chain_of, load_cases, rel_error, run_engine};
+use ferrofx_testkit::engine::{chain_of, rel_error, run_engine};
+use ferrofx_testkit::reference::load_cases;
 use ferrofx::engine::{Engine, EngineOptions};
 use ferrofx::dsp::fir::FirMode;
 use std::collections::BTreeMap;

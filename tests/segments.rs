@@ -4,8 +4,6 @@
 //! the families, orders, cutoffs (low-frequency ones included) and sample rates, and the
 //! warm-up's tail bound against the impulse response itself.
 
-mod common;
-
 use ferrofx::chain::{Bessel, Biquad, Butterworth, Chain, Chebyshev1, Chebyshev2, Elliptic, LinkwitzRiley, Stage};
 use ferrofx::design::Sos;
 use ferrofx::dsp::sos::segments::{warmup_frames, Segments, TAIL_BOUND};
@@ -28,7 +26,7 @@ fn sections(chain: &Chain, fs: f64) -> Option<Vec<Sos>> {
 
 /// The cascade in float64, sample by sample, from zero state: the sequential truth.
 fn reference(sections: &[Sos], x: &[f32]) -> Vec<f64> {
-    common::sos_f64(sections, x)
+    ferrofx_testkit::engine::sos_f64(sections, x)
 }
 
 /// A random design over the chain format's IIR families, cutoffs log-uniform from
@@ -65,7 +63,7 @@ fn noise(frames: usize, seed: u64) -> Vec<f32> {
 
 /// `input` (planar) through `engine` in blocks of the given lengths, cycled.
 fn run(engine: &mut Engine, input: &[Vec<f32>], cuts: &[usize]) -> Vec<Vec<f32>> {
-    common::in_cuts(input, cuts, |s, _| engine.process(s))
+    ferrofx_testkit::engine::in_cuts(input, cuts, |s, _| engine.process(s))
 }
 
 /// The warm-up's claim, checked on the impulse response itself: past `D` frames, the

@@ -6,11 +6,9 @@ use ferrofx::chain::{Butterworth, Chain, Chebyshev2, Elliptic};
 use ferrofx::design::Sos;
 use ferrofx::dsp::sos::{Isa, SosCascade};
 
-mod common;
-
 /// The plain float64 loop, rounded to float32 like the kernels' output.
 fn reference(sections: &[Sos], x: &[f32]) -> Vec<f32> {
-    common::sos_f64(sections, x).into_iter().map(|v| v as f32).collect()
+    ferrofx_testkit::engine::sos_f64(sections, x).into_iter().map(|v| v as f32).collect()
 }
 
 fn sections_of(chain: Chain) -> Vec<Sos> {
@@ -28,7 +26,7 @@ fn uniform(seed: u32) -> impl FnMut() -> f32 {
 
 /// `input` through `c` in blocks of the given lengths, repeated until the end.
 fn process_in_cuts(c: &mut SosCascade, input: &[Vec<f32>], cuts: &[usize]) -> Vec<Vec<f32>> {
-    common::in_cuts(input, cuts, |s, n| c.process(s, n))
+    ferrofx_testkit::engine::in_cuts(input, cuts, |s, n| c.process(s, n))
 }
 
 #[test]
@@ -191,9 +189,9 @@ fn sanitizing_while_reading_equals_a_pass_before() {
                 let input = salted(channels, frames, 100 + channels as u64);
                 let cuts = [37usize, 256, 3, 700];
                 let mut fused = SosCascade::with_isa(secs, channels, isa);
-                let got = common::in_cuts(&input, &cuts, |s, n| fused.process_sanitized(s, n));
+                let got = ferrofx_testkit::engine::in_cuts(&input, &cuts, |s, n| fused.process_sanitized(s, n));
                 let mut plain = SosCascade::with_isa(secs, channels, isa);
-                let want = common::in_cuts(&input, &cuts, |s, n| {
+                let want = ferrofx_testkit::engine::in_cuts(&input, &cuts, |s, n| {
                     for b in s.iter_mut() {
                         ferrofx::engine::sanitize_input(&mut b[..n]);
                     }
@@ -238,8 +236,8 @@ fn the_engine_sanitises_its_input_once_whatever_its_first_stage() {
                 clean.iter_mut().for_each(|b| ferrofx::engine::sanitize_input(b));
                 let mut a = Engine::with_options(&designed, channels, frames, options);
                 let mut b = Engine::with_options(&designed, channels, frames, options);
-                let got = common::in_cuts(&input, &[frames, 333], |s, _| a.process(s));
-                let want = common::in_cuts(&clean, &[frames, 333], |s, _| b.process(s));
+                let got = ferrofx_testkit::engine::in_cuts(&input, &[frames, 333], |s, _| a.process(s));
+                let want = ferrofx_testkit::engine::in_cuts(&clean, &[frames, 333], |s, _| b.process(s));
                 assert!(same_bits(&got, &want), "chain {ci}, {channels} channels, offline {offline}");
             }
         }

@@ -10,9 +10,8 @@
 //! did not run, unless `FERROFX_REQUIRE_STRESS=1` (set by `scripts/test.sh`). The long
 //! run (10,000 cases) is described in `docs/testing.md`.
 
-mod common;
-
-use common::{read_f32, rel_error, run_engine};
+use ferrofx_testkit::reference::read_f32;
+use ferrofx_testkit::engine::{rel_error, run_engine};
 use ferrofx::engine::EngineOptions;
 use ferrofx::Chain;
 use serde_json::Value;

@@ -25,13 +25,9 @@ fn run_blocks(eq: &mut Equaliser, x: &[Vec<f32>], block: usize) -> Vec<Vec<f32>>
     y
 }
 
-/// `x` (planar) through the core engine of `chain`.
+/// `x` (planar) through the core engine of `chain`, in one block.
 fn engine_output(chain: &Chain, fs: f64, x: &[Vec<f32>]) -> Vec<Vec<f32>> {
-    let mut want = x.to_vec();
-    let mut engine = Engine::new(&chain.design(fs).unwrap(), x.len(), x[0].len());
-    let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
-    engine.process(&mut s);
-    want
+    ferrofx_testkit::engine::engine_output(chain, fs, x, x[0].len())
 }
 
 #[test]

@@ -2,9 +2,7 @@
 //! phase) response, its symmetry about the latency, and design swaps on the audio side
 //! (cross-faded, allocation-free, ending on exactly the new FIR).
 
-use ferrofx::chain::{Chain, Fir};
 use ferrofx::design::{fir_response, sos_response, Sos};
-use ferrofx::Engine;
 use ferrofx_plugin::shared::bands::{Band, Route, Shape, Slope, BANDS, MAX_SECTIONS_PER_BAND};
 use ferrofx_plugin::audio::linear::LinearAudio;
 use ferrofx_plugin::control::linear::{design, link, Setup};
@@ -109,11 +107,7 @@ fn routed_bands_stay_out_of_the_fir_on_stereo_layouts() {
 }
 
 fn run_engine(taps: &[f64], x: &[f32]) -> Vec<f32> {
-    let chain: Chain = Fir::coefficients(taps.to_vec()).into();
-    let mut e = Engine::new(&chain.design(FS).unwrap(), 1, x.len());
-    let mut y = x.to_vec();
-    e.process(&mut [&mut y[..]]);
-    y
+    ferrofx_testkit::engine::fir_output(taps, FS, x)
 }
 
 #[test]

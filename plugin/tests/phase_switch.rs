@@ -7,8 +7,6 @@
 
 use std::sync::Arc;
 
-use ferrofx::chain::{Chain, Fir};
-use ferrofx::Engine;
 use ferrofx_plugin::audio::state::{AudioState, LatencyNews, LatencyPolicy};
 use ferrofx_plugin::control::chain::AudioConfig;
 use ferrofx_plugin::control::linear::{self, Designer, Setup, CROSSFADE_MS};
@@ -17,6 +15,7 @@ use ferrofx_plugin::audio::linear::LinearAudio;
 use ferrofx_plugin::audio::taps::connect;
 use ferrofx_plugin::control::chain::ChainSlot;
 use ferrofx_plugin::shared::telemetry::Telemetry;
+use ferrofx_testkit::engine::{fir_output, max_abs_diff};
 use nice_assert_no_alloc::{assert_no_alloc, violation_count};
 use nice_plug::prelude::*;
 
@@ -91,19 +90,6 @@ fn play(audio: &mut AudioState, params: &FerroParams, telemetry: &Telemetry, x: 
     (out, news)
 }
 
-/// The core engine running `taps` (the FIR) on `x`.
-fn fir_output(taps: &[f64], x: &[f32]) -> Vec<f32> {
-    let chain: Chain = Fir::coefficients(taps.to_vec()).into();
-    let mut e = Engine::new(&chain.design(FS).unwrap(), 1, x.len());
-    let mut y = x.to_vec();
-    e.process(&mut [&mut y[..]]);
-    y
-}
-
-fn max_diff(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).fold(0.0f32, |m, (p, q)| m.max((p - q).abs()))
-}
-
 /// Natural -> 4,096 taps -> 16,384 taps -> natural -> 4,096 taps while playing: one
 /// report per switch, with the mode's latency, at the block where the cross-fade begins;
 /// before it the old mode's output, after the cross-fade the new mode's, during it a mix
@@ -134,7 +120,7 @@ fn the_phase_mode_switches_in_process_and_reports_its_latency_at_the_switch() {
             None => natural_out.clone(),
             Some(n) => {
                 let taps = linear::design(&bands, FS, n, true);
-                x.iter().map(|c| fir_output(&taps, c)).collect()
+                x.iter().map(|c| fir_output(&taps, FS, c)).collect()
             }
         }
     };
@@ -158,7 +144,7 @@ fn the_phase_mode_switches_in_process_and_reports_its_latency_at_the_switch() {
         let want = reference(mode);
         // Steady in this mode (from the end of the last fade up to this switch).
         for c in 0..2 {
-            let err = max_diff(&out[c][from..at], &want[c][from..at]);
+            let err = max_abs_diff(&out[c][from..at], &want[c][from..at]);
             println!("{mode:?}, frames {from}..{at}, channel {c}: max error {err:e}");
             assert!(err <= 2e-5, "{mode:?} from frame {from} to {at}: error {err:e}");
         }
@@ -204,7 +190,7 @@ fn without_in_process_switching_a_phase_change_asks_for_a_restart_and_keeps_its_
     assert!(news.iter().all(|n| *n == LatencyNews::default()));
     let taps = linear::design(&params.bands(), FS, 4096, true);
     for c in 0..2 {
-        let err = max_diff(&out[c], &fir_output(&taps, &x[c]));
+        let err = max_abs_diff(&out[c], &fir_output(&taps, FS, &x[c]));
         assert!(err <= 2e-5, "after the restart, linear phase: {err:e}");
     }
 }

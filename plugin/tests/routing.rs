@@ -8,6 +8,7 @@ use ferrofx_plugin::shared::bands::{Band, Route, Shape, Slope, BANDS};
 use ferrofx_plugin::audio::equaliser::SWITCH_FADE_MS;
 use ferrofx_plugin::audio::routing::{decode_ms, encode_ms, RoutedEqualiser};
 use nice_assert_no_alloc::{assert_no_alloc, violation_count};
+use ferrofx_testkit::engine::max_abs_diff;
 
 const FS: f64 = 48_000.0;
 const BLOCK: usize = 256;
@@ -72,10 +73,6 @@ fn engine(chain: &Chain, x: &[f32]) -> Vec<f32> {
     let mut y = x.to_vec();
     e.process(&mut [&mut y[..]]);
     y
-}
-
-fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()))
 }
 
 #[test]

@@ -9,13 +9,11 @@
 //! Builds nothing itself: run `cargo xtask bundle ferrofx` first (scripts/test.sh does).
 
 #[allow(dead_code)]
-#[path = "common/vst3.rs"]
-mod vst3_host;
 
 use std::ffi::CString;
 use std::path::Path;
 use ferrofx_testkit::clap::bundle_or_skip;
-use vst3_host::Vst3Plugin;
+use ferrofx_testkit::vst3::Vst3Plugin;
 
 /// Whether the shared library at `path` is still mapped in this process.
 fn resident(path: &Path) -> bool {

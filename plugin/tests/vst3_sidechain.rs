@@ -1,5 +1,5 @@
 //! The bundled `FerroFX.vst3` driven through its auxiliary (sidechain) input by a minimal
-//! VST3 host (tests/common/vst3.rs) on the `vst3` crate's bindings, the ones the plugin itself is
+//! VST3 host (`ferrofx_testkit::vst3`) on the `vst3` crate's bindings, the ones the plugin itself is
 //! built with. The suite's other VST3 host, pedalboard, passes one input bus only
 //! (spotify/pedalboard#254), so the sidechain is tested here: the host asks for two
 //! stereo inputs and a stereo output (`setBusArrangements`), activates the auxiliary
@@ -10,25 +10,20 @@
 //! Builds nothing itself: run `cargo xtask bundle ferrofx` first (scripts/test.sh does).
 //! Without the bundle the test prints why and passes, unless `FERROFX_REQUIRE_BUNDLES=1`.
 
-mod common;
-#[path = "common/vst3.rs"]
-mod vst3_host;
-
-use common::{tail_level_db, tone};
+use ferrofx_testkit::plugin::{tail_level_db, tone};
 use vst3::Steinberg::kResultOk;
 use vst3::Steinberg::Vst::IAudioProcessorTrait;
 use ferrofx_testkit::clap::bundle_or_skip;
-use vst3_host::{Vst3Plugin, STEREO};
+use ferrofx_testkit::vst3::{Vst3Plugin, STEREO};
 
-/// Sets the shared dynamic band (`common::dynamic_band`): plain values through the
-/// plugin's own conversion, normalised ones as they are.
+/// Sets the shared dynamic band (`ferrofx_testkit::plugin::dynamic_band`): plain values
+/// through the plugin's own conversion.
 fn set_dynamic_band(p: &Vst3Plugin, sidechain: f64) {
-    use common::Setting;
-    for (name, v) in common::dynamic_band(sidechain) {
+    use ferrofx_testkit::plugin::Setting;
+    for (name, v) in ferrofx_testkit::plugin::dynamic_band(sidechain) {
         match v {
             Setting::Index(x) => p.set_plain(&name, x),
-            Setting::Hz(x) | Setting::Db(x) | Setting::Q(x) => p.set_plain(&name, f64::from(x)),
-            Setting::Normalized(x) => p.set_normalized(&name, f64::from(x)),
+            Setting::Hz(x) | Setting::Db(x) | Setting::Q(x) | Setting::Dynamics(x) => p.set_plain(&name, f64::from(x)),
         }
     }
 }
@@ -43,7 +38,7 @@ fn vst3_sidechain_input_drives_the_dynamic_band() {
     let Some(path) = bundle_or_skip("FerroFX.vst3") else { return };
     let fs = 48_000.0;
     // (main level, sidechain level, band listens to the sidechain, expected change)
-    for (main_db, side_db, listens, want_db) in common::SIDECHAIN_CASES {
+    for (main_db, side_db, listens, want_db) in ferrofx_testkit::plugin::SIDECHAIN_CASES {
         let plugin = Vst3Plugin::load(&path);
         assert!(plugin.choose_sidechain_layout(), "the plugin refused stereo + stereo sidechain in, stereo out");
         set_dynamic_band(&plugin, listens);

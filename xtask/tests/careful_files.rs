@@ -3,9 +3,9 @@
 //! output paths, durability and leftovers, duplicate keys, batches). Every path a test
 //! touches is inside its own temporary folder.
 
-mod common;
-
-use common::*;
+use ferrofx_testkit::engine::max_rel_diff;
+use ferrofx_testkit::files::{dir_entries, read_wav, run, stderr, write_wav_f32};
+use ferrofx_testkit::{noise, xtask_command};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -20,7 +20,7 @@ fn unity(dir: &Path) -> PathBuf {
 }
 
 fn render(chain: &Path, input: &Path, output: &Path, extra: &[&str]) -> Output {
-    run(xtask().arg("render").arg("--chain").arg(chain).args(extra).arg("--output").arg(output).arg(input))
+    run(xtask_command!().arg("render").arg("--chain").arg(chain).args(extra).arg("--output").arg(output).arg(input))
 }
 
 /// Exit 2, one `error:` line naming each of `words`, and no panic.
@@ -248,7 +248,7 @@ fn special_output_paths_keep_what_they_are() {
     // The render is staged in the temporary folder: keep that inside this test's folder.
     let staging = dir.path().join("staging");
     std::fs::create_dir(&staging).unwrap();
-    let o = run(xtask().env("TMPDIR", &staging).arg("render").arg("--chain").arg(&chain).arg("--output").arg(&fifo).arg(&input));
+    let o = run(xtask_command!().env("TMPDIR", &staging).arg("render").arg("--chain").arg(&chain).arg("--output").arg(&fifo).arg(&input));
     assert!(o.status.success());
     assert_eq!(reader.join().unwrap(), expected);
     let staged: Vec<String> = dir_entries(&staging).into_iter().filter(|n| n.contains("ferrofx-render")).collect();
@@ -258,7 +258,7 @@ fn special_output_paths_keep_what_they_are() {
     // A character device (a null device made here; needs CAP_MKNOD).
     let null = dir.path().join("null");
     if std::process::Command::new("mknod").arg(&null).args(["c", "1", "3"]).status().is_ok_and(|s| s.success()) {
-        let o = run(xtask().env("TMPDIR", &staging).arg("render").arg("--chain").arg(&chain).arg("--output").arg(&null).arg(&input));
+        let o = run(xtask_command!().env("TMPDIR", &staging).arg("render").arg("--chain").arg(&chain).arg("--output").arg(&null).arg(&input));
         assert!(o.status.success());
         assert!(std::fs::symlink_metadata(&null).unwrap().file_type().is_char_device(), "the device node was replaced");
         std::fs::remove_file(&null).unwrap();
@@ -346,7 +346,7 @@ fn a_killed_render_leaves_a_temporary_that_the_next_render_clears() {
     let slow = vec![r#"{"type": "biquad", "kind": "lowpass", "freq_hz": 10000, "q": 0.7}"#; 20_000].join(",");
     let chain = chain_file(dir.path(), "slow.json", &slow);
     let out = dir.path().join("out.wav");
-    let mut child = xtask()
+    let mut child = xtask_command!()
         .args(["render", "--backend", "cpu", "--chain"])
         .arg(&chain)
         .arg("--output")
@@ -393,7 +393,7 @@ fn a_bad_file_in_a_batch_is_named_and_the_rest_are_rendered() {
     let good2 = dir.path().join("good2.wav");
     std::fs::copy(&good, &good2).unwrap();
     let out_dir = dir.path().join("out");
-    let o = run(xtask().arg("render").arg("--chain").arg(unity(dir.path())).arg("--out-dir").arg(&out_dir).args([&good, &zero_hz, &good2]));
+    let o = run(xtask_command!().arg("render").arg("--chain").arg(unity(dir.path())).arg("--out-dir").arg(&out_dir).args([&good, &zero_hz, &good2]));
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
     assert!(e.contains("zero_hz.wav") && e.contains("0 Hz") && !e.contains("panic"), "{e}");

@@ -6,9 +6,8 @@
 //! it and an existing output untouched. `FERROFX_FUZZ_CASES` scales both corpora (CI:
 //! 1,500 audio files, 300 chain files), `FERROFX_FUZZ_SEED` sets the seed.
 
-mod common;
-
-use common::*;
+use ferrofx_testkit::files::{dir_entries, read_wav, repo_root, stderr, write_wav_f32};
+use ferrofx_testkit::{noise, xtask_command};
 use ferrofx_testkit::{mutate::chain_mutant, Rng};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -156,7 +155,7 @@ fn mutated_audio_files_in_a_batch_never_panic_or_hang_and_fail_one_by_one() {
     // Batches of 250 so that one command line stays short.
     for batch in inputs.chunks(250) {
         let o = run_bounded(
-            xtask().args(["render", "--backend", "cpu", "--chain"]).arg(&chain).arg("--out-dir").arg(&out_dir).args(batch),
+            xtask_command!().args(["render", "--backend", "cpu", "--chain"]).arg(&chain).arg("--out-dir").arg(&out_dir).args(batch),
             Duration::from_secs(300),
         );
         let err = stderr(&o);
@@ -196,7 +195,7 @@ fn mutated_chain_files_exit_0_or_2_and_leave_an_existing_output_alone() {
         std::fs::write(&out, b"an earlier render").unwrap();
         std::fs::write(&chain, chain_mutant(seed, n)).unwrap();
         let o = run_bounded(
-            xtask().args(["render", "--backend", "cpu", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input),
+            xtask_command!().args(["render", "--backend", "cpu", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input),
             Duration::from_secs(120),
         );
         let err = stderr(&o);

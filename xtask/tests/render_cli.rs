@@ -1,8 +1,9 @@
 //! `xtask render` end to end: the binary this package builds, run on real files.
 
-mod common;
-
-use common::*;
+use ferrofx_testkit::engine::{engine_output, max_rel_diff};
+use ferrofx_testkit::files::{dir_entries, read_wav, repo_root, run, stderr, write_wav_f32};
+use ferrofx_testkit::reference::reference_dir;
+use ferrofx_testkit::{noise, xtask_command};
 use ferrofx::Chain;
 use std::path::Path;
 use std::process::Command;
@@ -17,7 +18,7 @@ fn stereo_and_8_channel_renders_equal_the_engine_in_process() {
         let in_path = dir.path().join(format!("in{channels}.wav"));
         let out_path = dir.path().join(format!("out{channels}.wav"));
         write_wav_f32(&in_path, &input, fs);
-        let o = run(xtask().args(["render", "--chain"]).arg(&chain_path).args(["--block-size", "1000", "--output"]).arg(&out_path).arg(&in_path));
+        let o = run(xtask_command!().args(["render", "--chain"]).arg(&chain_path).args(["--block-size", "1000", "--output"]).arg(&out_path).arg(&in_path));
         assert!(o.status.success());
         let (spec, rendered) = read_wav(&out_path);
         assert_eq!((spec.channels as usize, spec.sample_rate), (channels, fs));
@@ -36,7 +37,7 @@ fn renders_match_the_scipy_reference() {
     // and the longest FIR (in the project's shared set: a 10 Hz Butterworth, a 10 Hz elliptic
     // highpass and a 1025-tap bandpass, all at 96 kHz).
     let text = std::fs::read_to_string(reference_dir().join("index.json"))
-        .unwrap_or_else(|e| panic!("{e}: {}", ferrofx_testkit::reference_hint(&reference_dir())));
+        .unwrap_or_else(|e| panic!("{e}: {}", ferrofx_testkit::reference::reference_hint(&reference_dir())));
     let index: serde_json::Value = serde_json::from_str(&text).unwrap();
     let cases = index["cases"].as_array().unwrap();
     let id_of = |c: &serde_json::Value| c["id"].as_str().unwrap().to_string();
@@ -68,7 +69,7 @@ fn renders_match_the_scipy_reference() {
         let in_path = dir.path().join(format!("{id}.in.wav"));
         let out_path = dir.path().join(format!("{id}.out.wav"));
         write_wav_f32(&in_path, &input, case["spec"]["fs"].as_u64().unwrap() as u32);
-        let o = run(xtask().args(["render", "--block-size", "64", "--chain"]).arg(&chain_path).arg("--output").arg(&out_path).arg(&in_path));
+        let o = run(xtask_command!().args(["render", "--block-size", "64", "--chain"]).arg(&chain_path).arg("--output").arg(&out_path).arg(&in_path));
         assert!(o.status.success());
         let (_, rendered) = read_wav(&out_path);
         let e = (0..2).map(|c| max_rel_diff(&rendered[c..c + 1], &expected[c..c + 1])).fold(0.0, f64::max);
@@ -93,7 +94,7 @@ fn integer_and_64_bit_float_inputs_decode_to_the_right_values() {
         }
         w.finalize().unwrap();
         let out = dir.path().join(format!("int{bits}.out.wav"));
-        assert!(run(xtask().args(["render", "--chain"]).arg(&chain_path).arg("--output").arg(&out).arg(&path)).status.success());
+        assert!(run(xtask_command!().args(["render", "--chain"]).arg(&chain_path).arg("--output").arg(&out).arg(&path)).status.success());
         let (_, got) = read_wav(&out);
         let want: Vec<f32> = values.iter().map(|&v| v as f32 / 32768.0).collect();
         let got_interleaved: Vec<f32> = (0..4).flat_map(|i| [got[0][i], got[1][i]]).collect();
@@ -121,7 +122,7 @@ fn integer_and_64_bit_float_inputs_decode_to_the_right_values() {
     let path = dir.path().join("f64.wav");
     std::fs::write(&path, bytes).unwrap();
     let out = dir.path().join("f64.out.wav");
-    assert!(run(xtask().args(["render", "--chain"]).arg(&chain_path).arg("--output").arg(&out).arg(&path)).status.success());
+    assert!(run(xtask_command!().args(["render", "--chain"]).arg(&chain_path).arg("--output").arg(&out).arg(&path)).status.success());
     let (_, got) = read_wav(&out);
     assert_eq!(got[0], samples.iter().map(|&s| s as f32).collect::<Vec<_>>());
 }
@@ -145,10 +146,10 @@ fn flac_input_renders_like_the_same_wav() {
     assert!(Command::new("flac").args(["-s", "-f", "-o"]).arg(&flac).arg(&wav).status().unwrap().success());
     let chain = repo_root().join("examples/chains/demo.json");
     let out_dir = dir.path().join("out");
-    let o = run(xtask().args(["render", "--chain"]).arg(&chain).arg("--out-dir").arg(&out_dir).arg(&flac));
+    let o = run(xtask_command!().args(["render", "--chain"]).arg(&chain).arg("--out-dir").arg(&out_dir).arg(&flac));
     assert!(o.status.success());
     let from_wav = dir.path().join("from_wav.wav");
-    assert!(run(xtask().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&from_wav).arg(&wav)).status.success());
+    assert!(run(xtask_command!().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&from_wav).arg(&wav)).status.success());
     // x.flac renders to out/x.wav.
     assert_eq!(read_wav(&out_dir.join("x.wav")).1, read_wav(&from_wav).1);
 }
@@ -161,7 +162,7 @@ fn a_bad_chain_exits_2_and_writes_nothing() {
     let chain = dir.path().join("bad.json");
     std::fs::write(&chain, r#"{"format": "ferrofx-chain", "version": 1, "stages": [{"type": "butterworth", "response": "lowpass", "order": 4, "cutoff_hz": 30000}]}"#).unwrap();
     let out = dir.path().join("out.wav");
-    let o = run(xtask().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
+    let o = run(xtask_command!().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(e.contains("stage 0 (butterworth): cutoff_hz 30000 is above Nyquist (24000 Hz at fs=48000)"), "{e}");
@@ -170,7 +171,7 @@ fn a_bad_chain_exits_2_and_writes_nothing() {
     assert_eq!(dir_entries(dir.path()), ["bad.json", "in.wav"], "no temporary files left");
     // A chain that is not even JSON: same exit status, line and column in the message.
     std::fs::write(&chain, "{\n  \"format\": \"ferrofx-chain\",\n  oops\n}").unwrap();
-    let o = run(xtask().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
+    let o = run(xtask_command!().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("line 3"), "{}", stderr(&o));
     assert!(!out.exists());
@@ -199,7 +200,7 @@ fn an_existing_output_stays_intact_when_rendering_fails() {
         (&good_chain, &truncated, "truncated.wav"),
         (&good_chain, &dir.path().join("missing.wav"), "missing.wav"),
     ] {
-        let o = run(xtask().args(["render", "--chain"]).arg(chain).arg("--output").arg(&out).arg(inp));
+        let o = run(xtask_command!().args(["render", "--chain"]).arg(chain).arg("--output").arg(&out).arg(inp));
         assert_eq!(o.status.code(), Some(2), "{why}");
         assert!(stderr(&o).contains(why), "{}", stderr(&o));
         assert_eq!(std::fs::read(&out).unwrap(), b"the previous render", "{why}: output was touched");
@@ -208,7 +209,7 @@ fn an_existing_output_stays_intact_when_rendering_fails() {
     names.retain(|n| n.starts_with('.'));
     assert!(names.is_empty(), "temporary files left: {names:?}");
     // And a successful render replaces it.
-    assert!(run(xtask().args(["render", "--chain"]).arg(&good_chain).arg("--output").arg(&out).arg(&input)).status.success());
+    assert!(run(xtask_command!().args(["render", "--chain"]).arg(&good_chain).arg("--output").arg(&out).arg(&input)).status.success());
     assert_eq!(read_wav(&out).1[0].len(), 5000);
 }
 
@@ -223,7 +224,7 @@ fn many_files_with_out_dir_report_bad_ones_and_render_the_rest() {
     std::fs::write(&bad, b"not audio at all").unwrap();
     let out_dir = dir.path().join("rendered");
     let chain = repo_root().join("examples/chains/demo.json");
-    let o = run(xtask().args(["render", "--chain"]).arg(&chain).arg("--out-dir").arg(&out_dir).args([&a, &bad, &b]));
+    let o = run(xtask_command!().args(["render", "--chain"]).arg(&chain).arg("--out-dir").arg(&out_dir).args([&a, &bad, &b]));
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
     assert!(e.contains("bad.wav"), "{e}");
@@ -232,7 +233,7 @@ fn many_files_with_out_dir_report_bad_ones_and_render_the_rest() {
     assert_eq!(dir_entries(&out_dir), ["a.wav", "b.wav"]);
     assert_eq!(read_wav(&out_dir.join("b.wav")).1[1].len(), 4000);
     // The output name refuses to replace an input.
-    let o = run(xtask().args(["render", "--chain"]).arg(&chain).arg("--out-dir").arg(dir.path()).arg(&a));
+    let o = run(xtask_command!().args(["render", "--chain"]).arg(&chain).arg("--out-dir").arg(dir.path()).arg(&a));
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("would replace its own input"), "{}", stderr(&o));
 }
@@ -247,7 +248,7 @@ fn unavailable_backends_and_bad_options_exit_2() {
     // wgpu with WGPU_BACKEND naming a backend this platform does not have: no adapter.
     let nowhere = if cfg!(windows) { "metal" } else { "dx12" };
     for (backend, env) in [("wgpu", Some(nowhere)), ("cuda", None)] {
-        let mut cmd = xtask();
+        let mut cmd = xtask_command!();
         if let Some(v) = env {
             cmd.env("WGPU_BACKEND", v);
         }
@@ -263,16 +264,16 @@ fn unavailable_backends_and_bad_options_exit_2() {
         assert_eq!(stderr(&o).trim().lines().count(), 1, "one line: {}", stderr(&o));
         assert!(!out.exists());
     }
-    let o = run(xtask().env("WGPU_BACKEND", nowhere).args(["render", "--backend", "wgpu", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
+    let o = run(xtask_command!().env("WGPU_BACKEND", nowhere).args(["render", "--backend", "wgpu", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
     assert!(stderr(&o).contains("no GPU adapter found"), "{}", stderr(&o));
-    let o = run(xtask().args(["render", "--block-size", "0", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
+    let o = run(xtask_command!().args(["render", "--block-size", "0", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
     assert_eq!(o.status.code(), Some(2));
-    let o = run(xtask().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&out).args([&input, &input]));
+    let o = run(xtask_command!().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&out).args([&input, &input]));
     assert_eq!(o.status.code(), Some(2));
     assert!(!out.exists());
     // auto and cpu both work.
     for backend in ["auto", "cpu"] {
-        assert!(run(xtask().args(["render", "--backend", backend, "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input)).status.success());
+        assert!(run(xtask_command!().args(["render", "--backend", backend, "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input)).status.success());
     }
 }
 
@@ -306,7 +307,7 @@ fn wgpu_renders_equal_cpu_renders_on_stereo_and_8_channel_files() {
         let mut rendered = Vec::new();
         for backend in ["cpu", "wgpu"] {
             let out = dir.path().join(format!("out{channels}_{block}_{backend}.wav"));
-            let o = run(xtask().args(["render", "--backend", backend, "--block-size", block, "--chain"]).arg(&chain_path).arg("--output").arg(&out).arg(&in_path));
+            let o = run(xtask_command!().args(["render", "--backend", backend, "--block-size", block, "--chain"]).arg(&chain_path).arg("--output").arg(&out).arg(&in_path));
             assert!(o.status.success(), "{backend}: {}", stderr(&o));
             let stdout = String::from_utf8_lossy(&o.stdout).to_string();
             assert!(stdout.contains(&format!("backend {backend}")), "{stdout}");
@@ -330,7 +331,7 @@ fn auto_probes_long_files_and_renders_like_its_choice() {
     let in_path = dir.path().join("long8.wav");
     write_wav_f32(&in_path, &input, 48_000);
     let auto_out = dir.path().join("auto.wav");
-    let o = run(xtask().args(["render", "--backend", "auto", "--chain"]).arg(&chain_path).arg("--output").arg(&auto_out).arg(&in_path));
+    let o = run(xtask_command!().args(["render", "--backend", "auto", "--chain"]).arg(&chain_path).arg("--output").arg(&auto_out).arg(&in_path));
     assert!(o.status.success(), "{}", stderr(&o));
     let line = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(line.contains("(auto: "), "{line}");
@@ -343,7 +344,7 @@ fn auto_probes_long_files_and_renders_like_its_choice() {
         assert!(line.contains("not tried: cuda: CUDA unavailable"), "{line}");
     }
     let own_out = dir.path().join("own.wav");
-    let o = run(xtask().args(["render", "--backend", chosen, "--chain"]).arg(&chain_path).arg("--output").arg(&own_out).arg(&in_path));
+    let o = run(xtask_command!().args(["render", "--backend", chosen, "--chain"]).arg(&chain_path).arg("--output").arg(&own_out).arg(&in_path));
     assert!(o.status.success(), "{}", stderr(&o));
     let (_, a) = read_wav(&auto_out);
     let (_, b) = read_wav(&own_out);
@@ -359,7 +360,7 @@ fn sixty_four_channels_render_and_sixty_five_are_refused() {
     let in_path = dir.path().join("in64.wav");
     let out_path = dir.path().join("out64.wav");
     write_wav_f32(&in_path, &input, 48_000);
-    let o = run(xtask().args(["render", "--block-size", "512", "--chain"]).arg(&chain_path).arg("--output").arg(&out_path).arg(&in_path));
+    let o = run(xtask_command!().args(["render", "--block-size", "512", "--chain"]).arg(&chain_path).arg("--output").arg(&out_path).arg(&in_path));
     assert!(o.status.success());
     let (spec, rendered) = read_wav(&out_path);
     assert_eq!(spec.channels, 64);
@@ -369,7 +370,7 @@ fn sixty_four_channels_render_and_sixty_five_are_refused() {
     let in65 = dir.path().join("in65.wav");
     write_wav_f32(&in65, &too_many, 48_000);
     let out65 = dir.path().join("out65.wav");
-    let o = run(xtask().args(["render", "--chain"]).arg(&chain_path).arg("--output").arg(&out65).arg(&in65));
+    let o = run(xtask_command!().args(["render", "--chain"]).arg(&chain_path).arg("--output").arg(&out65).arg(&in65));
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("65 channels is out of range (1..=64)"), "{}", stderr(&o));
     assert!(!out65.exists());
@@ -385,7 +386,7 @@ fn sample_rates_outside_8k_to_384k_are_refused() {
         // A chain valid at every rate tried (1 kHz is below 4 kHz Nyquist at 8 kHz).
         let unity = dir.path().join("unity.json");
         std::fs::write(&unity, r#"{"format": "ferrofx-chain", "version": 1, "stages": [{"type": "biquad", "kind": "lowpass", "freq_hz": 1000, "q": 0.7}]}"#).unwrap();
-        let o = run(xtask().args(["render", "--chain"]).arg(&unity).arg("--output").arg(&out).arg(&input));
+        let o = run(xtask_command!().args(["render", "--chain"]).arg(&unity).arg("--output").arg(&out).arg(&input));
         assert_eq!(o.status.success(), ok, "{fs} Hz");
         if !ok {
             assert_eq!(o.status.code(), Some(2));
@@ -397,7 +398,7 @@ fn sample_rates_outside_8k_to_384k_are_refused() {
 
 #[test]
 fn bench_json_lines_carry_the_contract_fields() {
-    let o = run(xtask().args(["bench", "--quick", "--json", "--workload", "iir_chain", "--workload", "realtime_block"]));
+    let o = run(xtask_command!().args(["bench", "--quick", "--json", "--workload", "iir_chain", "--workload", "realtime_block"]));
     assert!(o.status.success());
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 12 + 6, "iir_chain grid (4 x 3) and 6 realtime block sizes");
@@ -411,7 +412,7 @@ fn bench_json_lines_carry_the_contract_fields() {
     }
     assert!(lines.iter().filter(|v| v["workload"] == "iir_chain").all(|v| v["sections"] == 4));
     let nowhere = if cfg!(windows) { "metal" } else { "dx12" };
-    let o = run(xtask().env("WGPU_BACKEND", nowhere).args(["bench", "--quick", "--backend", "wgpu"]));
+    let o = run(xtask_command!().env("WGPU_BACKEND", nowhere).args(["bench", "--quick", "--backend", "wgpu"]));
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("backend wgpu is not available"), "{}", stderr(&o));
 }
@@ -421,7 +422,7 @@ fn bench_runs_the_workloads_on_wgpu_and_says_what_the_adapter_is() {
     if !gpu_available() {
         return;
     }
-    let o = run(xtask().args(["bench", "--quick", "--json", "--backend", "wgpu", "--workload", "iir_chain", "--workload", "realtime_block", "--workload", "long_fir"]));
+    let o = run(xtask_command!().args(["bench", "--quick", "--json", "--backend", "wgpu", "--workload", "iir_chain", "--workload", "realtime_block", "--workload", "long_fir"]));
     assert!(o.status.success(), "{}", stderr(&o));
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 12 + 8 + 1, "iir_chain grid, 8 realtime block sizes on a GPU (32-4096 frames), long_fir");
@@ -443,7 +444,7 @@ fn assert_threads_change_nothing(dir: &Path, chain_path: &Path, seed: u64, threa
     let mut outputs = Vec::new();
     for t in threads {
         let out = dir.join(format!("out{t}.wav"));
-        let o = run(xtask().args(["render", "--threads", t, "--chain"]).arg(chain_path).arg("--output").arg(&out).arg(&in_path));
+        let o = run(xtask_command!().args(["render", "--threads", t, "--chain"]).arg(chain_path).arg("--output").arg(&out).arg(&in_path));
         assert!(o.status.success(), "{}", stderr(&o));
         outputs.push(read_wav(&out).1);
     }
@@ -467,7 +468,7 @@ fn rendered_files_are_ordinary_files_not_private_temporaries() {
     write_wav_f32(&input, &[noise(100, 1)], 48_000);
     let out = dir.path().join("out.wav");
     let chain = repo_root().join("examples/chains/demo.json");
-    assert!(run(xtask().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input)).status.success());
+    assert!(run(xtask_command!().args(["render", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input)).status.success());
     // Group/other read bits follow the umask like any new file; the temporary file's
     // private 0600 must not leak through (umask is 022 or 002 on these machines).
     let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
@@ -498,7 +499,7 @@ fn a_successful_gpu_render_prints_no_error_line_without_xdg_runtime_dir() {
     let out = dir.path().join("out.wav");
     let chain = repo_root().join("examples/chains/demo.json");
     for backend in ["wgpu", "auto"] {
-        let o = run(xtask().env_remove("XDG_RUNTIME_DIR").args(["render", "--backend", backend, "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
+        let o = run(xtask_command!().env_remove("XDG_RUNTIME_DIR").args(["render", "--backend", backend, "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
         assert!(o.status.success());
         assert!(!stderr(&o).contains("error"), "{backend}: {}", stderr(&o));
     }
@@ -517,9 +518,9 @@ fn a_forced_gpu_render_of_a_design_float32_cannot_run_is_refused_not_wrong() {
     let chain = dir.path().join("hard.json");
     std::fs::write(&chain, r#"{"format": "ferrofx-chain", "version": 1, "stages": [{"type": "chebyshev1", "response": "highpass", "order": 23, "cutoff_hz": 81437.9, "ripple_db": 2.335}]}"#).unwrap();
     let out = dir.path().join("out.wav");
-    let o = run(xtask().args(["render", "--backend", "wgpu", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
+    let o = run(xtask_command!().args(["render", "--backend", "wgpu", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input));
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("declined by the GPU path") && stderr(&o).contains("the CPU backend runs it"), "{}", stderr(&o));
     assert!(!out.exists());
-    assert!(run(xtask().args(["render", "--backend", "cpu", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input)).status.success());
+    assert!(run(xtask_command!().args(["render", "--backend", "cpu", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input)).status.success());
 }

@@ -1,10 +1,20 @@
 //! Test helpers shared by FerroFX's crates (dev-only; never a dependency of the product):
-//! a seeded random source, seeded noise, a mutator of chain files for fuzzing, and (with
-//! the `clap-host` feature) a small CLAP host.
+//! a seeded random source and noise, the SciPy reference cases (`reference`), chains
+//! through the CPU engine and the error measures (`engine`), retunes on a GPU backend
+//! (`retune`), WAV files and commands (`files`), a mutator of chain files for fuzzing
+//! (`mutate`); with features, a small CLAP host (`clap-host`: `clap`), a minimal VST3
+//! host (`vst3-host`: `vst3`); and the plugin's host tests' shared settings (`plugin`).
 
 #[cfg(feature = "clap-host")]
 pub mod clap;
+pub mod engine;
+pub mod files;
 pub mod mutate;
+pub mod plugin;
+pub mod reference;
+pub mod retune;
+#[cfg(feature = "vst3-host")]
+pub mod vst3;
 
 /// xorshift64*: small, fast, and the same sequence on every machine for a seed.
 #[derive(Clone, Debug)]
@@ -40,36 +50,6 @@ impl Rng {
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
-}
-
-/// The SciPy reference set the tests read: `FERROFX_REFERENCE_DIR` when set, otherwise
-/// the set `scripts/scipy_reference.py vectors` generates into the target folder
-/// (`$CARGO_TARGET_DIR/ferrofx-generated/reference`, as `scripts/test.sh` does). Any
-/// other set, such as the project's shared one, is named through the variable.
-pub fn reference_dir() -> std::path::PathBuf {
-    if let Some(dir) = std::env::var_os("FERROFX_REFERENCE_DIR") {
-        return dir.into();
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| option_env!("CARGO_TARGET_DIR").map(std::path::PathBuf::from))
-        .unwrap_or_else(|| {
-            // The workspace's target folder, found from this crate's folder at run time
-            // when cargo says where the test's package is (see `xtask`'s `repo_root`).
-            let here = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from);
-            let workspace = here.and_then(|d| d.ancestors().find(|a| a.join("Cargo.lock").exists()).map(|a| a.to_path_buf()));
-            workspace.unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")).join("target")
-        });
-    target.join("ferrofx-generated/reference")
-}
-
-/// How to get a reference set, for the message when none is found at `dir`.
-pub fn reference_hint(dir: &std::path::Path) -> String {
-    format!(
-        "no reference set at {}: generate one with `python scripts/scipy_reference.py vectors {}` (scripts/test.sh does), or name one with FERROFX_REFERENCE_DIR",
-        dir.display(),
-        dir.display()
-    )
 }
 
 /// `n` samples of white noise in `[-0.9, 0.9)`, the same for a seed everywhere.

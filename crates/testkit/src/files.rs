@@ -1,29 +1,25 @@
-//! Helpers shared by the renderer's end-to-end tests: the binary, seeded noise, WAV
-//! files, the engine's in-process output to compare with.
-#![allow(dead_code)]
+//! Files and programs for the end-to-end tests: WAV files written and read (float32),
+//! a command run with its output shown, a folder's entries, the repository's root.
+//! [`xtask_command!`](crate::xtask_command) names the `xtask` binary of the calling test.
 
-use ferrofx::{Chain, Engine};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-pub fn xtask() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_xtask"))
+/// A `Command` for the workspace's `xtask` binary, from an `xtask` integration test
+/// (cargo names the binary for those: `CARGO_BIN_EXE_xtask`).
+#[macro_export]
+macro_rules! xtask_command {
+    () => {
+        std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+    };
 }
 
+/// The workspace's root, for a test of a crate one folder below it.
 pub fn repo_root() -> PathBuf {
     // Read at run time (cargo sets it for the test process): a test binary that cargo
     // reuses from a build of another checkout sharing the target folder would otherwise
     // point into that checkout.
-    std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR"))).join("..")
-}
-
-/// The reference set (see `ferrofx_testkit::reference_dir`).
-pub fn reference_dir() -> PathBuf {
-    ferrofx_testkit::reference_dir()
-}
-
-pub fn noise(n: usize, seed: u64) -> Vec<f32> {
-    ferrofx_testkit::noise(n, seed)
+    std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")).join("..")
 }
 
 pub fn write_wav_f32(path: &Path, planar: &[Vec<f32>], fs: u32) {
@@ -55,25 +51,6 @@ pub fn run(cmd: &mut Command) -> Output {
 
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-pub fn engine_output(chain: &Chain, fs: f64, input: &[Vec<f32>], block: usize) -> Vec<Vec<f32>> {
-    let designed = chain.design(fs).unwrap();
-    let mut engine = Engine::new(&designed, input.len(), block);
-    let mut out = input.to_vec();
-    let n = out[0].len();
-    for start in (0..n).step_by(block) {
-        let end = (start + block).min(n);
-        let mut s: Vec<&mut [f32]> = out.iter_mut().map(|c| &mut c[start..end]).collect();
-        engine.process(&mut s);
-    }
-    out
-}
-
-pub fn max_rel_diff(a: &[Vec<f32>], b: &[Vec<f32>]) -> f64 {
-    let peak = b.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs() as f64));
-    let err = a.iter().flatten().zip(b.iter().flatten()).fold(0.0f64, |m, (x, y)| m.max((*x as f64 - *y as f64).abs()));
-    err / peak
 }
 
 pub fn dir_entries(dir: &Path) -> Vec<String> {

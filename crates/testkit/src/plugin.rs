@@ -1,7 +1,6 @@
-//! What the CLAP and VST3 host tests of the dynamic bands share: the band's settings and
-//! the sidechain cases (each host converts the settings to its own parameter values).
-
-use ferrofx_plugin::control::params::ranges;
+//! What the plugin's CLAP and VST3 host tests of the dynamic bands share: the band's
+//! settings and the sidechain cases (each host converts the settings to its own
+//! parameter values).
 
 /// One setting, in the unit it is given in.
 #[derive(Clone, Copy)]
@@ -11,8 +10,9 @@ pub enum Setting {
     Hz(f32),
     Db(f32),
     Q(f32),
-    /// Already normalised to 0..1 through its range.
-    Normalized(f32),
+    /// A dynamics setting in its own unit (dB, ratio, ms): the host converts it through
+    /// the plugin's range for that parameter.
+    Dynamics(f32),
 }
 
 /// Band 3: a 0 dB bell at 1 kHz, dynamic (threshold -30 dB, ratio 4, range 12 dB, attack
@@ -26,11 +26,11 @@ pub fn dynamic_band(sidechain: f64) -> Vec<(String, Setting)> {
         band("Gain", Setting::Db(0.0)),
         band("Q", Setting::Q(1.0)),
         band("Dynamic", Setting::Index(1.0)),
-        band("Threshold", Setting::Normalized(ranges::threshold_db().normalize(-30.0))),
-        band("Ratio", Setting::Normalized(ranges::ratio().normalize(4.0))),
-        band("Range", Setting::Normalized(ranges::range_db().normalize(12.0))),
-        band("Attack", Setting::Normalized(ranges::attack_ms().normalize(5.0))),
-        band("Release", Setting::Normalized(ranges::release_ms().normalize(50.0))),
+        band("Threshold", Setting::Dynamics(-30.0)),
+        band("Ratio", Setting::Dynamics(4.0)),
+        band("Range", Setting::Dynamics(12.0)),
+        band("Attack", Setting::Dynamics(5.0)),
+        band("Release", Setting::Dynamics(50.0)),
         band("Sidechain", Setting::Index(sidechain)),
     ]
 }
@@ -42,10 +42,10 @@ pub const SIDECHAIN_CASES: [(f64, f64, f64, f64); 3] = [(-45.0, -10.0, 1.0, -12.
 
 /// Half a second of a 1 kHz sine peaking at `level_db`.
 pub fn tone(level_db: f64, fs: f64) -> Vec<f32> {
-    ferrofx_testkit::tone(level_db, 1000.0, 0.5, fs)
+    crate::tone(level_db, 1000.0, 0.5, fs)
 }
 
 /// The peak level in dB of the sine in the last 0.1 s (at 48 kHz) of `y`.
 pub fn tail_level_db(y: &[f32]) -> f64 {
-    ferrofx_testkit::tail_sine_level_db(y, 4800)
+    crate::tail_sine_level_db(y, 4800)
 }

@@ -54,7 +54,7 @@ pub struct Retuned {
 /// (lavapipe) still runs the jobs; otherwise late jobs fall back to the CPU.
 pub fn retuned_offload<E: Executor>(designs: &[DesignedChain], exec: E, block: usize, frames: usize, wanted: &[(usize, usize)], wait: bool) -> Retuned {
     let mut off = Offload::new(&designs[0], 2, block, exec).unwrap();
-    let input = ferrofx_testkit::noise_channels(2, frames, 9, 1.0);
+    let input = crate::noise_channels(2, frames, 9, 1.0);
     let mut out = input.clone();
     let mut taken: Vec<(usize, usize)> = Vec::new();
     let mut pending: Option<Box<DesignedChain>> = None;
@@ -85,7 +85,7 @@ pub fn retuned_offload<E: Executor>(designs: &[DesignedChain], exec: E, block: u
         let (l, r) = y.split_at_mut(1);
         cpu.process(&mut [&mut l[0][start..start + block], &mut r[0][start..start + block]]);
     }
-    Retuned { out, want: super::one_block_late(y, block), taken, stats: off.stats(), worker_lost: off.worker_lost() }
+    Retuned { out, want: crate::engine::one_block_late(y, block), taken, stats: off.stats(), worker_lost: off.worker_lost() }
 }
 
 /// Asserts `got` equals `want` bit for bit, channel by channel (`what` names the case).

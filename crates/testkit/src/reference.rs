@@ -1,19 +1,38 @@
-//! Helpers shared by the integration tests: the SciPy reference vectors and
-//! error measures.
-#![allow(dead_code)]
+//! The SciPy reference vectors the tests read: where the set is, and its cases (a
+//! chain stage, the input and SciPy's float64 output, as float32).
 
-pub mod retune;
-
-use ferrofx::chain::{Chain, Stage, StageKind};
+use ferrofx::chain::{Stage, StageKind};
 use ferrofx::design::{BiquadKind, Cutoff, IirFamily, Response, Window};
-use ferrofx::engine::{Engine, EngineOptions};
-use ferrofx::DesignedChain;
 use serde_json::Value;
-use std::path::PathBuf;
 
-/// The reference set (see `ferrofx_testkit::reference_dir`).
-pub fn reference_dir() -> PathBuf {
-    ferrofx_testkit::reference_dir()
+/// The SciPy reference set the tests read: `FERROFX_REFERENCE_DIR` when set, otherwise
+/// the set `scripts/scipy_reference.py vectors` generates into the target folder
+/// (`$CARGO_TARGET_DIR/ferrofx-generated/reference`, as `scripts/test.sh` does). Any
+/// other set, such as the project's shared one, is named through the variable.
+pub fn reference_dir() -> std::path::PathBuf {
+    if let Some(dir) = std::env::var_os("FERROFX_REFERENCE_DIR") {
+        return dir.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| option_env!("CARGO_TARGET_DIR").map(std::path::PathBuf::from))
+        .unwrap_or_else(|| {
+            // The workspace's target folder, found from this crate's folder at run time
+            // when cargo says where the test's package is (see `xtask`'s `repo_root`).
+            let here = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from);
+            let workspace = here.and_then(|d| d.ancestors().find(|a| a.join("Cargo.lock").exists()).map(|a| a.to_path_buf()));
+            workspace.unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")).join("target")
+        });
+    target.join("ferrofx-generated/reference")
+}
+
+/// How to get a reference set, for the message when none is found at `dir`.
+pub fn reference_hint(dir: &std::path::Path) -> String {
+    format!(
+        "no reference set at {}: generate one with `python scripts/scipy_reference.py vectors {}` (scripts/test.sh does), or name one with FERROFX_REFERENCE_DIR",
+        dir.display(),
+        dir.display()
+    )
 }
 
 pub fn read_f32(path: &std::path::Path) -> Vec<f32> {
@@ -136,7 +155,7 @@ pub fn load_cases() -> Vec<Case> {
     let dir = reference_dir();
     let index: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("index.json"))
-            .unwrap_or_else(|e| panic!("{e}: {}", ferrofx_testkit::reference_hint(&dir))),
+            .unwrap_or_else(|e| panic!("{e}: {}", reference_hint(&dir))),
     )
     .unwrap();
     let listed = index["cases"].as_array().unwrap();
@@ -171,83 +190,3 @@ pub fn load_cases() -> Vec<Case> {
         .collect()
 }
 
-/// Runs `input` through a fresh engine in blocks of `block` frames.
-pub fn run_engine(designed: &DesignedChain, input: &[Vec<f32>], block: usize, options: EngineOptions) -> Vec<Vec<f32>> {
-    let mut engine = Engine::with_options(designed, input.len(), block, options);
-    let mut out: Vec<Vec<f32>> = input.to_vec();
-    let n = out[0].len();
-    let mut start = 0;
-    while start < n {
-        let end = (start + block).min(n);
-        let mut slices: Vec<&mut [f32]> = out.iter_mut().map(|c| &mut c[start..end]).collect();
-        engine.process(&mut slices);
-        start = end;
-    }
-    out
-}
-
-/// `max |y - y_ref| / max |y_ref|`, the worst over channels.
-pub fn rel_error(y: &[Vec<f32>], y_ref: &[Vec<f32>]) -> f64 {
-    y.iter()
-        .zip(y_ref)
-        .map(|(a, b)| {
-            let peak = b.iter().fold(0.0f64, |m, v| m.max(v.abs() as f64));
-            let err = a.iter().zip(b).fold(0.0f64, |m, (x, r)| m.max((*x as f64 - *r as f64).abs()));
-            if peak > 0.0 { err / peak } else { err }
-        })
-        .fold(0.0, f64::max)
-}
-
-/// The chain of one stage.
-pub fn chain_of(stage: Stage) -> Chain {
-    Chain::from(stage)
-}
-
-/// A cascade in plain float64 transposed direct form II, sample by sample from zero
-/// state: the sequential truth the SIMD kernels are held to.
-pub fn sos_f64(sections: &[ferrofx::design::Sos], x: &[f32]) -> Vec<f64> {
-    let coefs: Vec<ferrofx::design::Sos> = sections.iter().map(|c| c.normalized()).collect();
-    let mut s = vec![[0.0f64; 2]; coefs.len()];
-    x.iter()
-        .map(|&v| {
-            let mut v = f64::from(v);
-            for (c, st) in coefs.iter().zip(s.iter_mut()) {
-                let y = c.b[0] * v + st[0];
-                st[0] = c.b[1] * v - c.a[1] * y + st[1];
-                st[1] = c.b[2] * v - c.a[2] * y;
-                v = y;
-            }
-            v
-        })
-        .collect()
-}
-
-/// `input` (planar) through `process` in place, in blocks of the given lengths cycled
-/// until the end; `process` gets each block's channel slices and its length.
-pub fn in_cuts(input: &[Vec<f32>], cuts: &[usize], mut process: impl FnMut(&mut [&mut [f32]], usize)) -> Vec<Vec<f32>> {
-    let frames = input.iter().map(|b| b.len()).min().unwrap_or(0);
-    let mut out = input.to_vec();
-    let mut start = 0;
-    for len in cuts.iter().cycle() {
-        if start >= frames {
-            break;
-        }
-        let end = (start + len).min(frames);
-        let mut s: Vec<&mut [f32]> = out.iter_mut().map(|b| &mut b[start..end]).collect();
-        process(&mut s, end - start);
-        start = end;
-    }
-    out
-}
-
-/// Planar channels delayed by `block` frames (zeros first, the length kept): an offloaded
-/// stream is its CPU reference one block late.
-pub fn one_block_late(y: Vec<Vec<f32>>, block: usize) -> Vec<Vec<f32>> {
-    y.into_iter()
-        .map(|c| {
-            let mut d = vec![0.0f32; block];
-            d.extend_from_slice(&c[..c.len() - block]);
-            d
-        })
-        .collect()
-}

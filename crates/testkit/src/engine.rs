@@ -1,0 +1,113 @@
+//! Running chains through the CPU engine the ways the tests compare against, and the
+//! error measures they use.
+
+use ferrofx::chain::{Chain, Stage};
+use ferrofx::engine::{Engine, EngineOptions};
+use ferrofx::DesignedChain;
+
+/// Runs `input` through a fresh engine in blocks of `block` frames.
+pub fn run_engine(designed: &DesignedChain, input: &[Vec<f32>], block: usize, options: EngineOptions) -> Vec<Vec<f32>> {
+    let mut engine = Engine::with_options(designed, input.len(), block, options);
+    let mut out: Vec<Vec<f32>> = input.to_vec();
+    let n = out[0].len();
+    let mut start = 0;
+    while start < n {
+        let end = (start + block).min(n);
+        let mut slices: Vec<&mut [f32]> = out.iter_mut().map(|c| &mut c[start..end]).collect();
+        engine.process(&mut slices);
+        start = end;
+    }
+    out
+}
+
+/// `max |y - y_ref| / max |y_ref|`, the worst over channels.
+pub fn rel_error(y: &[Vec<f32>], y_ref: &[Vec<f32>]) -> f64 {
+    y.iter()
+        .zip(y_ref)
+        .map(|(a, b)| {
+            let peak = b.iter().fold(0.0f64, |m, v| m.max(v.abs() as f64));
+            let err = a.iter().zip(b).fold(0.0f64, |m, (x, r)| m.max((*x as f64 - *r as f64).abs()));
+            if peak > 0.0 { err / peak } else { err }
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The chain of one stage.
+pub fn chain_of(stage: Stage) -> Chain {
+    Chain::from(stage)
+}
+
+/// A cascade in plain float64 transposed direct form II, sample by sample from zero
+/// state: the sequential truth the SIMD kernels are held to.
+pub fn sos_f64(sections: &[ferrofx::design::Sos], x: &[f32]) -> Vec<f64> {
+    let coefs: Vec<ferrofx::design::Sos> = sections.iter().map(|c| c.normalized()).collect();
+    let mut s = vec![[0.0f64; 2]; coefs.len()];
+    x.iter()
+        .map(|&v| {
+            let mut v = f64::from(v);
+            for (c, st) in coefs.iter().zip(s.iter_mut()) {
+                let y = c.b[0] * v + st[0];
+                st[0] = c.b[1] * v - c.a[1] * y + st[1];
+                st[1] = c.b[2] * v - c.a[2] * y;
+                v = y;
+            }
+            v
+        })
+        .collect()
+}
+
+/// `input` (planar) through `process` in place, in blocks of the given lengths cycled
+/// until the end; `process` gets each block's channel slices and its length.
+pub fn in_cuts(input: &[Vec<f32>], cuts: &[usize], mut process: impl FnMut(&mut [&mut [f32]], usize)) -> Vec<Vec<f32>> {
+    let frames = input.iter().map(|b| b.len()).min().unwrap_or(0);
+    let mut out = input.to_vec();
+    let mut start = 0;
+    for len in cuts.iter().cycle() {
+        if start >= frames {
+            break;
+        }
+        let end = (start + len).min(frames);
+        let mut s: Vec<&mut [f32]> = out.iter_mut().map(|b| &mut b[start..end]).collect();
+        process(&mut s, end - start);
+        start = end;
+    }
+    out
+}
+
+/// Planar channels delayed by `block` frames (zeros first, the length kept): an offloaded
+/// stream is its CPU reference one block late.
+pub fn one_block_late(y: Vec<Vec<f32>>, block: usize) -> Vec<Vec<f32>> {
+    y.into_iter()
+        .map(|c| {
+            let mut d = vec![0.0f32; block];
+            d.extend_from_slice(&c[..c.len() - block]);
+            d
+        })
+        .collect()
+}
+
+/// `chain` designed at `fs` through a fresh engine, `input` (planar) in blocks of `block`
+/// frames: what a render or a host of the same chain should produce.
+pub fn engine_output(chain: &Chain, fs: f64, input: &[Vec<f32>], block: usize) -> Vec<Vec<f32>> {
+    let designed = chain.design(fs).expect("the expected chain designs");
+    run_engine(&designed, input, block, EngineOptions::default())
+}
+
+/// One channel through the given FIR `taps` at `fs` (the core engine in one block).
+pub fn fir_output(taps: &[f64], fs: f64, x: &[f32]) -> Vec<f32> {
+    let chain = Chain::from(ferrofx::chain::Fir::coefficients(taps.to_vec()));
+    engine_output(&chain, fs, &[x.to_vec()], x.len().max(1)).remove(0)
+}
+
+/// The largest absolute difference between two buffers of the same length.
+pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "buffers of different lengths");
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+/// `max |a - b| / max |b|` over all channels together.
+pub fn max_rel_diff(a: &[Vec<f32>], b: &[Vec<f32>]) -> f64 {
+    let peak = b.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs() as f64));
+    let err = a.iter().flatten().zip(b.iter().flatten()).fold(0.0f64, |m, (x, y)| m.max((*x as f64 - *y as f64).abs()));
+    err / peak
+}

@@ -1,0 +1,13 @@
+//! The editor driven as a user would (egui_kittest feeding pointer, wheel and key events
+//! to the editor's own app object), with a host context that applies parameter changes
+//! and records the gestures. Expected values come from the view's coordinate mapping
+//! (a log frequency axis and a linear dB axis), not from the editor's own arithmetic.
+//!
+//! One file per subject: `rig.rs` (the harness and host), `nodes.rs`, `stages.rs`,
+//! `audio.rs` (with an audio state), `presets.rs`.
+
+mod audio;
+mod nodes;
+mod presets;
+mod rig;
+mod stages;
