@@ -14,7 +14,7 @@ if ! [ -e /usr/include/fftw3.h ]; then
 fi
 exe="${TMPDIR:-/tmp}/ferrofx_fftw_bench"
 gcc -O2 -o "$exe" benchmarks/fft/fftw_bench.c -lfftw3f -lm
-cargo build --quiet --release --example fft_probe
+cargo build --quiet --release -p ferrofx-probes --example fft_probe
 probe="${CARGO_TARGET_DIR:-target}/release/examples/fft_probe"
 for round in 1 2 3; do
     if [ $((round % 2)) = 1 ]; then order="rust measure patient"; else order="patient measure rust"; fi

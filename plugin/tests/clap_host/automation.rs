@@ -154,7 +154,7 @@ fn sine_click_measure(y: &[f32], f0: f64, fs: f64, floor: f64) -> (f64, usize) {
 /// measure of the unmodulated output, i.e. the same input through the plugin frozen at
 /// the settings the automation visits (100 instants, each settled for 0.75 s first).
 /// The measure separates: on the equaliser alone under a like torture
-/// (`plugin/examples/torture_probe.rs`), band switches made at once measure 7x the
+/// (`benchmarks/probes/examples/torture_probe.rs`), band switches made at once measure 7x the
 /// unmodulated output, switches made as coefficient glides between unrelated designs
 /// 4.7x, and the cross-fades the equaliser uses 1.4x.
 #[test]

@@ -112,7 +112,7 @@ fn direct_cost(taps: usize, isa: Isa) -> f64 {
 }
 
 /// Relative cost per output sample of the partitioned path with a head of 128, in the
-/// same units: fitted to `cargo run --release --example fir_probe` on the development
+/// same units: fitted to `cargo run --release -p ferrofx-probes --example fir_probe` on the development
 /// machine, where it grows by roughly one FFT level's cost per doubling of the length
 /// (the head of 128 was within 15 % of the best head size from 511 to 262,144 taps).
 /// Without AVX-512 it equals the direct path near 350 taps; with AVX-512 (its faster
@@ -128,7 +128,7 @@ fn partitioned_cost(taps: usize, isa: Isa) -> f64 {
 
 /// The partitioned path's cost per channel relative to one channel alone when channels
 /// share complex FFTs in pairs ([`LevelPair`]): measured 0.61-0.73 from 256 to 16,384
-/// taps at 2 and 8 channels (`cargo run --release --example fir_probe`, its `p128x2`
+/// taps at 2 and 8 channels (`cargo run --release -p ferrofx-probes --example fir_probe`, its `p128x2`
 /// column against `p128`). An odd count's last channel runs alone at full cost; the
 /// estimate leaves that out on purpose, so that every split of a file's channels into
 /// groups of two or more picks the same path (`render --threads` is bit-identical).

@@ -545,7 +545,7 @@ fn process_group<const L: usize, const M: usize, A: MulAdd>(
         // take four per vector; the channel-lane wavefronts also run four at a time:
         // with eight, the 8-lane loop's state, frame and coefficient vectors exceed
         // the 32 registers, coefficients are reloaded and values copied every frame
-        // (`examples/sos_probe.rs`, 8 and 12 channels: 1.15-1.3x slower at 8 to 15
+        // (`benchmarks/probes/examples/sos_probe.rs`, 8 and 12 channels: 1.15-1.3x slower at 8 to 15
         // sections). The arithmetic per section is the same either way.
         #[cfg(target_arch = "x86_64")]
         let lane_chunk = match wave {

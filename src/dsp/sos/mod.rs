@@ -7,7 +7,7 @@
 //! whole cascade (no rounding between sections).
 //!
 //! Measured on the 67 IIR and biquad cases of the shared SciPy reference set
-//! (`cargo run --release --example structure_survey`; table in `docs/structures.md`):
+//! (`cargo run --release -p ferrofx-probes --example structure_survey`; table in `docs/structures.md`):
 //! plain `f32` TDF-II misses the 1e-4 tolerance on 25 cases (worst 8.4e-2, nearly all
 //! `lowfreq`: with poles crowding `z = 1` the `f32` coefficients move the poles and the
 //! `f32` state loses the small differences the filter lives on); `f32` direct form I is
@@ -27,7 +27,7 @@
 //! touches no state memory. A group of three or four channels with AVX-512 puts two
 //! sections in each 8-lane vector (one frame apart), so that it costs half a vector per
 //! section instead of a whole 4-lane one (`wavefront_pairs_avx512`: 12 channels
-//! 1.14-1.39x faster at 4-48 sections, `examples/sos_probe.rs`). One or two channels
+//! 1.14-1.39x faster at 4-48 sections, `benchmarks/probes/examples/sos_probe.rs`). One or two channels
 //! (AVX2 or AVX-512) put the *sections* in the lanes instead, time-skewed so the
 //! sections of one iteration are independent, in
 //! up to three vectors side by side (24 sections of one channel or 12 of two per chunk

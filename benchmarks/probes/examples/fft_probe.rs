@@ -2,7 +2,7 @@
 //! `benchmarks/fft/fftw_bench.c` times FFTW: in place, a forward and an inverse transform
 //! per round, the fastest of 15 batches of rounds (wall clock), one thread.
 //!
-//!     cargo run --release --example fft_probe -- N...     (one JSON line per size)
+//!     cargo run --release -p ferrofx-probes --example fft_probe -- N...     (one JSON line per size)
 //!
 //! `benchmarks/fft/compare.sh` runs both sides, pinned, in alternating order.
 use rustfft::num_complex::Complex32;

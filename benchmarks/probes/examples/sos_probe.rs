@@ -1,5 +1,5 @@
 //! Times the SOS cascade per kernel, channel count and section count:
-//! `cargo run --release --example sos_probe [frames per call] [isa: portable|avx2|avx512|all]`.
+//! `cargo run --release -p ferrofx-probes --example sos_probe [frames per call] [isa: portable|avx2|avx512|all]`.
 use ferrofx::design::Sos;
 use ferrofx::dsp::sos::{Isa, SosCascade};
 use std::time::Instant;

@@ -1,7 +1,7 @@
 //! What the plugin's equaliser costs per 64-frame stereo block at 48 kHz: settled (the
 //! fused SIMD cascade) and while a band moves (every section in state-variable form,
 //! coefficients re-designed every 32 samples and gliding per sample).
-//! `cargo bench -p ferrofx_plugin --bench equaliser`.
+//! `cargo bench -p ferrofx-probes --bench equaliser`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ferrofx_plugin::shared::bands::{Band, Shape, Slope};

@@ -1,6 +1,6 @@
 //! Resident memory across repeated GPU chain builds: builds and drops `GpuChain`s on one
 //! context, runs one block through each, and prints RSS every `--every` builds.
-//! `cargo run --release --example gpu_churn_probe -- [builds] [every]`
+//! `cargo run --release -p ferrofx-probes --example gpu_churn_probe -- [builds] [every]`
 use ferrofx::chain::{Biquad, Butterworth, Elliptic, Fir};
 use ferrofx::gpu::wgpu::{GpuChain, WgpuContext};
 

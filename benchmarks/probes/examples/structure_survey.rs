@@ -1,7 +1,7 @@
 //! Measures candidate SOS structures on a SciPy reference set (IIR and
 //! biquad cases, given `sos`), the measurement behind the choice in `src/sos.rs`.
 //!
-//! `cargo run --release --example structure_survey [REFERENCE_DIR]`
+//! `cargo run --release -p ferrofx-probes --example structure_survey [REFERENCE_DIR]`
 //! (default: the set `scripts/scipy_reference.py vectors` generates into `target/ferrofx-generated/reference`). Prints, per structure, how many cases miss the
 //! 1e-4 tolerance and the 1e-5 aim, and the worst error overall and on `lowfreq` cases.
 

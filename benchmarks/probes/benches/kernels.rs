@@ -1,5 +1,5 @@
 //! Criterion benchmarks of the kernels, per structure, per SIMD level and per channel
-//! count, so regressions show: `cargo bench --bench kernels` (add `-- sos/` etc. to
+//! count, so regressions show: `cargo bench -p ferrofx-probes --bench kernels` (add `-- sos/` etc. to
 //! filter). Throughput is reported in samples (frames x channels) per second.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

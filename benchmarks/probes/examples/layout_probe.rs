@@ -1,6 +1,6 @@
 //! Times the partitioned FIR path's layouts (head size and level growth) per kernel
 //! length, stereo (one complex FFT pair), against the fixed growth of 8 the filter runs.
-//! `cargo run --release --example layout_probe [taps...]`. Prints one line per layout:
+//! `cargo run --release -p ferrofx-probes --example layout_probe [taps...]`. Prints one line per layout:
 //! taps, head, ratios, and the measured ns per stereo frame (best of `LAYOUT_PROBE_REPS`
 //! runs, default 5, over 2 s of audio, the runs of all layouts interleaved); the layout
 //! the filter runs is marked. `LAYOUT_PROBE_CHUNK` sets the frames per call (default 512).

@@ -1,6 +1,6 @@
 //! GPU stream: one synchronous round trip per block against two blocks in flight
 //! (`GpuStream::process` vs `process_pipelined`), same chain, same input, in one run.
-//! `cargo run --release --example gpu_pipeline_probe` (needs an adapter; lavapipe works
+//! `cargo run --release -p ferrofx-probes --example gpu_pipeline_probe` (needs an adapter; lavapipe works
 //! but its "device" shares the CPU, so only a real GPU shows what overlap buys).
 use ferrofx::chain::{Biquad, Butterworth, Elliptic, Fir};
 use ferrofx::gpu::wgpu::{GpuStream, WgpuContext};

@@ -4,7 +4,7 @@
 //! over 5 batches, one thread. Prints one line per shape, and a checksum of the designs
 //! (equal before and after a change that must keep the bits).
 //!
-//!     cargo run --release --example matched_probe
+//!     cargo run --release -p ferrofx-probes --example matched_probe
 use ferrofx::design::matched::biquad_matched;
 use ferrofx::design::rbj::BiquadKind;
 use std::time::Instant;

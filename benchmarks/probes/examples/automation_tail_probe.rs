@@ -15,7 +15,7 @@
 //! preempted by its host is not counted). Pin the probe (`taskset -c 1`) so that the
 //! column read is the one it runs on. `INTERRUPTS=0` leaves the reads out (for `perf`,
 //! whose sampling interrupts every block anyway).
-//! `cargo run --release -p ferrofx_plugin --example automation_tail_probe`.
+//! `cargo run --release -p ferrofx-probes --example automation_tail_probe`.
 use ferrofx_plugin::shared::bands::{Band, Shape, BANDS};
 use ferrofx_plugin::audio::equaliser::Equaliser;
 use ferrofx_testkit::bench::{bell, current_cpu, uninterrupted, Interrupts};
