@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares what a GPU machine lent by the `device` tool needs to test and measure the GPU
-# backends (it cannot reach any registry, so nothing is built there): the CUDA and wgpu
-# test binaries, the plugin's GPU-path retune test (the test profile: the wgpu tests count allocations, which only debug
+# backends (it cannot reach any registry, so nothing is built there): the GPU backends'
+# test binaries (shared cases, CUDA, wgpu), the plugin's GPU-path retune test (the test profile: the wgpu tests count allocations, which only debug
 # builds can) and a release xtask, stripped, plus the generated SciPy reference set, in
 # .gpu-carry/ (ignored by git through .git/info/exclude). Prints the
 # total size (the tool carries at most 64 MiB) and the command to run there.
@@ -12,7 +12,7 @@ out=.gpu-carry
 grep -qxF "/$out/" .git/info/exclude 2>/dev/null || echo "/$out/" >> .git/info/exclude
 rm -rf "$out" && mkdir -p "$out"
 # One build, the test binaries' paths from cargo's JSON messages.
-cargo test --no-run --message-format=json -p ferrofx -p ferrofx_plugin --test gpu_cuda --test gpu_wgpu --test gpu_retune \
+cargo test --no-run --message-format=json -p ferrofx -p ferrofx_plugin --test gpu_backends --test gpu_cuda --test gpu_wgpu --test gpu_retune \
     | python3 -c 'import json,sys
 for l in sys.stdin:
     m=json.loads(l)
@@ -29,7 +29,7 @@ du -sh "$out"
 cat <<'RUN'
 On the device (run tool, carry [".gpu-carry"]), one call:
   cd .gpu-carry && export FERROFX_REFERENCE_DIR=$PWD/reference FERROFX_REQUIRE_CUDA=1 &&
-  nvidia-smi -L; ./gpu_cuda --nocapture 2>&1 | tee $OUT/gpu_cuda.log;
+  nvidia-smi -L; ./gpu_backends --nocapture 2>&1 | tee $OUT/gpu_backends.log; ./gpu_cuda --nocapture 2>&1 | tee $OUT/gpu_cuda.log;
   ./gpu_wgpu --nocapture 2>&1 | tee $OUT/gpu_wgpu.log;
   ./xtask bench --backend cpu --backend wgpu --backend cuda --json | tee $OUT/bench.json
 (wgpu on the NVIDIA GPU needs the Vulkan loader there: see the device tool's README.)

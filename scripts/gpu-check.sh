@@ -4,12 +4,12 @@
 # SciPy reference set, the plugin's GPU-path retune test, a CUDA and a CPU render of the demo compared, and the
 # command-line.md workloads on CPU, wgpu and CUDA in one run (60 s cells, 3 runs each;
 # realtime blocks of 32-4096 frames; CUDA's offline workloads also without the copy
-# stream's overlap, FERROFX_CUDA_OVERLAP=0). Every step has its own time limit, so one
+# stream's overlap, --cuda-overlap off). Every step has its own time limit, so one
 # that hangs costs only its own share; logs go to $OUT (at most 8 files come back).
 #   scripts/gpu-check.sh [all|cuda]
 # `cuda` skips the wgpu tests and bench and the demo render (a rerun after a CUDA
 # change) and times realtime_block once more with every block on the scan kernel
-# (FERROFX_CUDA_SEQUENTIAL_MAX=0) into bench_cuda_scan.json. The GPU's SM clock is sampled
+# (--cuda-sequential-max 0) into bench_cuda_scan.json. The GPU's SM clock is sampled
 # during the CUDA bench (info.log).
 set -u
 mode="${1:-all}"
@@ -37,6 +37,9 @@ step() { # name, seconds, command...
     echo "== $name: exit $?, $((SECONDS - t0)) s" | tee -a "$info" >&2
 }
 # One test at a time: the router test times real round trips.
+# The cases every GPU backend runs (reference cases, long FIRs, offload jobs and
+# retunes), then what only CUDA has.
+step gpu_backends 180 ./gpu_backends --nocapture --test-threads=1 > "$OUT/gpu_backends.log" 2>&1
 step gpu_cuda 120 ./gpu_cuda --nocapture --test-threads=1 > "$OUT/gpu_cuda.log" 2>&1
 # The plugin's GPU path (CUDA first, as the plugin opens it) taking new coefficients.
 step gpu_retune 60 ./gpu_retune --nocapture >> "$OUT/gpu_cuda.log" 2>&1
@@ -61,13 +64,13 @@ python3 -c "
 import numpy as np; from scipy.io import wavfile
 wavfile.write('/tmp/long.wav', 48000, (np.random.default_rng(1).standard_normal((48000 * 60, 8)) * 0.1).astype(np.float32))" 2>> "$info"
 for bs in 4096 65536; do
-    for ov in 1 0; do
+    for ov in on off; do
         t0=$EPOCHREALTIME
-        FERROFX_CUDA_OVERLAP=$ov timeout 60 ./xtask render --backend cuda --block-size $bs --chain "$root/examples/chains/demo.json" --output /tmp/long_out_$ov.wav /tmp/long.wav > /dev/null 2>> "$info"
+        timeout 60 ./xtask render --backend cuda --cuda-overlap $ov --block-size $bs --chain "$root/examples/chains/demo.json" --output /tmp/long_out_$ov.wav /tmp/long.wav > /dev/null 2>> "$info"
         rc=$?
         echo "render 60 s x 8 ch, blocks of $bs, overlap $ov: exit $rc, $(awk "BEGIN { printf \"%.3f\", $EPOCHREALTIME - $t0 }") s" >> "$info"
     done
-    cmp -s /tmp/long_out_1.wav /tmp/long_out_0.wav && echo "render, blocks of $bs: the same bytes with and without the overlap" >> "$info" || echo "render, blocks of $bs: OUTPUTS DIFFER" >> "$info"
+    cmp -s /tmp/long_out_on.wav /tmp/long_out_off.wav && echo "render, blocks of $bs: the same bytes with and without the overlap" >> "$info" || echo "render, blocks of $bs: OUTPUTS DIFFER" >> "$info"
 done
 backends="cuda wgpu cpu"
 [ "$mode" = all ] || backends="cuda cpu"
@@ -77,12 +80,12 @@ for b in $backends; do
     [ "$b" = cpu ] && kill "$clocks" 2>/dev/null
     step "bench_$b" 90 ./xtask bench --backend "$b" --duration-s 60 --runs 3 --json > "$OUT/bench_$b.json" 2>> "$OUT/bench.err"
     # The offline stream without the overlap (one stream), for the comparison in one run.
-    [ "$b" = cuda ] && FERROFX_CUDA_OVERLAP=0 step bench_cuda_staged 90 ./xtask bench --backend cuda --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_staged.json" 2>> "$OUT/bench.err"
+    [ "$b" = cuda ] && step bench_cuda_staged 90 ./xtask bench --backend cuda --cuda-overlap off --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_staged.json" 2>> "$OUT/bench.err"
 done
 kill "$clocks" 2>/dev/null
 sort /tmp/clocks.csv | uniq -c | sort -rn | head -8 | sed 's/^/clocks (samples, SM clock, utilisation): /' >> "$info"
 if [ "$mode" != all ]; then
-    FERROFX_CUDA_SEQUENTIAL_MAX=0 step bench_cuda_scan 60 ./xtask bench --backend cuda --workload realtime_block --json > "$OUT/bench_cuda_scan.json" 2>> "$OUT/bench.err"
+    step bench_cuda_scan 60 ./xtask bench --backend cuda --cuda-sequential-max 0 --workload realtime_block --json > "$OUT/bench_cuda_scan.json" 2>> "$OUT/bench.err"
 fi
 # TorchFX on the same GPU (its wheels carried in .whl: the machine reaches no registry).
 if [ -d "$root/.whl" ]; then

@@ -62,14 +62,14 @@ step "cargo test (workspace: unit and integration tests, stress suite, fuzzers, 
 # The CLAP editor test (plugin/tests/clap_gui.rs) leaves its screenshots at scale 1 and 2 here.
 export FERROFX_SCREENSHOT_DIR="$CARGO_TARGET_DIR/editor-check"
 run cargo test --workspace -- --skip every_reference_case_meets_the_tolerances
-step "SciPy reference cases, generated set (CPU engine, then the wgpu backend)"
+step "SciPy reference cases, generated set (CPU engine, then every GPU backend that opens: wgpu on lavapipe here)"
 run cargo test --workspace --test reference -- --nocapture
 # --workspace: the same feature set as the test build above, so nothing recompiles.
-run cargo test --workspace --test gpu_wgpu every_reference_case -- --nocapture
+run cargo test --workspace --test gpu_backends every_reference_case -- --nocapture
 if [ -n "$shared" ] && [ -f "$shared/index.json" ]; then
     step "SciPy reference cases, the shared set at $shared (extra check)"
     FERROFX_REFERENCE_DIR="$shared" run cargo test --workspace --test reference --test gpu_model -- --nocapture
-    FERROFX_REFERENCE_DIR="$shared" run cargo test --workspace --test gpu_wgpu every_reference_case -- --nocapture
+    FERROFX_REFERENCE_DIR="$shared" run cargo test --workspace --test gpu_backends every_reference_case -- --nocapture
 else
     echo "note: no extra reference set named (FERROFX_SHARED_REFERENCE); the generated set stands alone"
 fi

@@ -17,8 +17,29 @@ use std::time::Instant;
 /// One GPU backend of this build: its name and how to open it.
 pub struct GpuBackendEntry {
     pub name: &'static str,
-    /// Opens the device; the error says why there is none.
-    pub open: fn() -> Result<Arc<dyn Backend>, String>,
+    /// Opens the device with the given tuning (a backend takes the fields that are its
+    /// own); the error says why there is none.
+    pub open: fn(&GpuTuning) -> Result<Arc<dyn Backend>, String>,
+}
+
+/// The GPU backends' tuning switches, for measuring what each buys on a given device
+/// (`cargo xtask render` and `bench` take them as options; `docs/command-line.md`). The
+/// defaults are what the backends were measured fastest with; the output is the same
+/// either way, within the reference tolerance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuTuning {
+    /// CUDA: offline streams overlap uploads, kernels and downloads on three streams, two
+    /// blocks in flight (`false`: one synchronous job a block).
+    pub cuda_overlap: bool,
+    /// CUDA: blocks up to this many frames run on the channel-parallel kernel, longer
+    /// ones on the time-parallel scan (0: every block on the scan).
+    pub cuda_sequential_max_frames: usize,
+}
+
+impl Default for GpuTuning {
+    fn default() -> GpuTuning {
+        GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64 }
+    }
 }
 
 /// The GPU backends of this build, in order of preference (the plugin takes the first
@@ -33,8 +54,13 @@ pub const GPU_BACKENDS: &[GpuBackendEntry] = &[
     GpuBackendEntry { name: "wgpu", open: crate::gpu::wgpu::open_backend },
 ];
 
-/// Opens the GPU backend called `name`.
+/// Opens the GPU backend called `name` with the default tuning.
 pub fn open_gpu(name: &str) -> Result<Arc<dyn Backend>, RunError> {
+    open_gpu_tuned(name, &GpuTuning::default())
+}
+
+/// Opens the GPU backend called `name` with `tuning`.
+pub fn open_gpu_tuned(name: &str, tuning: &GpuTuning) -> Result<Arc<dyn Backend>, RunError> {
     let entry = GPU_BACKENDS.iter().find(|e| e.name == name).ok_or_else(|| RunError::Unavailable {
         name: name.to_string(),
         why: if GPU_BACKENDS.is_empty() {
@@ -43,14 +69,20 @@ pub fn open_gpu(name: &str) -> Result<Arc<dyn Backend>, RunError> {
             format!("this build's GPU backends are {}", GPU_BACKENDS.iter().map(|e| e.name).collect::<Vec<_>>().join(", "))
         },
     })?;
-    (entry.open)().map_err(|why| RunError::Unavailable { name: name.to_string(), why })
+    (entry.open)(tuning).map_err(|why| RunError::Unavailable { name: name.to_string(), why })
 }
 
-/// Opens the first GPU backend that opens; the error lists why each did not.
+/// Opens the first GPU backend that opens (default tuning); the error lists why each
+/// did not.
 pub fn open_first_gpu() -> Result<Arc<dyn Backend>, RunError> {
+    open_first_gpu_tuned(&GpuTuning::default())
+}
+
+/// [`open_first_gpu`] with `tuning`.
+pub fn open_first_gpu_tuned(tuning: &GpuTuning) -> Result<Arc<dyn Backend>, RunError> {
     let mut why = Vec::new();
     for entry in GPU_BACKENDS {
-        match (entry.open)() {
+        match (entry.open)(tuning) {
             Ok(b) => return Ok(b),
             Err(e) => why.push(format!("{}: {e}", entry.name)),
         }
@@ -69,6 +101,34 @@ pub enum Choice {
     Auto,
 }
 
+impl Choice {
+    /// Every name a choice can be given by, in the order a command line lists them:
+    /// `auto`, `cpu`, then each of [`GPU_BACKENDS`] (so a new backend is offered by every
+    /// tool with no other change).
+    pub fn names() -> Vec<&'static str> {
+        ["auto", "cpu"].into_iter().chain(GPU_BACKENDS.iter().map(|e| e.name)).collect()
+    }
+
+    /// The choice called `name` (one of [`Choice::names`]); the error lists them.
+    pub fn parse(name: &str) -> Result<Choice, String> {
+        match name {
+            "auto" => Ok(Choice::Auto),
+            "cpu" => Ok(Choice::Cpu),
+            n if GPU_BACKENDS.iter().any(|e| e.name == n) => Ok(Choice::Gpu(n.to_string())),
+            other => Err(format!("no backend called {other:?}; this build has {}", Choice::names().join(", "))),
+        }
+    }
+
+    /// The name it was given by.
+    pub fn name(&self) -> &str {
+        match self {
+            Choice::Auto => "auto",
+            Choice::Cpu => "cpu",
+            Choice::Gpu(n) => n,
+        }
+    }
+}
+
 /// Inputs with fewer samples (frames x channels) than this stay on the CPU under `auto`:
 /// they end before a GPU's set-up and probing would pay for themselves.
 pub const AUTO_MIN_SAMPLES: u64 = 4 << 20;
@@ -82,6 +142,7 @@ pub type OpenedGpu = (&'static str, Result<Arc<dyn Backend>, String>);
 pub struct Backends {
     choice: Choice,
     cpu: CpuBackend,
+    tuning: GpuTuning,
     gpu: OnceLock<Result<Arc<dyn Backend>, RunError>>,
     /// For `auto`: every GPU backend of the list, opened or why not.
     all_gpus: OnceLock<Vec<OpenedGpu>>,
@@ -89,7 +150,13 @@ pub struct Backends {
 
 impl Backends {
     pub fn new(choice: Choice, cpu_threads: usize) -> Backends {
-        Backends { choice, cpu: CpuBackend { threads: cpu_threads.max(1) }, gpu: OnceLock::new(), all_gpus: OnceLock::new() }
+        Backends { choice, cpu: CpuBackend { threads: cpu_threads.max(1) }, tuning: GpuTuning::default(), gpu: OnceLock::new(), all_gpus: OnceLock::new() }
+    }
+
+    /// The same, opening the GPU backends with `tuning` (before any is opened).
+    pub fn with_tuning(mut self, tuning: GpuTuning) -> Backends {
+        self.tuning = tuning;
+        self
     }
 
     /// The GPU backend of this run: the one [`Choice::Gpu`] names, or for the other
@@ -98,8 +165,8 @@ impl Backends {
     pub fn gpu(&self) -> Result<&Arc<dyn Backend>, RunError> {
         self.gpu
             .get_or_init(|| match &self.choice {
-                Choice::Gpu(name) => open_gpu(name),
-                Choice::Cpu | Choice::Auto => open_first_gpu(),
+                Choice::Gpu(name) => open_gpu_tuned(name, &self.tuning),
+                Choice::Cpu | Choice::Auto => open_first_gpu_tuned(&self.tuning),
             })
             .as_ref()
             .map_err(Clone::clone)
@@ -107,7 +174,7 @@ impl Backends {
 
     /// Every GPU backend of [`GPU_BACKENDS`], each opened once (`auto` probes them all).
     pub fn all_gpus(&self) -> &[OpenedGpu] {
-        self.all_gpus.get_or_init(|| GPU_BACKENDS.iter().map(|e| (e.name, (e.open)())).collect())
+        self.all_gpus.get_or_init(|| GPU_BACKENDS.iter().map(|e| (e.name, (e.open)(&self.tuning))).collect())
     }
 }
 

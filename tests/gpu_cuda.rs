@@ -2,17 +2,16 @@
 //! opening says `CUDA unavailable: ...`, nothing panics, and the router's list still
 //! opens the other backends; the GPU tests print why they skip. With a driver and a
 //! device (the lent GPU machine; `FERROFX_REQUIRE_CUDA=1` makes skipping a failure) they
-//! run: every reference case at blocks of 64, 4,096 and 65,536 frames against SciPy;
-//! graph replay and plain launches, with either SOS kernel, each within the tolerance of
-//! the CPU engine; the pipelined stream (overlapped on two streams, and staged on one)
-//! equal to job-by-job processing bit for bit; new coefficients without a new capture;
-//! FIRs with state handed over; the offload worker with the exact CPU fallback, and
-//! with retunes; and the router's decisions on the device's real round trips.
+//! run: graph replay and plain launches, with either SOS kernel, each within the
+//! tolerance of the CPU engine; the pipelined stream (overlapped on two streams, and
+//! staged on one) equal to job-by-job processing bit for bit; new coefficients without a
+//! new capture; and the router's decisions on the device's real round trips. The cases
+//! every GPU backend runs (every reference case against SciPy, long FIRs, the offload
+//! worker's jobs and retunes) are in `gpu_backends.rs`.
 //! The kernels' arithmetic itself is tested without a GPU in crates/kernel-host.
 
-use ferrofx_testkit::retune::{assert_bits_equal, cpu_updated_at, jobs, retunable_chain, retuned_offload};
+use ferrofx_testkit::retune::{assert_bits_equal, cpu_updated_at, jobs, retunable_chain};
 use ferrofx_testkit::engine::{chain_of, one_block_late, rel_error};
-use ferrofx_testkit::reference::load_cases;
 use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Fir};
 use ferrofx::engine::Engine;
 use ferrofx::gpu::cuda::{context::driver_present, CudaBackend, CudaChain, CudaError};
@@ -61,41 +60,7 @@ fn without_a_driver_opening_is_a_clean_error_and_the_list_goes_on() {
     }
 }
 
-/// `input` through the backend's prepared chain in blocks of `block` frames.
-fn run_cuda(b: &CudaBackend, designed: &DesignedChain, input: &[Vec<f32>], block: usize) -> Vec<Vec<f32>> {
-    let mut prepared = b.prepare(designed, input.len(), block).unwrap();
-    let mut out = input.to_vec();
-    let mut slices: Vec<&mut [f32]> = out.iter_mut().map(|c| &mut c[..]).collect();
-    prepared.process(&mut slices).unwrap();
-    out
-}
 
-#[test]
-fn every_reference_case_meets_the_tolerances_on_cuda() {
-    let Some(b) = backend() else { return };
-    let mut failures = Vec::new();
-    let mut declined = Vec::new();
-    let mut worst = 0.0f64;
-    let cases = load_cases();
-    for case in &cases {
-        let designed = chain_of(case.given_stage()).design(case.fs).unwrap();
-        if let Err(e) = b.prepare(&designed, case.input.len(), 64) {
-            declined.push(format!("{}: {e}", case.id));
-            continue;
-        }
-        for block in [64usize, 4096, 65536] {
-            let y = run_cuda(b, &designed, &case.input, block);
-            let e = rel_error(&y, &case.expected);
-            worst = worst.max(e);
-            if e.is_nan() || e > TIME_TOLERANCE {
-                failures.push(format!("{} block {block}: {e:.3e}", case.id));
-            }
-        }
-    }
-    println!("cuda reference: worst {worst:.2e}, tolerance {TIME_TOLERANCE:.0e}; declined {declined:?}");
-    assert!(declined.len() * 10 <= cases.len(), "CUDA declines too many reference cases: {declined:?}");
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-}
 
 fn mixed_chain(fs: f64) -> DesignedChain {
     (Butterworth::highpass(20.0, 4) | Fir::lowpass(255, 12_000.0) | Chebyshev1::lowpass(9000.0, 6, 0.5) | Biquad::peaking(1000.0, 2.0, 6.0))
@@ -207,45 +172,7 @@ fn the_pipelined_stream_equals_jobs_one_by_one_bit_for_bit() {
     }
 }
 
-#[test]
-fn long_firs_take_the_fft_path_and_match_the_cpu() {
-    let Some(b) = backend() else { return };
-    let taps: Vec<f64> = (0..20_000).map(|i| ((i * 7919) % 1000) as f64 / 1e5 * (-(i as f64) / 5000.0).exp()).collect();
-    let designed = (Fir::coefficients(taps) | Butterworth::highpass(40.0, 2)).design(48_000.0).unwrap();
-    let input = ferrofx_testkit::noise_channels(2, 100_000, 3, 0.8);
-    let mut cpu = Engine::with_options(&designed, 2, 8192, OFFLOAD_ENGINE_OPTIONS);
-    let mut want = input.clone();
-    let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
-    cpu.process(&mut s);
-    for block in [512usize, 8192] {
-        let got = run_cuda(b, &designed, &input, block);
-        let e = rel_error(&got, &want);
-        println!("20,000-tap FIR, blocks of {block}: {e:.2e}");
-        assert!(e <= TIME_TOLERANCE, "blocks of {block}: {e:.3e}");
-    }
-}
 
-#[test]
-fn the_offload_worker_runs_cuda_jobs_and_matches_the_cpu() {
-    let Some(b) = backend() else { return };
-    const BLOCK: usize = 512;
-    let designed = mixed_chain(48_000.0);
-    let exec = CudaChain::new(b.device(), &designed, 2, BLOCK).unwrap();
-    let mut off = Offload::new(&designed, 2, BLOCK, exec).unwrap();
-    let frames = 48_000 / BLOCK * BLOCK;
-    let input = ferrofx_testkit::noise_channels(2, frames, 9, 1.0);
-    let mut out = input.clone();
-    for start in (0..frames).step_by(BLOCK) {
-        let (l, r) = out.split_at_mut(1);
-        let mut bufs = [&mut l[0][start..start + BLOCK], &mut r[0][start..start + BLOCK]];
-        off.process(&mut bufs).unwrap();
-        std::thread::sleep(std::time::Duration::from_micros(500));
-    }
-    let e = rel_error(&out, &cpu_one_block_late(&designed, input, BLOCK));
-    println!("offload on cuda: {:?}, error {e:.2e}", off.stats());
-    assert!(e <= TIME_TOLERANCE, "{e:.3e}");
-    assert!(!off.worker_lost());
-}
 
 /// A realtime stream under `Policy::Auto` over a CUDA offload, host blocks of `block`
 /// frames paced at real time (48 kHz): the router's decision after `blocks` blocks, the
@@ -365,18 +292,3 @@ fn new_coefficients_replay_the_same_graphs_and_equal_a_fresh_chain() {
     assert_eq!(chain.graph_counts(), (captured, 1));
 }
 
-#[test]
-fn the_offload_worker_takes_new_coefficients_on_cuda() {
-    let Some(b) = backend() else { return };
-    const BLOCK: usize = 512;
-    let designs: Vec<DesignedChain> = (0..3).map(|k| retunable_chain(48_000.0, k)).collect();
-    let exec = CudaChain::new(b.device(), &designs[0], 2, BLOCK).unwrap();
-    // Retunes before blocks 40 (design 1), 41 (2) and 120 (0).
-    let r = retuned_offload(&designs, exec, BLOCK, 96_000 / BLOCK * BLOCK, &[(40, 1), (41, 2), (120, 0)], false);
-    let e = rel_error(&r.out, &r.want);
-    println!("offload on cuda, retuned at blocks {:?}: {:?}, error {e:.2e}", r.taken, r.stats);
-    assert_eq!(r.taken.len(), 3, "{:?}", r.taken);
-    assert!(e <= TIME_TOLERANCE, "{e:.3e}");
-    assert!(!r.worker_lost, "the CUDA executor must take the designs");
-    assert!(r.stats.offloaded > r.stats.blocks / 2, "{:?}", r.stats);
-}

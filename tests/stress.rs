@@ -96,9 +96,9 @@ fn random_designs_over_the_whole_contract_match_scipy_or_are_refused() {
         }
         #[cfg(feature = "wgpu")]
         if let Some(ctx) = gpu() {
-            use ferrofx::gpu::wgpu::GpuStream;
+            use ferrofx::gpu::wgpu::WgpuStream;
             for block in GPU_BLOCKS {
-                let mut stream = match GpuStream::new(ctx, &designed, 2, block) {
+                let mut stream = match WgpuStream::new(ctx, &designed, 2, block) {
                     Ok(s) => s,
                     Err(_) => {
                         declined_gpu += 1;

@@ -8,7 +8,7 @@
 //! - [`design`]: a designed chain in the float32 forms a backend uploads and where each
 //!   stage lies in them; designs of one shape fit the same device buffers.
 //! - [`wgpu`] (feature `wgpu`, on by default): adapter selection and
-//!   [`wgpu::GpuChain`], which runs a designed chain over blocks on the device.
+//!   [`wgpu::WgpuChain`], which runs a designed chain over blocks on the device.
 //! - [`cuda`] (feature `cuda`, on by default): the kernels of `kernels/` through the
 //!   NVIDIA driver, loaded at run time; [`cuda::CudaChain`] replays a captured graph per
 //!   block. Without a driver it opens with a clear error and is not offered.

@@ -8,7 +8,6 @@
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Fir};
-use ferrofx::backends::open_gpu;
 use ferrofx::run::backend::Backend;
 use ferrofx::run::stream::BlockStream;
 use ferrofx::{Engine, EngineOptions};
@@ -65,11 +64,10 @@ impl Workload {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BenchBackend {
-    Cpu,
-    Wgpu,
-    Cuda,
+/// The `--backend` values of `bench`: `cpu` and every GPU backend of this build (the
+/// core's list; `auto` is a render's choice, not a thing to time).
+fn bench_backends() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(ferrofx::backends::Choice::names().into_iter().filter(|n| *n != "auto"))
 }
 
 #[derive(Args, Debug)]
@@ -77,9 +75,9 @@ pub struct BenchArgs {
     /// Workloads to run (default: all).
     #[arg(long = "workload", value_enum)]
     workloads: Vec<Workload>,
-    /// Backends to run (default: cpu).
-    #[arg(long = "backend", value_enum)]
-    backends: Vec<BenchBackend>,
+    /// Backends to run (default: cpu): `cpu` or a GPU backend by name (the core's list).
+    #[arg(long = "backend", value_parser = bench_backends())]
+    backends: Vec<String>,
     /// Shrink every duration so the whole run takes well under a minute (CI smoke runs).
     #[arg(long)]
     quick: bool,
@@ -145,6 +143,8 @@ pub struct BenchArgs {
     /// again over the blocks no counted interrupt landed in, with the share that one did.
     #[arg(long, requires = "plugin")]
     interrupts: bool,
+    #[command(flatten)]
+    tuning: crate::render::TuningArgs,
 }
 
 /// `api_chain`: TorchFX 0.8's defaults: 3 x Chebyshev I highpass (order 4, 0.1 dB) then
@@ -565,20 +565,18 @@ fn run_inner(args: BenchArgs) -> Result<()> {
     }
     let mut backends = args.backends.clone();
     if backends.is_empty() {
-        backends.push(BenchBackend::Cpu);
+        backends.push("cpu".to_string());
     }
     backends.dedup();
     // Open every requested backend first: a missing one is an error before any timing.
     let mut opened = Vec::new();
     for b in &backends {
-        match b {
-            BenchBackend::Cpu => {}
-            BenchBackend::Wgpu => opened.push((*b, open_gpu("wgpu")?)),
-            BenchBackend::Cuda => opened.push((*b, open_gpu("cuda")?)),
+        if b != "cpu" {
+            opened.push((b.clone(), ferrofx::backends::open_gpu_tuned(b, &args.tuning.tuning())?));
         }
     }
     let workloads = if args.workloads.is_empty() { Workload::ALL.to_vec() } else { args.workloads.clone() };
-    if args.cpu_time && backends.iter().any(|b| *b != BenchBackend::Cpu) {
+    if args.cpu_time && backends.iter().any(|b| b != "cpu") {
         anyhow::bail!("--cpu-time times the CPU backend only (a GPU's work is not this process's CPU time)");
     }
     let opts = StreamOptions {

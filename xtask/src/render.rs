@@ -5,7 +5,7 @@ use crate::audio::AudioReader;
 use crate::header::{MAX_CHANNELS, SAMPLE_RATES_HZ};
 use crate::output::{check_output_name, WavOutput};
 use anyhow::{bail, Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use ferrofx::offline::{self, guilty_stage, IoError, OfflineError, Sink, Source};
 use ferrofx::backends::{open_stream, Backends, Choice};
 use ferrofx::Chain;
@@ -17,29 +17,18 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Backend {
-    /// The engine's own choice: inputs under ~4M samples stay on the CPU; longer ones time
-    /// a probe block on both and take the GPU only when it is at least 1.5x faster
-    Auto,
-    /// The CPU engine (float64 cascades, exact to SciPy within ~1e-7 of the peak)
-    Cpu,
-    /// The GPU through wgpu (Vulkan, Metal, DX12; lavapipe without a GPU), exact within
-    /// 1e-4 of the peak or declined with an error
-    Wgpu,
-    /// Not in this build: accepted so that asking for it says so (exit 2)
-    #[value(hide = true)]
-    Cuda,
-}
-
 #[derive(Args, Debug)]
 pub struct RenderArgs {
     /// The chain file (ferrofx-chain JSON).
     #[arg(long)]
     chain: PathBuf,
-    /// Where the chain runs (output aligned and of the same length on every backend).
-    #[arg(long, value_enum, default_value_t = Backend::Auto)]
-    backend: Backend,
+    /// Where the chain runs (output aligned and of the same length on every backend):
+    /// `auto` (inputs under ~4M samples on the CPU; longer ones time a probe block on the
+    /// CPU and on every GPU backend that opens, and take a GPU only when it is at least
+    /// 1.5x faster), `cpu` (the float64 engine), or a GPU backend by name (exact within
+    /// the reference tolerance, or declined with an error; exit 2 without its device).
+    #[arg(long, default_value = "auto", value_parser = backend_choice())]
+    backend: String,
     /// Frames per engine call, the way a host feeds a plugin (1..=1048576).
     #[arg(long, default_value_t = 4096, value_parser = parse_block_size)]
     block_size: usize,
@@ -61,11 +50,39 @@ pub struct RenderArgs {
     /// Input audio files (WAV, FLAC).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    tuning: TuningArgs,
 }
 
 /// The largest `--block-size` (`docs/limits.md`): a block of every channel is held in
 /// a few buffers at once (64 channels x 2^20 frames x 4 bytes = 256 MiB each).
 pub const MAX_BLOCK_FRAMES: usize = 1 << 20;
+
+/// The GPU backends' tuning switches (`ferrofx::backends::GpuTuning`): for measuring
+/// what each buys on a given device; the output is the same either way.
+#[derive(Args, Debug, Clone)]
+pub struct TuningArgs {
+    /// CUDA: overlap uploads, kernels and downloads of offline streams on three streams
+    /// (`off`: one synchronous job a block).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"], value_name = "on|off")]
+    cuda_overlap: String,
+    /// CUDA: blocks up to this many frames run on the channel-parallel kernel, longer
+    /// ones on the time-parallel scan (0: every block on the scan).
+    #[arg(long, default_value_t = ferrofx::backends::GpuTuning::default().cuda_sequential_max_frames, value_name = "FRAMES")]
+    cuda_sequential_max: usize,
+}
+
+impl TuningArgs {
+    pub fn tuning(&self) -> ferrofx::backends::GpuTuning {
+        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max }
+    }
+}
+
+/// The `--backend` values: the core's list of choices (`auto`, `cpu`, every GPU backend
+/// of this build), so `--help` lists each and a new backend needs no change here.
+pub fn backend_choice() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(Choice::names())
+}
 
 fn parse_block_size(text: &str) -> Result<usize, String> {
     let n: u64 = text.trim().parse().map_err(|_| format!("`{text}` is not a whole number of frames"))?;
@@ -207,14 +224,10 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
     // many files already run in parallel, one engine per file.
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let dsp_threads = if args.output.is_some() { args.threads.unwrap_or(cores.saturating_sub(2).max(1)) } else { 1 };
-    let choice = match args.backend {
-        Backend::Auto => Choice::Auto,
-        Backend::Cpu => Choice::Cpu,
-        Backend::Wgpu => Choice::Gpu("wgpu".into()),
-        Backend::Cuda => Choice::Gpu("cuda".into()),
-    };
-    let backends = Backends::new(choice, dsp_threads);
-    if matches!(args.backend, Backend::Wgpu | Backend::Cuda) {
+    let choice = Choice::parse(&args.backend).map_err(anyhow::Error::msg)?;
+    let by_name = matches!(choice, Choice::Gpu(_));
+    let backends = Backends::new(choice, dsp_threads).with_tuning(args.tuning.tuning());
+    if by_name {
         // Asked for by name: a missing device is the run's one error, before any file.
         backends.gpu()?;
     }

@@ -524,3 +524,25 @@ fn a_forced_gpu_render_of_a_design_float32_cannot_run_is_refused_not_wrong() {
     assert!(!out.exists());
     assert!(run(xtask_command!().args(["render", "--backend", "cpu", "--chain"]).arg(&chain).arg("--output").arg(&out).arg(&input)).status.success());
 }
+
+/// The backends a render and a benchmark take come from the core's list: `--help` lists
+/// every one of them, and a name not in it is refused with the list (exit 2, nothing
+/// written).
+#[test]
+fn every_backend_of_the_core_list_is_offered_by_name() {
+    let names = ferrofx::backends::Choice::names();
+    let render = run(xtask_command!().args(["render", "--help"]));
+    let text = String::from_utf8_lossy(&render.stdout);
+    assert!(text.contains(&format!("[possible values: {}]", names.join(", "))), "render --help: {text}");
+    let gpus: Vec<&str> = names.iter().copied().filter(|n| !["auto", "cpu"].contains(n)).collect();
+    let bench = run(xtask_command!().args(["bench", "--help"]));
+    let text = String::from_utf8_lossy(&bench.stdout);
+    let want = std::iter::once("cpu").chain(gpus.iter().copied()).collect::<Vec<_>>().join(", ");
+    assert!(text.contains(&format!("[possible values: {want}]")), "bench --help: {text}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.wav");
+    let o = run(xtask_command!().args(["render", "--backend", "no-such-device", "--chain", "x.json", "--output"]).arg(&out).arg("in.wav"));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("possible values") && names.iter().all(|n| stderr(&o).contains(n)), "{}", stderr(&o));
+    assert!(!out.exists());
+}

@@ -1,8 +1,8 @@
-//! Resident memory across repeated GPU chain builds: builds and drops `GpuChain`s on one
+//! Resident memory across repeated GPU chain builds: builds and drops `WgpuChain`s on one
 //! context, runs one block through each, and prints RSS every `--every` builds.
 //! `cargo run --release -p ferrofx-probes --example gpu_churn_probe -- [builds] [every]`
 use ferrofx::chain::{Biquad, Butterworth, Elliptic, Fir};
-use ferrofx::gpu::wgpu::{GpuChain, WgpuContext};
+use ferrofx::gpu::wgpu::{WgpuChain, WgpuContext};
 
 fn rss_mb() -> f64 {
     let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
@@ -38,7 +38,7 @@ fn main() {
         let data2 = data.clone();
         std::thread::spawn(move || {
             let mut data = data2;
-            let mut g = GpuChain::new(&ctx2, &designed, channels, block).unwrap();
+            let mut g = WgpuChain::new(&ctx2, &designed, channels, block).unwrap();
             let mut st = g.new_state();
             g.process(&mut data[..channels * block], block, &mut st).unwrap();
         })

@@ -1,9 +1,9 @@
 //! GPU stream: one synchronous round trip per block against two blocks in flight
-//! (`GpuStream::process` vs `process_pipelined`), same chain, same input, in one run.
+//! (`WgpuStream::process` vs `process_pipelined`), same chain, same input, in one run.
 //! `cargo run --release -p ferrofx-probes --example gpu_pipeline_probe` (needs an adapter; lavapipe works
 //! but its "device" shares the CPU, so only a real GPU shows what overlap buys).
 use ferrofx::chain::{Biquad, Butterworth, Elliptic, Fir};
-use ferrofx::gpu::wgpu::{GpuStream, WgpuContext};
+use ferrofx::gpu::wgpu::{WgpuStream, WgpuContext};
 use std::time::Instant;
 
 fn main() {
@@ -24,7 +24,7 @@ fn main() {
         let mut best = [f64::INFINITY; 2];
         for _ in 0..3 {
             for (k, piped) in [false, true].into_iter().enumerate() {
-                let mut g = GpuStream::new(&ctx, &designed, channels, block).unwrap();
+                let mut g = WgpuStream::new(&ctx, &designed, channels, block).unwrap();
                 let mut buf = input.clone();
                 let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[..]).collect();
                 let t = Instant::now();

@@ -16,16 +16,23 @@ pub struct CudaBackend {
 impl CudaBackend {
     /// Opens the first CUDA device.
     pub fn open() -> Result<CudaBackend, CudaError> {
-        Ok(CudaBackend { dev: CudaDevice::open(0)? })
+        Self::open_tuned(super::CudaTuning::default())
+    }
+
+    /// Opens the first CUDA device with `tuning` for its chains.
+    pub fn open_tuned(tuning: super::CudaTuning) -> Result<CudaBackend, CudaError> {
+        Ok(CudaBackend { dev: CudaDevice::open_tuned(0, tuning)? })
     }
     pub fn device(&self) -> &Arc<CudaDevice> {
         &self.dev
     }
 }
 
-/// Opens the first CUDA device (the cuda entry of the list in `src/backends.rs`).
-pub fn open_backend() -> Result<Arc<dyn Backend>, String> {
-    CudaBackend::open().map(|b| Arc::new(b) as Arc<dyn Backend>).map_err(|e| e.to_string())
+/// Opens the first CUDA device (the cuda entry of the list in `src/backends.rs`) with the
+/// tuning's CUDA fields.
+pub fn open_backend(tuning: &crate::backends::GpuTuning) -> Result<Arc<dyn Backend>, String> {
+    let tuning = super::CudaTuning { sequential_max_frames: tuning.cuda_sequential_max_frames, overlap: tuning.cuda_overlap };
+    CudaBackend::open_tuned(tuning).map(|b| Arc::new(b) as Arc<dyn Backend>).map_err(|e| e.to_string())
 }
 
 fn declined(e: CudaError) -> RunError {
@@ -48,7 +55,7 @@ impl Backend for CudaBackend {
         Ok(Box::new(CudaChain::new(&self.dev, chain, channels, block).map_err(declined)?))
     }
     fn accepts(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<(), RunError> {
-        CudaChain::accepts(chain, channels, block).map_err(declined)
+        CudaChain::accepts(&self.dev, chain, channels, block).map_err(declined)
     }
 }
 
@@ -84,7 +91,7 @@ struct CudaPrepared {
 
 impl Prepared for CudaPrepared {
     fn depth(&self) -> usize {
-        // Without the overlap (FERROFX_CUDA_OVERLAP=0), each block is one synchronous job.
+        // Without the overlap (`CudaTuning::overlap` off), each block is one synchronous job.
         if self.chain.overlap() {
             super::chain::OVERLAP_DEPTH
         } else {

@@ -26,6 +26,8 @@ pub struct CudaDevice {
     pub(crate) fft_pass: CudaFunction,
     pub(crate) fft_mac: CudaFunction,
     pub(crate) fft_extract: CudaFunction,
+    /// How this device's chains run (fixed at opening).
+    pub(crate) tuning: super::CudaTuning,
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -45,18 +47,23 @@ impl CudaDevice {
     /// Opens device `ordinal`. Without a driver, a device or a new enough GPU, the error
     /// says which (`CUDA unavailable: ...`).
     pub fn open(ordinal: usize) -> Result<Arc<CudaDevice>, CudaError> {
+        Self::open_tuned(ordinal, super::CudaTuning::default())
+    }
+
+    /// [`CudaDevice::open`] with `tuning` for every chain built on it.
+    pub fn open_tuned(ordinal: usize, tuning: super::CudaTuning) -> Result<Arc<CudaDevice>, CudaError> {
         if !driver_present() {
             return Err(CudaError::Unavailable("the NVIDIA driver library (libcuda.so) was not found".into()));
         }
         // cudarc panics where a driver entry point is missing (an old driver); such a
         // panic is caught and reported like an absent driver.
-        match std::panic::catch_unwind(|| Self::open_present(ordinal)) {
+        match std::panic::catch_unwind(|| Self::open_present(ordinal, tuning)) {
             Ok(r) => r,
             Err(_) => Err(CudaError::Unavailable("the NVIDIA driver library could not be used (too old, or incomplete)".into())),
         }
     }
 
-    fn open_present(ordinal: usize) -> Result<Arc<CudaDevice>, CudaError> {
+    fn open_present(ordinal: usize, tuning: super::CudaTuning) -> Result<Arc<CudaDevice>, CudaError> {
         let count = CudaContext::device_count().map_err(|e| CudaError::Unavailable(format!("the driver lists no device ({e})")))?;
         if ordinal as i32 >= count {
             return Err(CudaError::Unavailable(format!("no CUDA device {ordinal} (the driver lists {count})")));
@@ -92,6 +99,7 @@ impl CudaDevice {
             ctx,
             name,
             compute_capability,
+            tuning,
         }))
     }
 

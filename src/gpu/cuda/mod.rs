@@ -41,32 +41,24 @@ use crate::gpu::GpuError;
 /// and from 256 frames far ahead (90 against 156 us).
 pub const SEQUENTIAL_MAX_FRAMES: usize = 64;
 
-/// The environment variable that overrides [`SEQUENTIAL_MAX_FRAMES`] for chains created
-/// afterwards (a whole number of frames; 0: every block on the scan). For measuring the
-/// two kernels on a given GPU (`cargo xtask bench --backend cuda --workload
-/// realtime_block`); the float32 estimate that declines a cascade is made for the value
-/// in force.
-pub const SEQUENTIAL_MAX_ENV: &str = "FERROFX_CUDA_SEQUENTIAL_MAX";
-
-/// The channel-parallel kernel's limit in force: [`SEQUENTIAL_MAX_ENV`] where it holds a
-/// whole number, else [`SEQUENTIAL_MAX_FRAMES`].
-pub fn sequential_max_frames() -> usize {
-    env_frames(SEQUENTIAL_MAX_ENV).unwrap_or(SEQUENTIAL_MAX_FRAMES)
+/// How a device's chains run, fixed when the device is opened (from the core's
+/// [`crate::backends::GpuTuning`], whose defaults these are): for measuring the two
+/// kernels and the overlap on a given GPU (`cargo xtask bench --backend cuda
+/// --cuda-sequential-max 0`, `--cuda-overlap off`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CudaTuning {
+    /// Blocks up to this many frames run on the channel-parallel kernel (0: every block
+    /// on the scan). The float32 estimate that declines a cascade is made for this value.
+    pub sequential_max_frames: usize,
+    /// Offline streams overlap uploads, kernels and downloads (see
+    /// [`CudaChain::process_slices`]); off, each block is one synchronous job.
+    pub overlap: bool,
 }
 
-/// The environment variable that turns the overlapped offline stream off for chains
-/// created afterwards (`0`; anything else or unset: on). For measuring what the overlap
-/// buys on a given GPU (`cargo xtask bench --backend cuda`); see
-/// [`CudaChain::process_slices`].
-pub const OVERLAP_ENV: &str = "FERROFX_CUDA_OVERLAP";
-
-/// Whether offline streams overlap uploads, kernels and downloads ([`OVERLAP_ENV`]).
-pub fn overlap_default() -> bool {
-    std::env::var(OVERLAP_ENV).map(|v| v.trim() != "0").unwrap_or(true)
-}
-
-fn env_frames(name: &str) -> Option<usize> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+impl Default for CudaTuning {
+    fn default() -> CudaTuning {
+        CudaTuning { sequential_max_frames: SEQUENTIAL_MAX_FRAMES, overlap: true }
+    }
 }
 /// FIRs up to this many taps run by direct convolution, longer ones by FFT (as on wgpu).
 pub const DIRECT_MAX_TAPS: usize = crate::gpu::design::DIRECT_MAX_TAPS;

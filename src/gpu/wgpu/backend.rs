@@ -1,7 +1,7 @@
-//! The wgpu backend as a [`Backend`]: [`GpuStream`] as the prepared chain, [`GpuChain`]
+//! The wgpu backend as a [`Backend`]: [`WgpuStream`] as the prepared chain, [`WgpuChain`]
 //! as the offload executor.
 
-use super::{GpuChain, GpuStream, WgpuContext};
+use super::{WgpuChain, WgpuStream, WgpuContext};
 use crate::chain::DesignedChain;
 use crate::gpu::GpuError;
 use crate::run::backend::{Backend, Prepared, RunError};
@@ -23,7 +23,7 @@ impl WgpuBackend {
 }
 
 /// Opens the best adapter (the wgpu entry of the list in `src/backends.rs`).
-pub fn open_backend() -> Result<Arc<dyn Backend>, String> {
+pub fn open_backend(_tuning: &crate::backends::GpuTuning) -> Result<Arc<dyn Backend>, String> {
     WgpuContext::new().map(|ctx| Arc::new(WgpuBackend::new(ctx)) as Arc<dyn Backend>).map_err(|e| e.to_string())
 }
 
@@ -46,10 +46,10 @@ impl Backend for WgpuBackend {
         self.ctx.is_lost()
     }
     fn prepare(&self, chain: &DesignedChain, channels: usize, max_block: usize) -> Result<Box<dyn Prepared>, RunError> {
-        Ok(Box::new(GpuStream::new(&self.ctx, chain, channels, max_block).map_err(declined)?))
+        Ok(Box::new(WgpuStream::new(&self.ctx, chain, channels, max_block).map_err(declined)?))
     }
     fn executor(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<Box<dyn Executor>, RunError> {
-        Ok(Box::new(GpuChain::new(&self.ctx, chain, channels, block).map_err(declined)?))
+        Ok(Box::new(WgpuChain::new(&self.ctx, chain, channels, block).map_err(declined)?))
     }
     fn accepts(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<(), RunError> {
         let sequential_max = super::sequential_max_for(self.ctx.report());
@@ -57,26 +57,26 @@ impl Backend for WgpuBackend {
     }
 }
 
-impl Prepared for GpuStream {
+impl Prepared for WgpuStream {
     fn depth(&self) -> usize {
         2
     }
     fn submit(&mut self, buffers: &[&[f32]], frames: usize) -> Result<(), RunError> {
-        GpuStream::submit(self, buffers, frames).map_err(declined)
+        WgpuStream::submit(self, buffers, frames).map_err(declined)
     }
     fn collect(&mut self, buffers: &mut [&mut [f32]]) -> Result<usize, RunError> {
-        GpuStream::collect(self, buffers).map_err(declined)
+        WgpuStream::collect(self, buffers).map_err(declined)
     }
     fn in_flight(&self) -> usize {
-        GpuStream::in_flight(self)
+        WgpuStream::in_flight(self)
     }
     fn process(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), RunError> {
-        GpuStream::process(self, buffers).map_err(declined)
+        WgpuStream::process(self, buffers).map_err(declined)
     }
     fn process_pipelined(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), RunError> {
-        GpuStream::process_pipelined(self, buffers).map_err(declined)
+        WgpuStream::process_pipelined(self, buffers).map_err(declined)
     }
     fn reset(&mut self) {
-        GpuStream::reset(self)
+        WgpuStream::reset(self)
     }
 }

@@ -1,4 +1,4 @@
-//! [`GpuChain`]: a designed chain's buffers, bind groups and dispatch plan on a device,
+//! [`WgpuChain`]: a designed chain's buffers, bind groups and dispatch plan on a device,
 //! and one job's round trip (write input and state, encode the stages, submit, read
 //! back).
 
@@ -29,7 +29,7 @@ struct SlotJob {
 
 /// A designed chain prepared on a device for `channels` channels and blocks of up to
 /// `max_frames` frames.
-pub struct GpuChain {
+pub struct WgpuChain {
     pub(super) ctx: WgpuContext,
     pub(super) channels: usize,
     pub(super) max_frames: usize,
@@ -50,7 +50,7 @@ pub struct GpuChain {
     history: wgpu::Buffer,
     hist_out: wgpu::Buffer,
     /// Two read-back buffers, so a job can be submitted while the previous one's
-    /// output is still to be read ([`GpuChain::submit`], [`GpuChain::collect`]).
+    /// output is still to be read ([`WgpuChain::submit`], [`WgpuChain::collect`]).
     readback: [wgpu::Buffer; 2],
     /// Per read-back slot: the job submitted into it, if any.
     slots: [Option<SlotJob>; 2],
@@ -64,10 +64,10 @@ pub struct GpuChain {
     pub(super) fft: Option<FftKit>,
 }
 
-impl GpuChain {
+impl WgpuChain {
     /// Builds pipelines, buffers and bind groups for `chain`. FIR stages must have at most
     /// [`crate::gpu::design::MAX_FIR_TAPS`] taps.
-    pub fn new(ctx: &WgpuContext, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<GpuChain, GpuError> {
+    pub fn new(ctx: &WgpuContext, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<WgpuChain, GpuError> {
         let device = &ctx.device;
         let channels = channels.max(1);
         let max_frames = max_frames.max(1);
@@ -228,7 +228,7 @@ impl GpuChain {
                 n_max,
             })
         };
-        Ok(GpuChain {
+        Ok(WgpuChain {
             ctx: ctx.clone(),
             channels,
             max_frames,
@@ -296,7 +296,7 @@ impl GpuChain {
     /// (0 or 1) without waiting for it. With `state` the job starts from it; without, from the
     /// state the previous job left on the device, so consecutive blocks can be submitted
     /// before the earlier ones are read (jobs run in submission order). With `read_state`
-    /// the end state is copied out too, for [`GpuChain::collect`]. The slot must have been
+    /// the end state is copied out too, for [`WgpuChain::collect`]. The slot must have been
     /// collected.
     pub fn submit(
         &mut self,

@@ -1,8 +1,8 @@
-//! [`GpuChain`] as the offload worker's executor: one job, its state in and out.
+//! [`WgpuChain`] as the offload worker's executor: one job, its state in and out.
 
-use super::GpuChain;
+use super::WgpuChain;
 
-impl crate::run::offload::Executor for GpuChain {
+impl crate::run::offload::Executor for WgpuChain {
     fn execute(&mut self, job: &mut crate::run::offload::Job) -> Result<(), crate::run::offload::ExecError> {
         let n = job.channels * job.frames;
         job.output[..n].copy_from_slice(&job.input[..n]);

@@ -1,4 +1,4 @@
-//! The wgpu backend: adapter selection, and a [`GpuChain`] that runs a designed chain
+//! The wgpu backend: adapter selection, and a [`WgpuChain`] that runs a designed chain
 //! (SOS cascades and direct FIRs) over blocks on the GPU.
 //!
 //! Everything is built once per (chain shape, channels, largest block): device, pipelines,
@@ -14,10 +14,10 @@
 //! for longer FIRs). A FIR's job state is its time-domain history either way.
 
 //!
-//! Files: `context.rs` (adapter and device), `chain.rs` ([`GpuChain`]: buffers, bind
+//! Files: `context.rs` (adapter and device), `chain.rs` ([`WgpuChain`]: buffers, bind
 //! groups, one job's round trip), `pipelines.rs` (pipelines and layouts, built once per
 //! device), `fir.rs` (the FFT-partitioned FIR path), `stream.rs`
-//! ([`GpuStream`], pipelined blocks for offline use) and `executor.rs` (the offload
+//! ([`WgpuStream`], pipelined blocks for offline use) and `executor.rs` (the offload
 //! worker's executor), `backend.rs` (all of it as a `run::backend::Backend`).
 
 mod backend;
@@ -30,9 +30,9 @@ mod stream;
 mod update;
 
 pub use backend::{open_backend, WgpuBackend};
-pub use chain::GpuChain;
+pub use chain::WgpuChain;
 pub use context::{AdapterReport, WgpuContext};
-pub use stream::GpuStream;
+pub use stream::WgpuStream;
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! Compute pipelines and bind-group layouts, built once per device and shared by every
-//! [`super::GpuChain`] on it (a chain swap only builds buffers and bind groups). The FFT
+//! [`super::WgpuChain`] on it (a chain swap only builds buffers and bind groups). The FFT
 //! pipelines are built the first time a chain has a long FIR.
 
 use super::{FFT_WGSL, FIR_WGSL, SOS_WGSL};

@@ -1,22 +1,22 @@
-//! [`GpuStream`]: a [`GpuChain`] that keeps its filter state on the device between
+//! [`WgpuStream`]: a [`WgpuChain`] that keeps its filter state on the device between
 //! blocks, with up to two blocks in flight.
 
-use super::{GpuChain, WgpuContext};
+use super::{WgpuChain, WgpuContext};
 use crate::chain::DesignedChain;
 use crate::engine::ChainState;
 use crate::gpu::GpuError;
 
-/// A [`GpuChain`] with its own state, filtering channel buffers the way
+/// A [`WgpuChain`] with its own state, filtering channel buffers the way
 /// [`crate::engine::Engine::process`] does (same non-finite input policy; blocks longer than
 /// the chain's largest are processed in pieces). For offline rendering and benchmarks,
 /// never the audio thread (see [`crate::run::offload`]).
 ///
 /// The filter state lives on the device between blocks, so blocks can be **pipelined**:
-/// [`GpuStream::submit`] uploads and starts a block while the previous one is still
-/// computing, [`GpuStream::collect`] reads the oldest back (double buffering: at most two
-/// in flight). [`GpuStream::process`] is one synchronous round trip.
-pub struct GpuStream {
-    chain: GpuChain,
+/// [`WgpuStream::submit`] uploads and starts a block while the previous one is still
+/// computing, [`WgpuStream::collect`] reads the oldest back (double buffering: at most two
+/// in flight). [`WgpuStream::process`] is one synchronous round trip.
+pub struct WgpuStream {
+    chain: WgpuChain,
     /// The state the next submitted block starts from, when `load_state` is set (at the
     /// start and after a reset); otherwise the device's.
     state: ChainState,
@@ -28,15 +28,15 @@ pub struct GpuStream {
     next_slot: usize,
 }
 
-impl GpuStream {
-    pub fn new(ctx: &WgpuContext, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<GpuStream, GpuError> {
-        let chain = GpuChain::new(ctx, chain, channels, max_frames)?;
+impl WgpuStream {
+    pub fn new(ctx: &WgpuContext, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<WgpuStream, GpuError> {
+        let chain = WgpuChain::new(ctx, chain, channels, max_frames)?;
         let state = chain.new_state();
         let planar = [0, 1].map(|_| vec![0.0; chain.channels() * chain.max_frames()]);
-        Ok(GpuStream { chain, state, load_state: true, planar, in_flight: Default::default(), next_slot: 0 })
+        Ok(WgpuStream { chain, state, load_state: true, planar, in_flight: Default::default(), next_slot: 0 })
     }
 
-    pub fn chain_mut(&mut self) -> &mut GpuChain {
+    pub fn chain_mut(&mut self) -> &mut WgpuChain {
         &mut self.chain
     }
 
@@ -101,7 +101,7 @@ impl GpuStream {
         Ok(frames)
     }
 
-    /// [`GpuStream::process`] with two pieces in flight: piece k+1 is uploaded and
+    /// [`WgpuStream::process`] with two pieces in flight: piece k+1 is uploaded and
     /// started before piece k is read back. Same output, bit for bit.
     pub fn process_pipelined(&mut self, buffers: &mut [&mut [f32]]) -> Result<(), GpuError> {
         self.run(buffers, 2)
@@ -113,8 +113,8 @@ impl GpuStream {
         self.run(buffers, 1)
     }
 
-    /// Pieces of the chain's largest block through [`GpuStream::submit`] and
-    /// [`GpuStream::collect`], at most `depth` (1 or 2) in flight.
+    /// Pieces of the chain's largest block through [`WgpuStream::submit`] and
+    /// [`WgpuStream::collect`], at most `depth` (1 or 2) in flight.
     fn run(&mut self, buffers: &mut [&mut [f32]], depth: usize) -> Result<(), GpuError> {
         self.check_channels(buffers.len())?;
         if !self.in_flight.is_empty() {

@@ -2,12 +2,12 @@
 //! buffers the bind groups already point at (the sections, the FIR taps, the FFT
 //! partitions' spectra), so nothing is rebuilt.
 
-use super::GpuChain;
+use super::WgpuChain;
 use crate::chain::DesignedChain;
 use crate::gpu::design::GpuDesign;
 use crate::gpu::GpuError;
 
-impl GpuChain {
+impl WgpuChain {
     /// Takes the coefficients of `chain`, which must have this chain's shape (the same
     /// stages in the same order, the same section and tap counts). Jobs already
     /// submitted finish with the old coefficients (queue writes take effect at the next

@@ -15,7 +15,7 @@ pub use overlap::OVERLAP_DEPTH;
 mod staging;
 mod update;
 
-use super::{overlap_default, sequential_max_frames, CudaDevice, CudaError};
+use super::{CudaDevice, CudaError};
 use crate::chain::DesignedChain;
 use crate::engine::ChainState;
 use crate::gpu::design::{GpuDesign, StageForm};
@@ -117,7 +117,7 @@ impl CudaChain {
         if channels > 65_535 {
             return Err(gpu(GpuError::Unsupported { what: format!("{channels} channels") }));
         }
-        let sequential_max = sequential_max_frames();
+        let sequential_max = dev.tuning.sequential_max_frames;
         let design = design_for(chain, channels, max_frames, sequential_max)?;
         let records: Vec<f32> = design.section_records().concat();
         let GpuDesign { stages: plans, realizations, taps: taps_all, spectra: kernel_spectra, fir_len, spec_len } = design;
@@ -162,7 +162,7 @@ impl CudaChain {
             freed: [event()?, event()?],
             downloaded: [event()?, event()?, event()?],
             flight: overlap::Flight::default(),
-            overlap: overlap_default(),
+            overlap: dev.tuning.overlap,
             work2: zeros(block)?,
             work: zeros(block)?,
             tmp: zeros(block)?,
@@ -276,7 +276,7 @@ impl CudaChain {
     /// while the kernels run block k, block k+1 is uploaded and block k-1 downloaded on
     /// streams of their own, the host copies them into and out of pinned memory, and the
     /// filter state stays on the device from the first block to the last
-    /// (`set_overlap(false)` or `FERROFX_CUDA_OVERLAP=0`: one stream, each block's
+    /// (`set_overlap(false)`, or a device opened with `CudaTuning::overlap` off: one stream, each block's
     /// upload, kernels and download in one graph, the state through the host between
     /// blocks; the same bits either way).
     pub fn process_slices(&mut self, buffers: &mut [&mut [f32]], state: &mut ChainState) -> Result<(), CudaError> {

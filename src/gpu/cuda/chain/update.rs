@@ -38,10 +38,10 @@ impl CudaChain {
         Ok(())
     }
 
-    /// Whether [`CudaChain::new`] would take `chain` (the precision and launch-size
-    /// rules), without touching the device.
-    pub fn accepts(chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<(), CudaError> {
-        design_for(chain, channels.max(1), max_frames.max(1), crate::gpu::cuda::sequential_max_frames()).map(|_| ())
+    /// Whether [`CudaChain::new`] on `dev` would take `chain` (the precision and
+    /// launch-size rules), without touching the device.
+    pub fn accepts(dev: &crate::gpu::cuda::CudaDevice, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<(), CudaError> {
+        design_for(chain, channels.max(1), max_frames.max(1), dev.tuning.sequential_max_frames).map(|_| ())
     }
 
     /// Graphs captured so far and coefficient updates taken (a coefficient change
