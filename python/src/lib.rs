@@ -10,17 +10,13 @@
 //!   `lfilter` with `a == [1]`), for float64 data: the engine's I/O is float32.
 
 use ferrofx::chain::{Chain as CoreChain, DesignedChain, DesignedStage};
-use ferrofx::engine::{offline_segments, Engine, EngineOptions};
+use ferrofx::engine::Engine;
+use ferrofx::run::backend::CpuBackend;
 use numpy::ndarray::{Array2, Array3, ArrayView2};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-
-/// Largest block the engine is prepared for; longer inputs are filtered in pieces. 262,144
-/// frames: long enough for the time segments of designs down to ~60 Hz at 48 kHz (their
-/// warm-up must fit 1/28 of the block in mono); measured as fast per sample as 65,536.
-const MAX_BLOCK: usize = 262_144;
 
 fn chain_error(e: ferrofx::ChainError) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -36,48 +32,6 @@ impl Chain {
     fn designed(&self, fs: f64) -> PyResult<DesignedChain> {
         self.chain.design(fs).map_err(chain_error)
     }
-}
-
-/// Filters `data` (`rows x frames`, rows = items x channels), each item as if alone.
-/// Chains of cascades only take items in groups whose channels fill whole SIMD groups of
-/// lanes (mono: eight items side by side): the cascade kernels compute each lane alone, and
-/// every group runs as many time segments as one item would, so an item's output is the
-/// same bits in any group. Chains with a FIR stage take one item at a time (a FIR's path,
-/// and with it its rounding, depends on the channel count). Groups are spread over up to
-/// `threads` threads.
-fn process_items(designed: &DesignedChain, data: &mut [f32], items: usize, channels: usize, frames: usize, threads: usize) {
-    let per_item = channels * frames;
-    if per_item == 0 {
-        return;
-    }
-    let run = |group: &mut [f32]| {
-        let lanes = group.len() / frames;
-        // Offline: long blocks run in time segments (see the core's `dsp::sos::segments`),
-        // as many as one item's channels take, in every group, so that an item's output is
-        // the same bits whatever group it falls in.
-        let options = EngineOptions::offline(channels);
-        let mut engine = Engine::with_options(designed, lanes, frames.clamp(1, MAX_BLOCK), options);
-        let mut start = 0;
-        while start < frames {
-            let end = (start + MAX_BLOCK).min(frames);
-            let mut rows: Vec<&mut [f32]> = group.chunks_mut(frames).map(|r| &mut r[start..end]).collect();
-            engine.process(&mut rows);
-            start = end;
-        }
-    };
-    let cascades_only = designed.stages.iter().all(|s| matches!(s, DesignedStage::Sos(_)));
-    let per_group = if cascades_only { offline_segments(channels).min(items.max(1)) } else { 1 };
-    let groups = items.div_ceil(per_group);
-    if groups <= 1 || threads <= 1 {
-        data.chunks_mut(per_group * per_item).for_each(run);
-        return;
-    }
-    let per_thread = groups.div_ceil(threads.min(groups));
-    std::thread::scope(|s| {
-        for share in data.chunks_mut(per_thread * per_group * per_item) {
-            s.spawn(move || share.chunks_mut(per_group * per_item).for_each(run));
-        }
-    });
 }
 
 #[pymethods]
@@ -155,7 +109,7 @@ impl Chain {
             return Err(PyValueError::new_err("no channels: the array's channel axis is empty"));
         }
         let mut data = x.as_array().as_standard_layout().into_owned().into_raw_vec_and_offset().0;
-        py.allow_threads(|| process_items(&designed, &mut data, items, channels, frames, threads.max(1)));
+        py.allow_threads(|| CpuBackend { threads: threads.max(1) }.filter_batch(&designed, &mut data, items, channels, frames));
         let out = Array3::from_shape_vec((items, channels, frames), data).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         Ok(out.into_pyarray(py))
     }

@@ -14,7 +14,7 @@
 
 use crate::chain::{DesignedChain, DesignedStage};
 use crate::dsp::fir::{choose_mode_for, FirMode};
-use crate::engine::{Engine, EngineOptions};
+use crate::engine::{offline_segments, Engine, EngineOptions};
 use crate::run::offload::Executor;
 
 /// Why a backend could not run a chain.
@@ -98,6 +98,58 @@ pub struct CpuBackend {
 impl Default for CpuBackend {
     fn default() -> CpuBackend {
         CpuBackend { threads: 1 }
+    }
+}
+
+/// Largest block [`CpuBackend::filter_batch`] prepares an engine for; longer inputs are
+/// filtered in pieces. 262,144 frames: long enough for the time segments of designs down
+/// to ~60 Hz at 48 kHz (their warm-up must fit 1/28 of the block in mono); measured as
+/// fast per sample as 65,536.
+pub const BATCH_MAX_BLOCK: usize = 262_144;
+
+impl CpuBackend {
+    /// Filters a batch in place: `data` is `items x channels x frames` (rows of `frames`,
+    /// each item's channels together), each item as if alone (the Python package's
+    /// `Chain.process`). Chains of cascades only take items in groups whose channels fill
+    /// whole SIMD groups of lanes (mono: eight items side by side): the cascade kernels
+    /// compute each lane alone, and every group runs as many time segments as one item
+    /// would, so an item's output is the same bits in any group. Chains with a FIR stage
+    /// take one item at a time (a FIR's path, and with it its rounding, depends on the
+    /// channel count). Groups are spread over up to [`CpuBackend::threads`] threads.
+    pub fn filter_batch(&self, designed: &DesignedChain, data: &mut [f32], items: usize, channels: usize, frames: usize) {
+        let threads = self.threads.max(1);
+        let per_item = channels * frames;
+        if per_item == 0 {
+            return;
+        }
+        let run = |group: &mut [f32]| {
+            let lanes = group.len() / frames;
+            // Offline: long blocks run in time segments (see the core's `dsp::sos::segments`),
+            // as many as one item's channels take, in every group, so that an item's output is
+            // the same bits whatever group it falls in.
+            let options = EngineOptions::offline(channels);
+            let mut engine = Engine::with_options(designed, lanes, frames.clamp(1, BATCH_MAX_BLOCK), options);
+            let mut start = 0;
+            while start < frames {
+                let end = (start + BATCH_MAX_BLOCK).min(frames);
+                let mut rows: Vec<&mut [f32]> = group.chunks_mut(frames).map(|r| &mut r[start..end]).collect();
+                engine.process(&mut rows);
+                start = end;
+            }
+        };
+        let cascades_only = designed.stages.iter().all(|s| matches!(s, DesignedStage::Sos(_)));
+        let per_group = if cascades_only { offline_segments(channels).min(items.max(1)) } else { 1 };
+        let groups = items.div_ceil(per_group);
+        if groups <= 1 || threads <= 1 {
+            data.chunks_mut(per_group * per_item).for_each(run);
+            return;
+        }
+        let per_thread = groups.div_ceil(threads.min(groups));
+        std::thread::scope(|s| {
+            for share in data.chunks_mut(per_thread * per_group * per_item) {
+                s.spawn(move || share.chunks_mut(per_group * per_item).for_each(run));
+            }
+        });
     }
 }
 
