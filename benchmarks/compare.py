@@ -4,8 +4,9 @@ workloads of `cargo xtask bench`, measured in one run on this machine.
 
     python benchmarks/compare.py [--quick] [--runs N] [--rounds R] [--out DIR] [--anchor FILE.c] [--anchor-cflags FLAGS]
 
-Results go to target/compare/ (or --out DIR); `--out docs` replaces the committed
-figures that docs/perf.md quotes, so do that only for a run the page is updated from.
+Results go to target/compare/ (or --out DIR); `--out benchmarks/results` replaces the
+committed figures that docs/perf.md quotes, so do that only for a run the page is
+updated from.
 
 The shared development VM's speed drifts by up to 2x within minutes, so the whole
 comparison runs R times (default 3) and each engine keeps its fastest round per cell:
@@ -230,7 +231,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3, help="timed runs per cell and engine in a round (their median)")
     ap.add_argument("--rounds", type=int, default=3, help="passes over all engines; each engine's fastest round is kept")
     ap.add_argument("--out", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "compare"),
-                    help="folder for perf.json and perf_iir.png (default: target/compare; docs/ holds the committed figures)")
+                    help="folder for perf.json and perf_iir.png (default: target/compare; benchmarks/results/ holds the committed figures)")
     ap.add_argument("--anchor", default=os.environ.get("FERROFX_C_ANCHOR"),
                     help="a C anchor's source to time beside FerroFX (default: $FERROFX_C_ANCHOR; none: benchmarks/sos_tdf2_ref.c is the C column)")
     ap.add_argument("--anchor-cflags", default="-O3 -march=native",

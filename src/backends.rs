@@ -46,7 +46,7 @@ impl Default for GpuTuning {
 /// that opens; `auto` probes every one that opens). CUDA first: it opens only with an
 /// NVIDIA driver and device, and there it was ahead of wgpu (Vulkan) on every workload
 /// measured but one (an H200: the IIR workloads 2.8-3.7x, fir_chain 2.1-2.9x, realtime
-/// blocks 1.6-9.2x; long_fir 25.2 against wgpu's 21.9 ms; docs/perf.md).
+/// blocks 1.6-9.2x; long_fir 25.2 against wgpu's 21.9 ms; docs/perf-history.md).
 pub const GPU_BACKENDS: &[GpuBackendEntry] = &[
     #[cfg(feature = "cuda")]
     GpuBackendEntry { name: "cuda", open: crate::gpu::cuda::open_backend },

@@ -106,7 +106,7 @@ class Chain:
 
         Speed: for a chain of IIR stages only, batch items with fewer than eight channels
         run side by side in the SIMD lanes (eight mono items at once), and long items run
-        in time segments (see docs/perf.md); every item's output is the same bits as when
+        in time segments (see docs/perf-history.md); every item's output is the same bits as when
         filtered alone, whatever the batch."""
         arr, how = _to_numpy(x)
         if arr.ndim not in (2, 3):

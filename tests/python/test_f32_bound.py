@@ -1,4 +1,4 @@
-"""The float32 error bound of benchmarks/f32_bound.py (the reason docs/perf.md gives for
+"""The float32 error bound of benchmarks/f32_bound.py (the reason docs/perf-history.md gives for
 keeping every section in float64) is a bound: on seeded random designs, no input of a
 few kinds (noise, a cosine at the cascade's loudest frequency (a constant when that is 0 Hz), a square wave at a low
 frequency) drives the float32 cascade's error past it. Also checks its arithmetic part

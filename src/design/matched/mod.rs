@@ -45,7 +45,7 @@
 //! Butterworth and Linkwitz-Riley cuts built from fourth-order pieces of the fit.
 //!
 //! Cost: about 0.06 ms per bell or shelf fit on an AMD Zen 5 core (0.1 ms on the Xeons
-//! of `docs/perf.md` before the least squares' row-wise passes; several times that where
+//! of `docs/perf-history.md` before the least squares' row-wise passes; several times that where
 //! Lawson rounds run; no allocation, fixed-size stack arrays; `benchmarks/probes/examples/matched_probe.rs`
 //! times it), so it may run on the audio thread, but not at the equaliser's 32-sample
 //! re-design rate for every moving band; see the plugin's `bands/mod.rs` for how it is

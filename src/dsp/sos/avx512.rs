@@ -126,7 +126,7 @@ pub(super) fn section_lanes_avx512<const C: usize, const N: usize>(
 
 /// Most vectors of section lanes [`section_lanes_multi_avx512`] runs side by side: three
 /// keep the FMA units busy while each vector waits on its own recurrence (measured with
-/// `benchmarks/probes/examples/sos_probe.rs`, see docs/perf.md).
+/// `benchmarks/probes/examples/sos_probe.rs`, see docs/perf-history.md).
 pub(super) const LANE_VECTORS: usize = 3;
 
 /// One or two channels with AVX-512, the sections in the lanes of up to `V` vectors side

@@ -394,7 +394,7 @@ fn gather<const L: usize>(wave: Wave, bufs: &[&mut [f32]], t0: usize, data: &mut
 
 /// Asks the caches for the next sub-block's input (frames `t1..` up to `SUB_BLOCK` or
 /// `end`) while this one is filtered: a long offline block streams from memory, one
-/// stream per channel (measured 1.01-1.04x at 8 and 12 channels, docs/perf.md).
+/// stream per channel (measured 1.01-1.04x at 8 and 12 channels, docs/perf-history.md).
 #[inline(always)]
 fn prefetch_next(bufs: &[&mut [f32]], t1: usize, end: usize) {
     #[cfg(target_arch = "x86_64")]
