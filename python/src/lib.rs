@@ -309,6 +309,9 @@ fn fir64<'py>(py: Python<'py>, taps: PyReadonlyArray1<'py, f64>, x: PyReadonlyAr
 
 #[pymodule]
 fn _ferrofx(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The chain format's stage types, from the core's one list (the package's tests check
+    // that each has a constructor).
+    m.add("STAGE_TYPES", ferrofx::chain::STAGE_TYPES.to_vec())?;
     m.add_class::<Chain>()?;
     m.add_class::<Stream>()?;
     m.add_function(wrap_pyfunction!(sosfilt64, m)?)?;

@@ -3,22 +3,20 @@
 //!
 //! The file is read into a `serde_json::Value` first (syntax errors and numbers too large
 //! for a float are reported with line and column), then each stage is deserialised on
-//! its own into a `deny_unknown_fields` struct for its `type`, so every error names the
-//! stage index, its type and the field.
+//! its own into the `deny_unknown_fields` struct of its `type` (in `stages/`, one file a
+//! type), so every error names the stage index, its type and the field. The helpers the
+//! stage types share (the response, cutoff and count fields, the error builder) are here.
 
-use super::{Chain, ChainError, Stage, StageKind, FORMAT_NAME, FORMAT_VERSION, MAX_STAGES};
-use crate::design::{BiquadKind, Cutoff, IirFamily, Response, Window};
+use super::{Chain, ChainError, Stage, FORMAT_NAME, FORMAT_VERSION, MAX_STAGES};
+use crate::design::{Cutoff, Response};
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{json, Map, Number, Value};
 use std::cell::RefCell;
 
-const STAGE_TYPES: &str =
-    "butterworth, chebyshev1, chebyshev2, elliptic, bessel, linkwitz_riley, biquad, fir, sos, gain";
-
 #[derive(Deserialize, Clone, Copy)]
 #[serde(rename_all = "lowercase")]
-enum ResponseWire {
+pub(super) enum ResponseWire {
     Lowpass,
     Highpass,
     Bandpass,
@@ -36,48 +34,8 @@ impl From<ResponseWire> for Response {
     }
 }
 
-#[derive(Deserialize, Clone, Copy)]
-#[serde(rename_all = "snake_case")]
-enum BiquadKindWire {
-    Lowpass,
-    Highpass,
-    Bandpass,
-    BandpassSkirt,
-    Notch,
-    Allpass,
-    Peaking,
-    LowShelf,
-    HighShelf,
-}
-
-impl From<BiquadKindWire> for BiquadKind {
-    fn from(k: BiquadKindWire) -> BiquadKind {
-        match k {
-            BiquadKindWire::Lowpass => BiquadKind::Lowpass,
-            BiquadKindWire::Highpass => BiquadKind::Highpass,
-            BiquadKindWire::Bandpass => BiquadKind::Bandpass,
-            BiquadKindWire::BandpassSkirt => BiquadKind::BandpassSkirt,
-            BiquadKindWire::Notch => BiquadKind::Notch,
-            BiquadKindWire::Allpass => BiquadKind::Allpass,
-            BiquadKindWire::Peaking => BiquadKind::Peaking,
-            BiquadKindWire::LowShelf => BiquadKind::LowShelf,
-            BiquadKindWire::HighShelf => BiquadKind::HighShelf,
-        }
-    }
-}
-
-#[derive(Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum WindowWire {
-    Rectangular,
-    Hann,
-    Hamming,
-    Blackman,
-    Kaiser,
-}
-
 /// `cutoff_hz`: a number, or `[low, high]`.
-struct CutoffWire(Cutoff);
+pub(super) struct CutoffWire(pub(super) Cutoff);
 
 impl<'de> Deserialize<'de> for CutoffWire {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -112,7 +70,7 @@ impl<'de> Deserialize<'de> for CutoffWire {
 /// A count (`order`, `taps`): an integer, also written as an integral float (`4.0`, as
 /// numeric tools often emit); `4.5` or a negative number is an error.
 #[derive(Clone, Copy)]
-struct Count(u64);
+pub(super) struct Count(pub(super) u64);
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -138,106 +96,6 @@ impl<'de> Deserialize<'de> for Count {
         }
         d.deserialize_any(V)
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PlainIirWire {
-    response: ResponseWire,
-    order: Count,
-    cutoff_hz: CutoffWire,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Chebyshev1Wire {
-    response: ResponseWire,
-    order: Count,
-    cutoff_hz: CutoffWire,
-    ripple_db: f64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Chebyshev2Wire {
-    response: ResponseWire,
-    order: Count,
-    cutoff_hz: CutoffWire,
-    attenuation_db: f64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EllipticWire {
-    response: ResponseWire,
-    order: Count,
-    cutoff_hz: CutoffWire,
-    ripple_db: f64,
-    attenuation_db: f64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ButterworthWire {
-    response: ResponseWire,
-    order: Count,
-    cutoff_hz: CutoffWire,
-    /// Version 2.
-    #[serde(default)]
-    matched: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LinkwitzRileyWire {
-    response: ResponseWire,
-    order: Count,
-    cutoff_hz: f64,
-    /// Version 2.
-    #[serde(default)]
-    matched: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BiquadWire {
-    kind: BiquadKindWire,
-    freq_hz: f64,
-    q: f64,
-    #[serde(default)]
-    gain_db: Option<f64>,
-    /// Version 2.
-    #[serde(default)]
-    matched: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FirDesignWire {
-    response: ResponseWire,
-    taps: Count,
-    cutoff_hz: CutoffWire,
-    window: WindowWire,
-    #[serde(default)]
-    beta: Option<f64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FirGivenWire {
-    coefficients: Vec<f64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SosWire {
-    sections: Vec<[f64; 6]>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GainWire {
-    gain_db: f64,
 }
 
 /// Quoted file content longer than this many characters is cut in error messages.
@@ -268,7 +126,7 @@ fn not_a_chain(field: &str, message: impl Into<String>) -> ChainError {
     ChainError::NotAChain { field: field.to_string(), message: message.into() }
 }
 
-fn stage_error(index: usize, stage_type: &str, field: &str, message: String) -> ChainError {
+pub(super) fn stage_error(index: usize, stage_type: &str, field: &str, message: String) -> ChainError {
     ChainError::Stage {
         index,
         stage_type: excerpt(stage_type, QUOTE_MAX_CHARS),
@@ -285,7 +143,7 @@ fn backticked(message: &str) -> Option<&str> {
 }
 
 /// Deserialises one stage's remaining fields into its wire struct.
-fn fields<T: DeserializeOwned>(index: usize, stage_type: &str, map: Map<String, Value>) -> Result<T, ChainError> {
+pub(super) fn fields<T: DeserializeOwned>(index: usize, stage_type: &str, map: Map<String, Value>) -> Result<T, ChainError> {
     serde_path_to_error::deserialize(Value::Object(map)).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
@@ -300,15 +158,11 @@ fn fields<T: DeserializeOwned>(index: usize, stage_type: &str, map: Map<String, 
 }
 
 /// `matched` is a version 2 field.
-fn needs_version_2(index: usize, t: &str, matched: Option<bool>, version: u64) -> Result<(), ChainError> {
+pub(super) fn needs_version_2(index: usize, t: &str, matched: Option<bool>, version: u64) -> Result<(), ChainError> {
     if matched.is_some() && version < 2 {
         return Err(stage_error(index, t, "matched", format!("`matched` needs version 2 of the chain format (this file says version {version})")));
     }
     Ok(())
-}
-
-fn iir(family: IirFamily, w: PlainIirWire) -> StageKind {
-    StageKind::Iir { family, response: w.response.into(), order: w.order.0 as usize, cutoff: w.cutoff_hz.0, matched: false }
 }
 
 fn parse_stage(index: usize, value: Value, version: u64) -> Result<Stage, ChainError> {
@@ -331,71 +185,14 @@ fn parse_stage(index: usize, value: Value, version: u64) -> Result<Stage, ChainE
         Some(Value::String(s)) => Some(s),
         Some(other) => return Err(stage_error(index, t, "label", format!("label must be a string, found {}", quoted(&other)))),
     };
-    let kind = match t {
-        "butterworth" => {
-            let w: ButterworthWire = fields(index, t, map)?;
-            needs_version_2(index, t, w.matched, version)?;
-            let matched = w.matched.unwrap_or(false);
-            StageKind::Iir { family: IirFamily::Butterworth, response: w.response.into(), order: w.order.0 as usize, cutoff: w.cutoff_hz.0, matched }
-        }
-        "bessel" => iir(IirFamily::Bessel, fields(index, t, map)?),
-        "chebyshev1" => {
-            let w: Chebyshev1Wire = fields(index, t, map)?;
-            let family = IirFamily::Chebyshev1 { ripple_db: w.ripple_db };
-            iir(family, PlainIirWire { response: w.response, order: w.order, cutoff_hz: w.cutoff_hz })
-        }
-        "chebyshev2" => {
-            let w: Chebyshev2Wire = fields(index, t, map)?;
-            let family = IirFamily::Chebyshev2 { attenuation_db: w.attenuation_db };
-            iir(family, PlainIirWire { response: w.response, order: w.order, cutoff_hz: w.cutoff_hz })
-        }
-        "elliptic" => {
-            let w: EllipticWire = fields(index, t, map)?;
-            let family = IirFamily::Elliptic { ripple_db: w.ripple_db, attenuation_db: w.attenuation_db };
-            iir(family, PlainIirWire { response: w.response, order: w.order, cutoff_hz: w.cutoff_hz })
-        }
-        "linkwitz_riley" => {
-            let w: LinkwitzRileyWire = fields(index, t, map)?;
-            needs_version_2(index, t, w.matched, version)?;
-            let matched = w.matched.unwrap_or(false);
-            StageKind::LinkwitzRiley { response: w.response.into(), order: w.order.0 as usize, cutoff_hz: w.cutoff_hz, matched }
-        }
-        "biquad" => {
-            let w: BiquadWire = fields(index, t, map)?;
-            needs_version_2(index, t, w.matched, version)?;
-            StageKind::Biquad { kind: w.kind.into(), freq_hz: w.freq_hz, q: w.q, gain_db: w.gain_db, matched: w.matched.unwrap_or(false) }
-        }
-        "fir" if map.contains_key("coefficients") => {
-            let w: FirGivenWire = fields(index, t, map)?;
-            StageKind::FirGiven { coefficients: w.coefficients }
-        }
-        "fir" => {
-            let w: FirDesignWire = fields(index, t, map)?;
-            let window = match (w.window, w.beta) {
-                (WindowWire::Kaiser, Some(beta)) => Window::Kaiser { beta },
-                (WindowWire::Kaiser, None) => {
-                    return Err(stage_error(index, t, "beta", "missing field `beta` (required for the kaiser window)".into()))
-                }
-                (_, Some(_)) => {
-                    return Err(stage_error(index, t, "beta", "beta applies only to the kaiser window".into()))
-                }
-                (WindowWire::Rectangular, None) => Window::Rectangular,
-                (WindowWire::Hann, None) => Window::Hann,
-                (WindowWire::Hamming, None) => Window::Hamming,
-                (WindowWire::Blackman, None) => Window::Blackman,
-            };
-            StageKind::FirDesign { response: w.response.into(), taps: w.taps.0 as usize, cutoff: w.cutoff_hz.0, window }
-        }
-        "sos" => StageKind::Sos { sections: fields::<SosWire>(index, t, map)?.sections },
-        "gain" => StageKind::Gain { gain_db: fields::<GainWire>(index, t, map)?.gain_db },
-        other => {
-            return Err(stage_error(
-                index,
-                other,
-                "type",
-                format!("type `{}` is not a stage type (expected one of: {STAGE_TYPES}; see docs/chain-format.md)", excerpt(other, QUOTE_MAX_CHARS)),
-            ))
-        }
+    let Some(kind) = super::stages::parse(index, t, map, version)? else {
+        let expected = super::stages::STAGE_TYPES.join(", ");
+        return Err(stage_error(
+            index,
+            t,
+            "type",
+            format!("type `{}` is not a stage type (expected one of: {expected}; see docs/chain-format.md)", excerpt(t, QUOTE_MAX_CHARS)),
+        ));
     };
     Ok(Stage { kind, enabled, label })
 }
@@ -567,7 +364,7 @@ pub(super) fn parse(text: &str) -> Result<Chain, ChainError> {
     Ok(Chain { stages })
 }
 
-fn cutoff_value(c: &Cutoff) -> Value {
+pub(super) fn cutoff_value(c: &Cutoff) -> Value {
     match *c {
         Cutoff::Single(f) => json!(f),
         Cutoff::Band(lo, hi) => json!([lo, hi]),
@@ -577,66 +374,7 @@ fn cutoff_value(c: &Cutoff) -> Value {
 fn stage_value(stage: &Stage) -> Value {
     let mut m = Map::new();
     m.insert("type".into(), json!(stage.kind.type_name()));
-    match &stage.kind {
-        StageKind::Iir { family, response, order, cutoff, matched } => {
-            m.insert("response".into(), json!(response.name()));
-            m.insert("order".into(), json!(order));
-            m.insert("cutoff_hz".into(), cutoff_value(cutoff));
-            if *matched {
-                m.insert("matched".into(), json!(true));
-            }
-            match *family {
-                IirFamily::Chebyshev1 { ripple_db } => {
-                    m.insert("ripple_db".into(), json!(ripple_db));
-                }
-                IirFamily::Chebyshev2 { attenuation_db } => {
-                    m.insert("attenuation_db".into(), json!(attenuation_db));
-                }
-                IirFamily::Elliptic { ripple_db, attenuation_db } => {
-                    m.insert("ripple_db".into(), json!(ripple_db));
-                    m.insert("attenuation_db".into(), json!(attenuation_db));
-                }
-                IirFamily::Butterworth | IirFamily::Bessel => {}
-            }
-        }
-        StageKind::LinkwitzRiley { response, order, cutoff_hz, matched } => {
-            m.insert("response".into(), json!(response.name()));
-            m.insert("order".into(), json!(order));
-            m.insert("cutoff_hz".into(), json!(cutoff_hz));
-            if *matched {
-                m.insert("matched".into(), json!(true));
-            }
-        }
-        StageKind::Biquad { kind, freq_hz, q, gain_db, matched } => {
-            m.insert("kind".into(), json!(kind.name()));
-            m.insert("freq_hz".into(), json!(freq_hz));
-            m.insert("q".into(), json!(q));
-            if let Some(g) = gain_db {
-                m.insert("gain_db".into(), json!(g));
-            }
-            if *matched {
-                m.insert("matched".into(), json!(true));
-            }
-        }
-        StageKind::FirDesign { response, taps, cutoff, window } => {
-            m.insert("response".into(), json!(response.name()));
-            m.insert("taps".into(), json!(taps));
-            m.insert("cutoff_hz".into(), cutoff_value(cutoff));
-            m.insert("window".into(), json!(window.name()));
-            if let Window::Kaiser { beta } = window {
-                m.insert("beta".into(), json!(beta));
-            }
-        }
-        StageKind::FirGiven { coefficients } => {
-            m.insert("coefficients".into(), json!(coefficients));
-        }
-        StageKind::Sos { sections } => {
-            m.insert("sections".into(), json!(sections));
-        }
-        StageKind::Gain { gain_db } => {
-            m.insert("gain_db".into(), json!(gain_db));
-        }
-    }
+    super::stages::write(&stage.kind, &mut m);
     if !stage.enabled {
         m.insert("enabled".into(), json!(false));
     }

@@ -20,11 +20,11 @@
 //! assert_eq!(designed.stages.len(), 2); // one fused cascade, one FIR
 //! ```
 
-mod api;
 mod json;
+mod stages;
 mod validate;
 
-pub use api::{Bessel, Biquad, Butterworth, Chebyshev1, Chebyshev2, Elliptic, Fir, LinkwitzRiley};
+pub use stages::{Bessel, Biquad, Butterworth, Chebyshev1, Chebyshev2, Elliptic, Fir, LinkwitzRiley, STAGE_TYPES};
 
 use crate::design::{self, BiquadKind, Cutoff, IirFamily, Response, Sos, Window};
 use num_complex::Complex64;
@@ -159,15 +159,6 @@ impl Stage {
         self
     }
 
-    /// A `sos` stage from SciPy rows.
-    pub fn sos(sections: Vec<[f64; 6]>) -> Stage {
-        Stage::new(StageKind::Sos { sections })
-    }
-
-    /// A `gain` stage.
-    pub fn gain(gain_db: f64) -> Stage {
-        Stage::new(StageKind::Gain { gain_db })
-    }
 }
 
 /// Every error reading or designing a chain. Stage errors name the stage index (from 0),

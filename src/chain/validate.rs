@@ -1,22 +1,24 @@
-//! The meaning layer: every stage checked at a sample rate, then designed and fused.
+//! The meaning layer: every stage checked at a sample rate (each type's own checks are in
+//! `stages/`, with the field checks they share here in [`Check`]), then designed and
+//! fused, with the chain's limits and the float64 conditioning check.
 // `!(x <= limit)` on purpose throughout: a NaN must fail these checks too.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 use super::{
-    Chain, ChainError, DesignedChain, DesignedStage, StageKind, LIMITS_DOC, MAX_COEFFICIENT, MAX_DESIGNED_TAPS,
-    MAX_GAIN_DB, MAX_GIVEN_TAPS, MAX_IIR_ORDER, MAX_KAISER_BETA, MAX_SECTIONS, MAX_STAGES, MAX_TOTAL_TAPS,
+    Chain, ChainError, DesignedChain, DesignedStage, StageKind, LIMITS_DOC,
+    MAX_GAIN_DB, MAX_GIVEN_TAPS, MAX_IIR_ORDER, MAX_SECTIONS, MAX_STAGES, MAX_TOTAL_TAPS,
 };
-use crate::design::{self, Cutoff, IirFamily, Response, Sos, Window};
+use crate::design::{self, Cutoff, Response, Sos};
 
 /// Checks for one stage; each failure names the field.
-struct Check<'a> {
+pub(super) struct Check<'a> {
     index: usize,
     stage_type: &'a str,
-    fs: f64,
+    pub(super) fs: f64,
 }
 
 impl Check<'_> {
-    fn fail(&self, field: &str, message: String) -> ChainError {
+    pub(super) fn fail(&self, field: &str, message: String) -> ChainError {
         ChainError::Stage {
             index: self.index,
             stage_type: self.stage_type.to_string(),
@@ -25,7 +27,7 @@ impl Check<'_> {
         }
     }
 
-    fn finite(&self, field: &str, v: f64) -> Result<f64, ChainError> {
+    pub(super) fn finite(&self, field: &str, v: f64) -> Result<f64, ChainError> {
         if v.is_finite() {
             Ok(v)
         } else {
@@ -33,7 +35,7 @@ impl Check<'_> {
         }
     }
 
-    fn positive(&self, field: &str, v: f64) -> Result<f64, ChainError> {
+    pub(super) fn positive(&self, field: &str, v: f64) -> Result<f64, ChainError> {
         if self.finite(field, v)? > 0.0 {
             Ok(v)
         } else {
@@ -42,7 +44,7 @@ impl Check<'_> {
     }
 
     /// A frequency strictly between 0 and Nyquist.
-    fn frequency(&self, field: &str, f: f64) -> Result<f64, ChainError> {
+    pub(super) fn frequency(&self, field: &str, f: f64) -> Result<f64, ChainError> {
         let nyquist = self.fs / 2.0;
         self.finite(field, f)?;
         if f <= 0.0 {
@@ -54,7 +56,7 @@ impl Check<'_> {
         }
     }
 
-    fn cutoff(&self, response: Response, cutoff: Cutoff) -> Result<Cutoff, ChainError> {
+    pub(super) fn cutoff(&self, response: Response, cutoff: Cutoff) -> Result<Cutoff, ChainError> {
         let field = "cutoff_hz";
         match (response.is_band(), cutoff) {
             (false, Cutoff::Single(f)) => Ok(Cutoff::Single(self.frequency(field, f)?)),
@@ -78,7 +80,7 @@ impl Check<'_> {
     }
 
     /// A gain in dB within `±MAX_GAIN_DB`.
-    fn gain_db(&self, field: &str, g: f64) -> Result<f64, ChainError> {
+    pub(super) fn gain_db(&self, field: &str, g: f64) -> Result<f64, ChainError> {
         if self.finite(field, g)?.abs() <= MAX_GAIN_DB {
             Ok(g)
         } else {
@@ -89,7 +91,7 @@ impl Check<'_> {
         }
     }
 
-    fn order(&self, order: usize, min: usize) -> Result<usize, ChainError> {
+    pub(super) fn order(&self, order: usize, min: usize) -> Result<usize, ChainError> {
         if (min..=MAX_IIR_ORDER).contains(&order) {
             Ok(order)
         } else {
@@ -99,7 +101,7 @@ impl Check<'_> {
 
     /// The design must come out finite and stable; a failure here is a numerical limit of
     /// the designer (extreme orders at extreme cutoffs), reported rather than run.
-    fn designed(&self, field: &str, sections: Vec<Sos>) -> Result<Vec<Sos>, ChainError> {
+    pub(super) fn designed(&self, field: &str, sections: Vec<Sos>) -> Result<Vec<Sos>, ChainError> {
         match sections.iter().position(|s| !s.is_finite() || !s.is_stable()) {
             None => Ok(sections),
             Some(i) => Err(self.fail(
@@ -111,7 +113,7 @@ impl Check<'_> {
 }
 
 /// The largest pole radius of a normalised section (roots of `z^2 + a1 z + a2`).
-fn pole_radius(s: &Sos) -> f64 {
+pub(super) fn pole_radius(s: &Sos) -> f64 {
     let n = s.normalized();
     let (a1, a2) = (n.a[1], n.a[2]);
     let disc = a1 * a1 - 4.0 * a2;
@@ -124,185 +126,18 @@ fn pole_radius(s: &Sos) -> f64 {
 }
 
 /// One stage, validated and designed: SOS sections or FIR taps.
-enum Designed {
+pub(super) enum Designed {
     Sos(Vec<Sos>),
     Fir(Vec<f64>),
 }
 
 /// An analog-matched cut (any order the format allows).
 const _: () = assert!(MAX_IIR_ORDER <= design::matched::MAX_CUT_ORDER);
-fn matched_cut(response: design::Response, order: usize, linkwitz_riley: bool, cutoff_hz: f64, fs: f64) -> Vec<Sos> {
+pub(super) fn matched_cut(response: design::Response, order: usize, linkwitz_riley: bool, cutoff_hz: f64, fs: f64) -> Vec<Sos> {
     let mut out = vec![Sos::IDENTITY; design::matched::cut_sections(order)];
     let n = design::matched::cut_matched_into(response, order, linkwitz_riley, cutoff_hz, fs, &mut out);
     out.truncate(n);
     out
-}
-
-fn design_stage(check: &Check, kind: &StageKind) -> Result<Designed, ChainError> {
-    let fs = check.fs;
-    Ok(match kind {
-        StageKind::Iir { family, response, order, cutoff, matched } => {
-            let order = check.order(*order, 1)?;
-            let cutoff = check.cutoff(*response, *cutoff)?;
-            if *matched {
-                if *family != IirFamily::Butterworth || response.is_band() {
-                    return Err(check.fail(
-                        "matched",
-                        format!("`matched` is for Butterworth low- and high-pass stages (a cut); this stage is a {} {}", family.name(), response.name()),
-                    ));
-                }
-                let (Cutoff::Single(f) | Cutoff::Band(f, _)) = cutoff; // single: checked above
-                return Ok(Designed::Sos(check.designed("order", matched_cut(*response, order, false, f, fs))?));
-            }
-            match *family {
-                IirFamily::Chebyshev1 { ripple_db } => {
-                    check.positive("ripple_db", ripple_db)?;
-                }
-                IirFamily::Chebyshev2 { attenuation_db } => {
-                    check.positive("attenuation_db", attenuation_db)?;
-                }
-                IirFamily::Elliptic { ripple_db, attenuation_db } => {
-                    check.positive("ripple_db", ripple_db)?;
-                    check.positive("attenuation_db", attenuation_db)?;
-                    if attenuation_db <= ripple_db {
-                        return Err(check.fail(
-                            "attenuation_db",
-                            format!("attenuation_db {attenuation_db} must exceed ripple_db {ripple_db}"),
-                        ));
-                    }
-                }
-                IirFamily::Butterworth | IirFamily::Bessel => {}
-            }
-            Designed::Sos(check.designed("order", design::iir_sos(*family, *response, order, cutoff, fs))?)
-        }
-        StageKind::LinkwitzRiley { response, order, cutoff_hz, matched } => {
-            if response.is_band() {
-                return Err(check.fail(
-                    "response",
-                    format!("response {} is not available for linkwitz_riley (lowpass or highpass)", response.name()),
-                ));
-            }
-            let order = check.order(*order, 2)?;
-            if order % 2 != 0 {
-                return Err(check.fail("order", format!("order {order} must be even for linkwitz_riley")));
-            }
-            let f = check.frequency("cutoff_hz", *cutoff_hz)?;
-            if *matched {
-                return Ok(Designed::Sos(check.designed("order", matched_cut(*response, order, true, f, fs))?));
-            }
-            Designed::Sos(check.designed("order", design::linkwitz_riley_sos(*response, order, f, fs))?)
-        }
-        StageKind::Biquad { kind, freq_hz, q, gain_db, matched } => {
-            let f = check.frequency("freq_hz", *freq_hz)?;
-            let q = check.positive("q", *q)?;
-            let gain = match (kind.uses_gain(), gain_db) {
-                (true, Some(g)) => check.gain_db("gain_db", *g)?,
-                (true, None) => {
-                    return Err(check.fail("gain_db", format!("missing field `gain_db` (required for {})", kind.name())))
-                }
-                (false, Some(_)) => {
-                    return Err(check.fail(
-                        "gain_db",
-                        format!("gain_db does not apply to a {} biquad (only peaking and shelves)", kind.name()),
-                    ))
-                }
-                (false, None) => 0.0,
-            };
-            let sections = if *matched {
-                design::matched::biquad_matched(*kind, f, q, gain, fs).to_vec()
-            } else {
-                vec![design::rbj::biquad(*kind, f, q, gain, fs)]
-            };
-            Designed::Sos(check.designed("q", sections)?)
-        }
-        StageKind::FirDesign { response, taps, cutoff, window } => {
-            if !(1..=MAX_DESIGNED_TAPS).contains(taps) {
-                return Err(check.fail("taps", format!("taps {taps} is out of range (1..={MAX_DESIGNED_TAPS})")));
-            }
-            if matches!(response, Response::Highpass | Response::Bandstop) && taps % 2 == 0 {
-                return Err(check.fail(
-                    "taps",
-                    format!("taps {taps} must be odd for a {} FIR (it must pass Nyquist)", response.name()),
-                ));
-            }
-            let cutoff = check.cutoff(*response, *cutoff)?;
-            if let Window::Kaiser { beta } = window {
-                check.finite("beta", *beta)?;
-                if *beta < 0.0 {
-                    return Err(check.fail("beta", format!("beta {beta} must not be negative")));
-                }
-                if *beta > MAX_KAISER_BETA {
-                    return Err(check.fail(
-                        "beta",
-                        format!("beta {beta} is above {MAX_KAISER_BETA} (the window's Bessel function overflows; see {LIMITS_DOC})"),
-                    ));
-                }
-            }
-            Designed::Fir(design::firwin(*taps, *response, cutoff, *window, fs))
-        }
-        StageKind::FirGiven { coefficients } => {
-            let n = coefficients.len();
-            if !(1..=MAX_GIVEN_TAPS).contains(&n) {
-                return Err(check.fail(
-                    "coefficients",
-                    format!("coefficients has {n} taps, out of range (1..={MAX_GIVEN_TAPS})"),
-                ));
-            }
-            if let Some(i) = coefficients.iter().position(|c| !c.is_finite()) {
-                return Err(check.fail("coefficients", format!("coefficients[{i}] is not a finite number")));
-            }
-            if let Some(i) = coefficients.iter().position(|c| c.abs() > MAX_COEFFICIENT) {
-                return Err(check.fail(
-                    "coefficients",
-                    format!(
-                        "coefficients[{i}] = {:e} is larger in magnitude than {MAX_COEFFICIENT:e} (the FIR runs in float32; see {LIMITS_DOC})",
-                        coefficients[i]
-                    ),
-                ));
-            }
-            Designed::Fir(coefficients.clone())
-        }
-        StageKind::Sos { sections } => {
-            if sections.is_empty() {
-                return Err(check.fail("sections", "sections must hold at least one section".into()));
-            }
-            let mut out = Vec::with_capacity(sections.len());
-            for (i, row) in sections.iter().enumerate() {
-                if let Some(j) = row.iter().position(|v| !v.is_finite()) {
-                    return Err(check.fail("sections", format!("sections[{i}][{j}] is not a finite number")));
-                }
-                let s = Sos::from_row(*row);
-                if s.a[0] == 0.0 {
-                    return Err(check.fail("sections", format!("sections[{i}] has a0 = 0")));
-                }
-                if !s.is_stable() {
-                    return Err(check.fail(
-                        "sections",
-                        format!(
-                            "sections[{i}] is unstable: a pole lies on or outside the unit circle (|p| = {:.6})",
-                            pole_radius(&s)
-                        ),
-                    ));
-                }
-                let n = s.normalized();
-                if let Some(j) = n.b.iter().position(|b| !(b.abs() <= MAX_COEFFICIENT)) {
-                    return Err(check.fail(
-                        "sections",
-                        format!(
-                            "sections[{i}]: b{j}/a0 = {:e} is larger in magnitude than {MAX_COEFFICIENT:e} (the output would overflow float32; see {LIMITS_DOC})",
-                            s.b[j] / s.a[0]
-                        ),
-                    ));
-                }
-                out.push(n);
-            }
-            Designed::Sos(out)
-        }
-        StageKind::Gain { gain_db } => {
-            let g = check.gain_db("gain_db", *gain_db)?;
-            Designed::Sos(vec![Sos::gain(10f64.powf(g / 20.0))])
-        }
-    })
 }
 
 /// Validates and designs `chain` at `fs`, fusing consecutive SOS-type stages.
@@ -326,7 +161,7 @@ pub(super) fn design(chain: &Chain, fs: f64) -> Result<DesignedChain, ChainError
     for (index, stage) in chain.stages.iter().enumerate() {
         let check = Check { index, stage_type: stage.kind.type_name(), fs };
         // Disabled stages are validated too: a file is either valid or not.
-        let designed = design_stage(&check, &stage.kind)?;
+        let designed = super::stages::design(&check, &stage.kind)?;
         if !stage.enabled {
             continue;
         }

@@ -39,8 +39,16 @@ const EXTREMES: &[f64] = &[
     24_000.0, 192_000.0, 9_007_199_254_740_993.0, 18_446_744_073_709_551_615.0,
 ];
 
-const NAMES: &[&str] = &[
-    "butterworth", "chebyshev1", "chebyshev2", "elliptic", "bessel", "linkwitz_riley", "biquad", "fir", "sos", "gain",
+/// A name to put where a name goes (see [`OTHER_NAMES`]).
+fn name(r: &mut Rng) -> String {
+    let types = ferrofx::chain::STAGE_TYPES;
+    let i = r.below(types.len() + OTHER_NAMES.len());
+    types.get(i).copied().unwrap_or_else(|| OTHER_NAMES[i - types.len()]).to_string()
+}
+
+/// Names to put where a name goes: every stage type of the format (the core's list,
+/// [`ferrofx::chain::STAGE_TYPES`]) and these.
+const OTHER_NAMES: &[&str] = &[
     "lowpass", "highpass", "bandpass", "bandstop", "bandpass_skirt", "notch", "allpass", "peaking", "low_shelf",
     "high_shelf", "rectangular", "hann", "hamming", "blackman", "kaiser", "ferrofx-chain", "", "Lowpass", "\u{0}", "é",
 ];
@@ -53,7 +61,7 @@ const KEYS: &[&str] = &[
 fn random_value(r: &mut Rng, depth: usize) -> Value {
     match r.below(if depth > 2 { 5 } else { 8 }) {
         0 => json!(*r.pick(EXTREMES)),
-        1 => json!(r.pick(NAMES).to_string()),
+        1 => json!(name(r)),
         2 => Value::Null,
         3 => json!(r.chance(0.5)),
         4 => json!(r.next_u64() % 100_000),
@@ -135,7 +143,7 @@ fn mutate_value(r: &mut Rng, root: &mut Value) {
                 }
             }
         }
-        6 => *node = json!(r.pick(NAMES).to_string()),
+        6 => *node = json!(name(r)),
         7 => {
             if let Value::Array(a) = node {
                 a.clear();
@@ -206,4 +214,16 @@ pub fn chain_mutant(seed: u64, n: u64) -> String {
         mutate_text(&mut r, &mut text);
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    /// The seed corpus has a chain of every stage type of the format (the core's list).
+    #[test]
+    fn the_seed_corpus_covers_every_stage_type() {
+        let seeds = super::seed_chains();
+        for t in ferrofx::chain::STAGE_TYPES {
+            assert!(seeds.iter().any(|c| c.contains(&format!(r#""type":"{t}""#))), "no seed chain has a `{t}` stage");
+        }
+    }
 }

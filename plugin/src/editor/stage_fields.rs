@@ -372,3 +372,24 @@ pub fn parse_rows(text: &str) -> Result<Vec<[f64; 6]>, String> {
     }
     Ok(rows)
 }
+
+#[cfg(test)]
+mod coverage {
+    use super::ADDABLE;
+
+    /// The "Add stage" menu offers every stage type of the chain format (the core's
+    /// list; a given FIR comes from an impulse-response file instead), each default a
+    /// valid stage: a type added to the core fails here until the editor offers it.
+    #[test]
+    fn the_add_stage_menu_covers_every_stage_type_of_the_format() {
+        let mut offered: Vec<&str> = ADDABLE.iter().map(|(_, make)| make().type_name()).collect();
+        offered.push("fir"); // given: an impulse-response file (`control/ir.rs`)
+        for t in ferrofx::chain::STAGE_TYPES {
+            assert!(offered.contains(t), "the editor offers no `{t}` stage");
+        }
+        for (label, make) in ADDABLE {
+            let chain = ferrofx::Chain::from(ferrofx::Stage::new(make()));
+            assert!(chain.design(48_000.0).is_ok(), "{label}'s default does not design: {:?}", chain.design(48_000.0).err());
+        }
+    }
+}
