@@ -12,13 +12,13 @@
 use std::sync::{Arc, OnceLock};
 
 use ferrofx::backends::{GpuTuning, GPU_BACKENDS};
-use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Fir};
+use ferrofx::chain::{Butterworth, Fir};
 use ferrofx::engine::EngineOptions;
 use ferrofx::run::backend::Backend;
 use ferrofx::run::offload::{Offload, OFFLOAD_ENGINE_OPTIONS};
 use ferrofx::run::backend::RunError;
 use ferrofx::DesignedChain;
-use ferrofx_testkit::engine::{chain_of, one_block_late, rel_error, run_engine};
+use ferrofx_testkit::engine::{chain_of, mixed_chain, one_block_late, rel_error, run_engine};
 use ferrofx_testkit::reference::load_cases;
 use ferrofx_testkit::retune::{retunable_chain, retuned_offload};
 
@@ -120,17 +120,10 @@ fn long_firs_take_the_fft_path_and_match_the_cpu() {
     }
 }
 
-/// A chain with every kind of stage: cascades around FIRs.
-fn mixed_chain(fs: f64) -> DesignedChain {
-    (Butterworth::highpass(20.0, 4) | Fir::lowpass(63, 12_000.0) | Chebyshev1::lowpass(9000.0, 6, 0.5) | Biquad::peaking(1000.0, 2.0, 6.0))
-        .design(fs)
-        .unwrap()
-}
-
 #[test]
 fn the_offload_worker_runs_jobs_on_every_gpu_backend_and_matches_the_cpu() {
     const BLOCK: usize = 512;
-    let designed = mixed_chain(48_000.0);
+    let designed = mixed_chain(48_000.0, 63);
     let frames = 48_000 / BLOCK * BLOCK;
     let input = ferrofx_testkit::noise_channels(2, frames, 9, 1.0);
     let cpu = run_engine(&designed, &input, BLOCK, OFFLOAD_ENGINE_OPTIONS);

@@ -60,12 +60,8 @@ fn without_a_driver_opening_is_a_clean_error_and_the_list_goes_on() {
     }
 }
 
-
-
 fn mixed_chain(fs: f64) -> DesignedChain {
-    (Butterworth::highpass(20.0, 4) | Fir::lowpass(255, 12_000.0) | Chebyshev1::lowpass(9000.0, 6, 0.5) | Biquad::peaking(1000.0, 2.0, 6.0))
-        .design(fs)
-        .unwrap()
+    ferrofx_testkit::engine::mixed_chain(fs, 255)
 }
 
 #[test]
@@ -171,8 +167,6 @@ fn the_pipelined_stream_equals_jobs_one_by_one_bit_for_bit() {
         println!("block stream, {channels} ch, blocks of {block}: equal to jobs one by one");
     }
 }
-
-
 
 /// A realtime stream under `Policy::Auto` over a CUDA offload, host blocks of `block`
 /// frames paced at real time (48 kHz): the router's decision after `blocks` blocks, the

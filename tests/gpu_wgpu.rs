@@ -53,7 +53,6 @@ fn run_gpu(ctx: &WgpuContext, designed: &DesignedChain, input: &[Vec<f32>], bloc
     out
 }
 
-
 /// White noise, deterministic.
 fn noise(channels: usize, frames: usize, seed: u64) -> Vec<Vec<f32>> {
     ferrofx_testkit::noise_channels(channels, frames, seed, 1.0)
@@ -153,7 +152,6 @@ fn fir_stages_and_mixed_chains_match_the_cpu_and_hand_state_back() {
     assert!(e <= TIME_TOLERANCE, "GPU then CPU from the returned state: {e:.3e}");
 }
 
-
 /// Double buffering (what `render --backend wgpu` does): block k+1 is submitted before
 /// block k is read back, the state staying on the device. The output is bit for bit the
 /// synchronous stream's (same jobs, same order), including a short last block, and
@@ -242,7 +240,6 @@ fn new_coefficients_rewrite_the_buffers_and_equal_a_fresh_chain() {
     assert!(err.contains("stages sos(1) fir(255) on a chain of stages sos(2) fir(255)"), "{err}");
 }
 
-
 mod offload {
     use super::*;
     use ferrofx::run::offload::{Faults, Offload, OFFLOAD_ENGINE_OPTIONS};
@@ -253,9 +250,7 @@ mod offload {
     const FS: f64 = 48_000.0;
 
     fn chain() -> DesignedChain {
-        (Butterworth::highpass(20.0, 4) | Fir::lowpass(63, 12_000.0) | Chebyshev1::lowpass(9000.0, 6, 0.5) | Biquad::peaking(1000.0, 2.0, 6.0))
-            .design(FS)
-            .unwrap()
+        ferrofx_testkit::engine::mixed_chain(FS, 63)
     }
 
     /// `seconds` of stereo noise through `off`, `pace` between blocks; then the CPU

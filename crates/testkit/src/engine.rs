@@ -93,6 +93,15 @@ pub fn engine_output(chain: &Chain, fs: f64, input: &[Vec<f32>], block: usize) -
     run_engine(&designed, input, block, EngineOptions::default())
 }
 
+/// A chain with every kind of stage at `fs`: cascades (Butterworth, Chebyshev, a
+/// cookbook bell) around a designed FIR of `fir_taps` taps (odd).
+pub fn mixed_chain(fs: f64, fir_taps: usize) -> DesignedChain {
+    use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Fir};
+    (Butterworth::highpass(20.0, 4) | Fir::lowpass(fir_taps, 12_000.0) | Chebyshev1::lowpass(9000.0, 6, 0.5) | Biquad::peaking(1000.0, 2.0, 6.0))
+        .design(fs)
+        .expect("the mixed chain designs")
+}
+
 /// One channel through the given FIR `taps` at `fs` (the core engine in one block).
 pub fn fir_output(taps: &[f64], fs: f64, x: &[f32]) -> Vec<f32> {
     let chain = Chain::from(ferrofx::chain::Fir::coefficients(taps.to_vec()));
