@@ -5,14 +5,19 @@
     y = chain.process(x, fs=48_000)           # x: (channels, samples) or (batch, channels, samples)
     sos = chain.design(48_000)[0]["sos"]      # the SOS rows SciPy's sosfilt takes
     y64 = ferrofx.sosfilt(sos, x64)           # drop-in for scipy.signal.sosfilt, float64
+    from ferrofx.signal import sosfiltfilt    # SciPy's filtering functions by name (see below)
 
 Arrays are numpy float32/float64 (or torch CPU tensors, converted without a copy where
 the layout allows) and come back in the type they went in. For float32 data
 `Chain.process` and `Stream` run FerroFX's engine (float32 input and output, float64
 state; within 1e-4 of SciPy's float64 result, typically far closer); float64 data given
-to `Chain.process`, `sosfilt` and `lfilter` is filtered in float64 with SciPy's
-arithmetic. Chain errors raise ValueError with the chain-format
-contract's message (stage index and field).
+to `Chain.process` is filtered in float64 with SciPy's arithmetic. Chain errors raise
+ValueError with the chain-format contract's message (stage index and field).
+
+`ferrofx.signal` holds SciPy's filtering functions with SciPy's signatures and semantics
+(`sosfilt`, `sosfilt_zi`, `sosfiltfilt`, `lfilter`, `lfilter_zi`, `filtfilt`; SciPy's own
+test classes run against them), also here at the top level: a script switches from
+`scipy.signal` by its import line.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from . import _ferrofx
+from . import signal
 
 __all__ = [
-    "Chain", "Stream", "Stage", "sosfilt", "lfilter",
+    "Chain", "Stream", "Stage", "signal",
+    "sosfilt", "sosfilt_zi", "sosfiltfilt", "lfilter", "lfilter_zi", "filtfilt",
     "Butterworth", "Chebyshev1", "Chebyshev2", "Elliptic", "Bessel", "LinkwitzRiley",
     "Biquad", "Fir", "Gain", "Sos",
 ]
@@ -118,7 +125,12 @@ class Chain:
             # drop-ins (SciPy's arithmetic), rows over the cores.
             y = arr.reshape(-1, arr.shape[-1])
             for d in self.design(fs):
-                y = _ferrofx.sosfilt64(d["sos"], np.ascontiguousarray(y)) if d["type"] == "sos" else _ferrofx.fir64(d["taps"], np.ascontiguousarray(y))
+                if d["type"] == "sos":
+                    rows = np.asarray(d["sos"], dtype=np.float64)
+                    rows = rows / rows[:, 3:4]  # a0 = 1, as sosfilt takes them
+                    y = _ferrofx.sosfilt64(np.ascontiguousarray(rows), np.ascontiguousarray(y))[0]
+                else:
+                    y = _ferrofx.fir64(d["taps"], np.ascontiguousarray(y))
             return _back(np.asarray(y).reshape(arr.shape), how)
         batch = arr if arr.ndim == 3 else arr[None]
         y = self._core.process(np.ascontiguousarray(batch, dtype=np.float32), float(fs), int(threads or os.cpu_count() or 1))
@@ -153,39 +165,37 @@ class Stream:
         self._core.reset()
 
 
-def _along_last(x: np.ndarray, axis: int, f) -> np.ndarray:
-    moved = np.moveaxis(x, axis, -1)
-    rows = np.ascontiguousarray(moved.reshape(-1, moved.shape[-1]), dtype=np.float64)
-    out = f(rows).reshape(moved.shape)
-    return np.moveaxis(out, -1, axis)
+def _torch_wrapped(f):
+    """`f` (one of `signal`'s functions) taking and giving back torch CPU tensors too."""
+    import functools
+
+    @functools.wraps(f)
+    def call(*args, **kwargs):
+        how = None
+        conv = []
+        for v in args:
+            if _is_torch(v):
+                v, how = _to_numpy(v)
+            conv.append(v)
+        for k, v in list(kwargs.items()):
+            if _is_torch(v):
+                kwargs[k], how = _to_numpy(v)
+        out = f(*conv, **kwargs)
+        if how is None:
+            return out
+        if isinstance(out, tuple):
+            return tuple(_back(np.ascontiguousarray(o), how) for o in out)
+        return _back(np.ascontiguousarray(out), how)
+
+    return call
 
 
-def sosfilt(sos: Any, x: Any, axis: int = -1) -> Any:
-    """`scipy.signal.sosfilt(sos, x, axis)` from zero state, in float64 (float32 input
-    comes back as float32, computed in float64)."""
-    arr, how = _to_numpy(x)
-    sos = np.ascontiguousarray(np.atleast_2d(sos), dtype=np.float64)
-    if sos.ndim != 2 or sos.shape[1] != 6:
-        raise ValueError(f"sos must have shape (n_sections, 6), got {sos.shape}")
-    out_dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
-    y = _along_last(arr, axis, lambda rows: _ferrofx.sosfilt64(sos, rows))
-    return _back(y.astype(out_dtype, copy=False), how)
-
-
-def lfilter(b: Any, a: Any, x: Any, axis: int = -1) -> Any:
-    """`scipy.signal.lfilter(b, a, x, axis)` for FIR filters (`a == [a0]`), from zero
-    state, in float64. Anything with feedback raises ValueError: use `sosfilt` (with
-    `scipy.signal.tf2sos(b, a)`), which is numerically sound."""
-    a = np.atleast_1d(np.asarray(a, dtype=np.float64))
-    if a.ndim != 1 or a.size != 1 or a[0] == 0.0:
-        raise ValueError(f"ferrofx.lfilter runs FIR filters only (a == [a0], a0 != 0); got a of shape {a.shape}: for IIR filters use ferrofx.sosfilt(scipy.signal.tf2sos(b, a), x)")
-    taps = np.ascontiguousarray(np.atleast_1d(b), dtype=np.float64) / a[0]
-    if taps.ndim != 1:
-        raise ValueError(f"b must be one-dimensional, got shape {taps.shape}")
-    arr, how = _to_numpy(x)
-    out_dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
-    y = _along_last(arr, axis, lambda rows: _ferrofx.fir64(taps, rows))
-    return _back(y.astype(out_dtype, copy=False), how)
+sosfilt = _torch_wrapped(signal.sosfilt)
+sosfilt_zi = signal.sosfilt_zi
+sosfiltfilt = _torch_wrapped(signal.sosfiltfilt)
+lfilter = _torch_wrapped(signal.lfilter)
+lfilter_zi = signal.lfilter_zi
+filtfilt = _torch_wrapped(signal.filtfilt)
 
 
 class Stage:

@@ -12,11 +12,13 @@
 use ferrofx::chain::{Chain as CoreChain, DesignedChain, DesignedStage};
 use ferrofx::engine::Engine;
 use ferrofx::run::backend::CpuBackend;
-use numpy::ndarray::{Array2, Array3, ArrayView2};
+use numpy::ndarray::{Array2, Array3};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+
+mod signal;
 
 fn chain_error(e: ferrofx::ChainError) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -183,42 +185,31 @@ fn rows_in_parallel(data: &mut [f64], frames: usize, f: impl Fn(&mut [f64]) + Sy
     });
 }
 
-/// SciPy's `sosfilt` in float64 over the rows of `x` (`rows x frames`), from zero state:
-/// sample by sample through the sections in transposed direct form II, exactly as SciPy
-/// computes it (so the results are SciPy's, bit for bit); rows over the cores.
-#[pyfunction]
-fn sosfilt64<'py>(py: Python<'py>, sos: PyReadonlyArray2<'py, f64>, x: PyReadonlyArray2<'py, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let sos: ArrayView2<f64> = sos.as_array();
-    if sos.ncols() != 6 || sos.nrows() == 0 {
-        return Err(PyValueError::new_err(format!("sos must have shape (n_sections, 6), got {:?}", sos.shape())));
-    }
-    let mut sections = Vec::with_capacity(sos.nrows());
-    for (i, row) in sos.rows().into_iter().enumerate() {
-        let a0 = row[3];
-        if a0 == 0.0 || !row.iter().all(|v| v.is_finite()) {
-            return Err(PyValueError::new_err(format!("sos row {i}: a0 must be non-zero and every coefficient finite")));
+/// `f(row, state)` over the `rows` rows of `data` (`frames` each) and their states
+/// (`width` each, in `state`), rows spread over the cores.
+pub(crate) fn rows_in_parallel_with(data: &mut [f64], frames: usize, state: &mut [f64], width: usize, rows: usize, f: impl Fn(&mut [f64], &mut [f64]) + Sync) {
+    let run = |d: &mut [f64], s: &mut [f64], n: usize| {
+        for r in 0..n {
+            f(&mut d[r * frames..(r + 1) * frames], &mut s[r * width..(r + 1) * width]);
         }
-        sections.push([row[0] / a0, row[1] / a0, row[2] / a0, row[4] / a0, row[5] / a0]);
+    };
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(rows.max(1));
+    if threads <= 1 {
+        run(data, state, rows);
+        return;
     }
-    let (rows, frames) = x.as_array().dim();
-    let mut data = x.as_array().as_standard_layout().into_owned().into_raw_vec_and_offset().0;
-    py.allow_threads(|| {
-        rows_in_parallel(&mut data, frames, |row| {
-            let mut z = vec![[0.0f64; 2]; sections.len()];
-            for v in row.iter_mut() {
-                let mut x = *v;
-                for (&[b0, b1, b2, a1, a2], zi) in sections.iter().zip(z.iter_mut()) {
-                    let y = b0 * x + zi[0];
-                    zi[0] = b1 * x - a1 * y + zi[1];
-                    zi[1] = b2 * x - a2 * y;
-                    x = y;
-                }
-                *v = x;
-            }
-        })
+    let per = rows.div_ceil(threads);
+    std::thread::scope(|sc| {
+        let (mut d, mut s, mut left) = (data, state, rows);
+        while left > 0 {
+            let n = per.min(left);
+            let (dh, dt) = d.split_at_mut(n * frames);
+            let (sh, st) = s.split_at_mut(n * width);
+            (d, s, left) = (dt, st, left - n);
+            let run = &run;
+            sc.spawn(move || run(dh, sh, n));
+        }
     });
-    let out = Array2::from_shape_vec((rows, frames), data).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    Ok(out.into_pyarray(py))
 }
 
 /// Above this many taps the float64 FIR runs by FFT (overlap-save), below it directly.
@@ -314,7 +305,8 @@ fn _ferrofx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("STAGE_TYPES", ferrofx::chain::STAGE_TYPES.to_vec())?;
     m.add_class::<Chain>()?;
     m.add_class::<Stream>()?;
-    m.add_function(wrap_pyfunction!(sosfilt64, m)?)?;
+    m.add_function(wrap_pyfunction!(signal::sosfilt64, m)?)?;
+    m.add_function(wrap_pyfunction!(signal::lfilter64, m)?)?;
     m.add_function(wrap_pyfunction!(fir64, m)?)?;
     m.add("SIMD", ferrofx::simd_level())?;
     Ok(())
