@@ -6,6 +6,8 @@
 //! * [`dsp`]: realtime processors (second-order-section cascades; direct and
 //!   partitioned-FFT FIR).
 //! * [`engine`]: a designed chain as preallocated processors for N channels.
+//! * [`signal`]: SciPy's `sosfilt` and `lfilter` recurrences with SciPy's bits, rows and
+//!   sections as SIMD lanes (offline; the Python drop-ins).
 //!
 //! This crate knows nothing of plugin frameworks; the plugin and the offline renderer
 //! (`xtask`) build on it.
@@ -18,6 +20,7 @@ pub mod dsp;
 pub mod gpu;
 pub mod offline;
 pub mod run;
+pub mod signal;
 
 pub use chain::{Chain, ChainError, DesignedChain, DesignedStage, Stage, StageKind};
 pub use engine::{Engine, EngineOptions};

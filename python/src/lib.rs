@@ -13,7 +13,9 @@ use ferrofx::chain::{Chain as CoreChain, DesignedChain, DesignedStage};
 use ferrofx::engine::Engine;
 use ferrofx::run::backend::CpuBackend;
 use numpy::ndarray::{Array2, Array3};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArray3, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3,
+};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -41,7 +43,9 @@ impl Chain {
     /// A chain from chain-file text.
     #[staticmethod]
     fn from_json(text: &str) -> PyResult<Chain> {
-        Ok(Chain { chain: CoreChain::from_json(text).map_err(chain_error)? })
+        Ok(Chain {
+            chain: CoreChain::from_json(text).map_err(chain_error)?,
+        })
     }
 
     /// The chain as chain-file text.
@@ -74,7 +78,8 @@ impl Chain {
                             [n.b[0], n.b[1], n.b[2], n.a[0], n.a[1], n.a[2]]
                         })
                         .collect();
-                    let arr = Array2::from_shape_vec((sections.len(), 6), rows).expect("6 per section");
+                    let arr =
+                        Array2::from_shape_vec((sections.len(), 6), rows).expect("6 per section");
                     d.set_item("type", "sos")?;
                     d.set_item("sos", arr.into_pyarray(py))?;
                 }
@@ -89,7 +94,12 @@ impl Chain {
     }
 
     /// The chain's complex response at `freqs_hz` for sample rate `fs`.
-    fn response<'py>(&self, py: Python<'py>, freqs_hz: PyReadonlyArray1<'py, f64>, fs: f64) -> PyResult<Bound<'py, PyArray1<numpy::Complex64>>> {
+    fn response<'py>(
+        &self,
+        py: Python<'py>,
+        freqs_hz: PyReadonlyArray1<'py, f64>,
+        fs: f64,
+    ) -> PyResult<Bound<'py, PyArray1<numpy::Complex64>>> {
         let designed = self.designed(fs)?;
         let h: Vec<numpy::Complex64> = freqs_hz
             .as_slice()?
@@ -104,15 +114,34 @@ impl Chain {
 
     /// Filters a float32 array shaped `(items, channels, frames)` (C order) from zero
     /// state; each item separately, items over `threads` threads. Returns a new array.
-    fn process<'py>(&self, py: Python<'py>, x: PyReadonlyArray3<'py, f32>, fs: f64, threads: usize) -> PyResult<Bound<'py, PyArray3<f32>>> {
+    fn process<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray3<'py, f32>,
+        fs: f64,
+        threads: usize,
+    ) -> PyResult<Bound<'py, PyArray3<f32>>> {
         let designed = self.designed(fs)?;
         let (items, channels, frames) = x.as_array().dim();
         if channels == 0 {
-            return Err(PyValueError::new_err("no channels: the array's channel axis is empty"));
+            return Err(PyValueError::new_err(
+                "no channels: the array's channel axis is empty",
+            ));
         }
-        let mut data = x.as_array().as_standard_layout().into_owned().into_raw_vec_and_offset().0;
-        py.allow_threads(|| CpuBackend { threads: threads.max(1) }.filter_batch(&designed, &mut data, items, channels, frames));
-        let out = Array3::from_shape_vec((items, channels, frames), data).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let mut data = x
+            .as_array()
+            .as_standard_layout()
+            .into_owned()
+            .into_raw_vec_and_offset()
+            .0;
+        py.allow_threads(|| {
+            CpuBackend {
+                threads: threads.max(1),
+            }
+            .filter_batch(&designed, &mut data, items, channels, frames)
+        });
+        let out = Array3::from_shape_vec((items, channels, frames), data)
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         Ok(out.into_pyarray(py))
     }
 
@@ -122,7 +151,10 @@ impl Chain {
             return Err(PyValueError::new_err("a stream needs at least one channel"));
         }
         let designed = self.designed(fs)?;
-        Ok(Stream { engine: Engine::new(&designed, channels, 4096), channels })
+        Ok(Stream {
+            engine: Engine::new(&designed, channels, 4096),
+            channels,
+        })
     }
 }
 
@@ -136,24 +168,40 @@ struct Stream {
 #[pymethods]
 impl Stream {
     /// Filters the next block, a float32 array shaped `(channels, frames)`.
-    fn process<'py>(&mut self, py: Python<'py>, x: PyReadonlyArray2<'py, f32>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+    fn process<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f32>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
         let (channels, frames) = x.as_array().dim();
         if channels != self.channels {
-            return Err(PyValueError::new_err(format!("a block of {channels} channels for a stream of {}", self.channels)));
+            return Err(PyValueError::new_err(format!(
+                "a block of {channels} channels for a stream of {}",
+                self.channels
+            )));
         }
-        let mut data = x.as_array().as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+        let mut data = x
+            .as_array()
+            .as_standard_layout()
+            .into_owned()
+            .into_raw_vec_and_offset()
+            .0;
         let engine = &mut self.engine;
         let max = engine.max_block_frames();
         py.allow_threads(|| {
             let mut start = 0;
             while start < frames {
                 let end = (start + max).min(frames);
-                let mut rows: Vec<&mut [f32]> = data.chunks_mut(frames).map(|r| &mut r[start..end]).collect();
+                let mut rows: Vec<&mut [f32]> = data
+                    .chunks_mut(frames)
+                    .map(|r| &mut r[start..end])
+                    .collect();
                 engine.process(&mut rows);
                 start = end;
             }
         });
-        let out = Array2::from_shape_vec((channels, frames), data).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let out = Array2::from_shape_vec((channels, frames), data)
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         Ok(out.into_pyarray(py))
     }
 
@@ -171,7 +219,10 @@ impl Stream {
 /// Runs `f` over the rows of `data` (`frames` apart), the rows spread over the cores.
 fn rows_in_parallel(data: &mut [f64], frames: usize, f: impl Fn(&mut [f64]) + Sync) {
     let rows = data.len() / frames.max(1);
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(rows.max(1));
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(rows.max(1));
     if threads <= 1 || frames == 0 {
         data.chunks_mut(frames.max(1)).for_each(&f);
         return;
@@ -185,29 +236,38 @@ fn rows_in_parallel(data: &mut [f64], frames: usize, f: impl Fn(&mut [f64]) + Sy
     });
 }
 
-/// `f(row, state)` over the `rows` rows of `data` (`frames` each) and their states
-/// (`width` each, in `state`), rows spread over the cores.
-pub(crate) fn rows_in_parallel_with(data: &mut [f64], frames: usize, state: &mut [f64], width: usize, rows: usize, f: impl Fn(&mut [f64], &mut [f64]) + Sync) {
-    let run = |d: &mut [f64], s: &mut [f64], n: usize| {
-        for r in 0..n {
-            f(&mut d[r * frames..(r + 1) * frames], &mut s[r * width..(r + 1) * width]);
-        }
-    };
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(rows.max(1));
+/// `f(rows, states, first, n)` over blocks of `n` consecutive rows of `data` (`frames`
+/// each) starting at row `first`, and their states (`width` each, in `state`), the blocks
+/// spread over the cores; a block holds a multiple of `group` rows except perhaps the
+/// last (so SIMD groups of rows stay whole).
+pub(crate) fn row_blocks_in_parallel(
+    data: &mut [f64],
+    frames: usize,
+    state: &mut [f64],
+    width: usize,
+    rows: usize,
+    group: usize,
+    f: impl Fn(&mut [f64], &mut [f64], usize, usize) + Sync,
+) {
+    let groups = rows.div_ceil(group.max(1));
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(groups.max(1));
     if threads <= 1 {
-        run(data, state, rows);
+        f(data, state, 0, rows);
         return;
     }
-    let per = rows.div_ceil(threads);
+    let per = groups.div_ceil(threads) * group.max(1);
     std::thread::scope(|sc| {
-        let (mut d, mut s, mut left) = (data, state, rows);
-        while left > 0 {
-            let n = per.min(left);
+        let (mut d, mut s, mut first) = (data, state, 0);
+        while first < rows {
+            let n = per.min(rows - first);
             let (dh, dt) = d.split_at_mut(n * frames);
             let (sh, st) = s.split_at_mut(n * width);
-            (d, s, left) = (dt, st, left - n);
-            let run = &run;
-            sc.spawn(move || run(dh, sh, n));
+            let f = &f;
+            sc.spawn(move || f(dh, sh, first, n));
+            (d, s, first) = (dt, st, first + n);
         }
     });
 }
@@ -225,7 +285,10 @@ fn fir64_direct(taps_rev: &[f64], row: &mut [f64]) {
         let window = &padded[n..n + l];
         let mut acc = [0.0f64; 4];
         let (body, tail) = (window.len() / 4 * 4, window.len() % 4);
-        for (t, w) in taps_rev[..body].chunks_exact(4).zip(window[..body].chunks_exact(4)) {
+        for (t, w) in taps_rev[..body]
+            .chunks_exact(4)
+            .zip(window[..body].chunks_exact(4))
+        {
             for j in 0..4 {
                 acc[j] += t[j] * w[j];
             }
@@ -258,7 +321,11 @@ fn fir64_fft(taps: &[f64], row: &mut [f64]) {
         // time[i] = x[start - (l - 1) + i]
         for (i, t) in time.iter_mut().enumerate() {
             let m = start as isize - (l as isize - 1) + i as isize;
-            *t = if m >= 0 && (m as usize) < input.len() { input[m as usize] } else { 0.0 };
+            *t = if m >= 0 && (m as usize) < input.len() {
+                input[m as usize]
+            } else {
+                0.0
+            };
         }
         let _ = fwd.process(&mut time, &mut spec);
         for (s, hk) in spec.iter_mut().zip(&h) {
@@ -277,13 +344,24 @@ fn fir64_fft(taps: &[f64], row: &mut [f64]) {
 /// directly up to 128 taps, by FFT beyond (float64 rounding either way); rows over the
 /// cores.
 #[pyfunction]
-fn fir64<'py>(py: Python<'py>, taps: PyReadonlyArray1<'py, f64>, x: PyReadonlyArray2<'py, f64>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+fn fir64<'py>(
+    py: Python<'py>,
+    taps: PyReadonlyArray1<'py, f64>,
+    x: PyReadonlyArray2<'py, f64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let taps = taps.as_slice()?.to_vec();
     if taps.is_empty() || !taps.iter().all(|v| v.is_finite()) {
-        return Err(PyValueError::new_err("b must hold at least one coefficient, all finite"));
+        return Err(PyValueError::new_err(
+            "b must hold at least one coefficient, all finite",
+        ));
     }
     let (rows, frames) = x.as_array().dim();
-    let mut data = x.as_array().as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+    let mut data = x
+        .as_array()
+        .as_standard_layout()
+        .into_owned()
+        .into_raw_vec_and_offset()
+        .0;
     let taps_rev: Vec<f64> = taps.iter().rev().copied().collect();
     py.allow_threads(|| {
         rows_in_parallel(&mut data, frames, |row| {
@@ -294,7 +372,8 @@ fn fir64<'py>(py: Python<'py>, taps: PyReadonlyArray1<'py, f64>, x: PyReadonlyAr
             }
         })
     });
-    let out = Array2::from_shape_vec((rows, frames), data).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let out = Array2::from_shape_vec((rows, frames), data)
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     Ok(out.into_pyarray(py))
 }
 
