@@ -38,6 +38,8 @@ pub struct AudioInfo {
     pub sample_rate: u32,
     /// Total frames when the header says.
     pub frames: Option<u64>,
+    /// The speaker positions the header names (`header::Header::channel_mask`).
+    pub channel_mask: Option<u32>,
 }
 
 /// A streaming decoder yielding planar `f32` blocks.
@@ -87,6 +89,7 @@ impl AudioReader {
                     channels: spec.channels as usize,
                     sample_rate: spec.sample_rate,
                     frames: Some(u64::from(reader.duration())),
+                    channel_mask: checked.and_then(|h| h.channel_mask),
                 };
                 // symphonia decodes whole packets; its WAV reader derives a speaker
                 // mask from the channel count, which overflows beyond 32 channels
@@ -97,6 +100,8 @@ impl AudioReader {
                 if info.channels <= SYMPHONIA_MAX_CHANNELS {
                     if let Ok(s) = SymphoniaReader::open(path, allow_damaged) {
                         if s.info.channels == info.channels && s.info.sample_rate == info.sample_rate {
+                            let mut s = s;
+                            s.info.channel_mask = info.channel_mask;
                             return Ok(AudioReader::Symphonia(Box::new(s)));
                         }
                     }
@@ -105,7 +110,8 @@ impl AudioReader {
             }
             // Not a WAV hound reads (FLAC, 64-bit float WAV, ...): let symphonia try.
             Err(_) => {
-                let s = SymphoniaReader::open(path, allow_damaged)?;
+                let mut s = SymphoniaReader::open(path, allow_damaged)?;
+                s.info.channel_mask = checked.and_then(|h| h.channel_mask);
                 if let Some(h) = checked {
                     if (h.channels, h.sample_rate) != (s.info.channels, s.info.sample_rate) {
                         bail!("the header reads differently to two parsers (a damaged header)");
@@ -207,7 +213,7 @@ impl SymphoniaReader {
             track_id: track.id,
             format,
             decoder,
-            info: AudioInfo { channels, sample_rate, frames: params.n_frames },
+            info: AudioInfo { channels, sample_rate, frames: params.n_frames, channel_mask: None },
             pending: Vec::new(),
             samples: None,
             pos: 0,

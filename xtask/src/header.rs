@@ -33,6 +33,10 @@ pub struct Header {
     pub sample_rate: u32,
     /// Frames, when the header states them (a streamed FLAC does not).
     pub frames: Option<u64>,
+    /// The speaker positions, where the file names them: WAVE_FORMAT_EXTENSIBLE's
+    /// `dwChannelMask`, or a FLAC's `WAVEFORMATEXTENSIBLE_CHANNEL_MASK` comment (without
+    /// one a FLAC has its format's default layout for the channel count).
+    pub channel_mask: Option<u32>,
 }
 
 /// Checks the header of `path` (WAV or FLAC). Other files are left to the decoder,
@@ -83,6 +87,7 @@ struct Fmt {
     sample_rate: u32,
     block_align: u16,
     bits: u16,
+    channel_mask: Option<u32>,
 }
 
 fn check_common(channels: usize, sample_rate: u32) -> Result<()> {
@@ -111,6 +116,7 @@ fn parse_fmt(body: &[u8]) -> Result<Fmt> {
         sample_rate: u32le(body, 4),
         block_align: u16le(body, 12),
         bits: u16le(body, 14),
+        channel_mask: None,
     };
     if fmt.tag == WAVE_FORMAT_EXTENSIBLE {
         if body.len() < 40 {
@@ -118,6 +124,7 @@ fn parse_fmt(body: &[u8]) -> Result<Fmt> {
         }
         // The sub-format GUID starts with the format tag it stands for.
         fmt.tag = u16le(body, 24);
+        fmt.channel_mask = Some(u32le(body, 20));
         // Readers scale integer samples by the valid bits, which must fit the container.
         let valid = u16le(body, 18);
         if valid == 0 || valid > fmt.bits || (fmt.tag == WAVE_FORMAT_IEEE_FLOAT && valid != fmt.bits) {
@@ -172,7 +179,12 @@ fn wav(file: &mut std::fs::File, len: u64) -> Result<Header> {
             if size % frame != 0 {
                 bail!("the WAV data chunk is {size} bytes, not a whole number of {frame}-byte frames");
             }
-            return Ok(Header { channels: usize::from(fmt.channels), sample_rate: fmt.sample_rate, frames: Some(size / frame) });
+            return Ok(Header {
+                channels: usize::from(fmt.channels),
+                sample_rate: fmt.sample_rate,
+                frames: Some(size / frame),
+                channel_mask: fmt.channel_mask,
+            });
         }
         if size > left {
             bail!("the WAV chunk `{name}` declares {size} bytes but only {left} follow (a damaged header)");
@@ -230,11 +242,18 @@ fn flac(file: &mut std::fs::File, len: u64) -> Result<Header> {
                 if min_block < 16 || max_block < min_block {
                     bail!("the FLAC STREAMINFO block sizes are invalid (minimum {min_block}, maximum {max_block}; at least 16 and minimum <= maximum)");
                 }
-                header = Some(Header { channels, sample_rate, frames: (total > 0).then_some(total) });
+                header = Some(Header { channels, sample_rate, frames: (total > 0).then_some(total), channel_mask: None });
             }
             (0, true) => bail!("the FLAC file has two STREAMINFO blocks"),
             (_, false) => bail!("the FLAC file does not start with a STREAMINFO block"),
             (127, _) => bail!("the FLAC file has an invalid metadata block type (127)"),
+            (4, true) => {
+                let mut body = vec![0u8; size as usize];
+                file.read_exact(&mut body).context("reading the FLAC Vorbis comment")?;
+                if let (Some(h), Some(mask)) = (header.as_mut(), vorbis_channel_mask(&body)) {
+                    h.channel_mask = Some(mask);
+                }
+            }
             _ => {
                 file.seek(SeekFrom::Current(size as i64))?;
             }
@@ -244,6 +263,28 @@ fn flac(file: &mut std::fs::File, len: u64) -> Result<Header> {
             return header.ok_or_else(|| anyhow::anyhow!("the FLAC file has no STREAMINFO block"));
         }
     }
+}
+
+/// The `WAVEFORMATEXTENSIBLE_CHANNEL_MASK=0x...` tag of a Vorbis comment block, if it
+/// has one (a malformed block is the decoder's business: it is only not read here).
+fn vorbis_channel_mask(body: &[u8]) -> Option<u32> {
+    let len_at = |at: usize| body.get(at..at + 4).map(|b| u32le(b, 0) as usize);
+    let mut at = 4 + len_at(0)?;
+    let count = len_at(at)?;
+    at += 4;
+    for _ in 0..count {
+        let n = len_at(at)?;
+        let text = body.get(at + 4..at + 4 + n)?;
+        at += 4 + n;
+        let text = std::str::from_utf8(text).ok()?;
+        if let Some((key, value)) = text.split_once('=') {
+            if key.eq_ignore_ascii_case("WAVEFORMATEXTENSIBLE_CHANNEL_MASK") {
+                let hex = value.trim().trim_start_matches("0x").trim_start_matches("0X");
+                return u32::from_str_radix(hex, 16).ok();
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -278,7 +319,7 @@ mod tests {
     #[test]
     fn consistent_wavs_pass_and_each_inconsistency_is_named() {
         let ok = check_bytes(&wav_bytes(1, 2, 48_000, 16, 4, 400, 400)).unwrap().unwrap();
-        assert_eq!(ok, Header { channels: 2, sample_rate: 48_000, frames: Some(100) });
+        assert_eq!(ok, Header { channels: 2, sample_rate: 48_000, frames: Some(100), channel_mask: None });
         let cases: &[(Vec<u8>, &str)] = &[
             (wav_bytes(1, 2, 0, 16, 4, 400, 400), "0 Hz"),
             (wav_bytes(1, 2, 1_000, 16, 4, 400, 400), "1000 Hz is out of range"),
@@ -323,7 +364,7 @@ mod tests {
             v
         };
         let h = check_bytes(&streaminfo(44_100, 4096, 1000)).unwrap().unwrap();
-        assert_eq!(h, Header { channels: 2, sample_rate: 44_100, frames: Some(1000) });
+        assert_eq!(h, Header { channels: 2, sample_rate: 44_100, frames: Some(1000), channel_mask: None });
         assert_eq!(check_bytes(&streaminfo(44_100, 4096, 0)).unwrap().unwrap().frames, None);
         assert!(check_bytes(&streaminfo(0, 4096, 0)).unwrap_err().to_string().contains("0 Hz"));
         assert!(check_bytes(&streaminfo(44_100, 8, 0)).unwrap_err().to_string().contains("block sizes"));

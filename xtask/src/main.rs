@@ -8,6 +8,7 @@ mod audio;
 mod bench;
 mod bench_plugin;
 mod design;
+mod encode;
 mod header;
 mod output;
 mod render;
@@ -30,7 +31,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Render audio files through a chain file (float32 WAV out, same length and rate).
+    /// Render audio files through a chain file (WAV or FLAC out, same length, rate and layout).
     Render(render::RenderArgs),
     /// Print the coefficients a chain designs to at a sample rate (JSON).
     Design(design::DesignArgs),

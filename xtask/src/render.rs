@@ -3,7 +3,8 @@
 
 use crate::audio::AudioReader;
 use crate::header::{MAX_CHANNELS, SAMPLE_RATES_HZ};
-use crate::output::{check_output_name, WavOutput};
+use crate::encode::{ClipReport, NoiseShaping, OutputFormat, Reduction};
+use crate::output::{AudioOutput, OutputSpec};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use ferrofx::offline::{self, guilty_stage, IoError, OfflineError, Sink, Source};
@@ -35,9 +36,26 @@ pub struct RenderArgs {
     /// Output file (one input).
     #[arg(long, conflicts_with = "out_dir", required_unless_present = "out_dir")]
     output: Option<PathBuf>,
-    /// Output folder (many inputs; same file names, `.wav` extension).
+    /// Output folder (many inputs; same file names, the format's extension).
     #[arg(long)]
     out_dir: Option<PathBuf>,
+    /// The output's format: WAV with 16, 24 or 32-bit integer or 32/64-bit float
+    /// samples, FLAC with 16 or 24-bit samples [default: by the output's extension,
+    /// `.flac` FLAC 24-bit, otherwise wav-f32].
+    #[arg(long, value_parser = format_choice(), value_name = "FORMAT")]
+    format: Option<String>,
+    /// Integer formats: TPDF dither when the float signal is reduced to integers
+    /// (`none`: round only).
+    #[arg(long, default_value = "tpdf", value_parser = ["tpdf", "none"])]
+    dither: String,
+    /// Seeds the dither (the same seed, input and chain give the same file).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    dither_seed: u64,
+    /// Integer formats: feed the quantisation error back through `1 - z^-1`
+    /// (first-order) or `(1 - z^-1)^2` (second-order), moving the noise above a sixth
+    /// of the sample rate.
+    #[arg(long, default_value = "none", value_parser = NoiseShaping::NAMES)]
+    noise_shaping: String,
     /// Engines a single file's channels are split over (default: the cores left by the
     /// reader and writer threads; with a long FIR, whole channel pairs). Results do not
     /// depend on it.
@@ -78,6 +96,32 @@ impl TuningArgs {
     }
 }
 
+/// The `--format` values, from the encoder's list.
+fn format_choice() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(OutputFormat::ALL.map(OutputFormat::name))
+}
+
+/// How a render writes its files: `--format` (or `None`: by each output's name) and
+/// the word-length reduction.
+#[derive(Clone, Copy, Debug)]
+pub struct Writing {
+    pub format: Option<OutputFormat>,
+    pub reduction: Reduction,
+}
+
+impl RenderArgs {
+    fn writing(&self) -> Writing {
+        Writing {
+            format: self.format.as_deref().and_then(OutputFormat::parse),
+            reduction: Reduction {
+                dither: self.dither == "tpdf",
+                seed: self.dither_seed,
+                shaping: NoiseShaping::parse(&self.noise_shaping).unwrap_or(NoiseShaping::None),
+            },
+        }
+    }
+}
+
 /// The `--backend` values: the core's list of choices (`auto`, `cpu`, every GPU backend
 /// of this build), so `--help` lists each and a new backend needs no change here.
 pub fn backend_choice() -> clap::builder::PossibleValuesParser {
@@ -99,6 +143,17 @@ pub struct Rendered {
     pub sample_rate: u32,
     /// With `--allow-damaged`: what was replaced by silence.
     pub damage: Option<String>,
+    /// The format written.
+    pub format: OutputFormat,
+    /// What went beyond full scale.
+    pub clips: ClipReport,
+}
+
+impl Rendered {
+    /// The warnings to print: damage replaced by silence, clipping.
+    pub fn warnings(&self) -> Vec<String> {
+        self.damage.iter().cloned().chain(self.clips.message(self.sample_rate)).collect()
+    }
 }
 
 /// Renders one file: decode block by block, filter (`ferrofx::offline` over the backend's
@@ -112,11 +167,12 @@ pub fn render_file(
     block_size: usize,
     backends: &Backends,
     allow_damaged: bool,
+    writing: Writing,
 ) -> Result<(Rendered, String)> {
     if same_file(input, output) {
         bail!("the output {} would replace its own input", output.display());
     }
-    check_output_name(output)?;
+    let format = OutputFormat::choose(writing.format, output)?;
     let reader = AudioReader::open(input, allow_damaged)?;
     let info = reader.info();
     if !(1..=MAX_CHANNELS).contains(&info.channels) {
@@ -127,7 +183,14 @@ pub fn render_file(
     }
     let designed = chain.design(f64::from(info.sample_rate)).context("chain")?;
     let (mut stream, used) = open_stream(backends, &designed, info.channels, block_size, info.frames)?;
-    let writer = WavOutput::create(output, info.channels, info.sample_rate)?;
+    let spec = OutputSpec {
+        channels: info.channels,
+        sample_rate: info.sample_rate,
+        channel_mask: info.channel_mask,
+        format,
+        reduction: writing.reduction,
+    };
+    let writer = AudioOutput::create(output, spec, info.frames)?;
     let done = offline::render(FileSource(reader), &mut stream, FileSink(writer), info.channels, block_size, info.frames);
     let done = match done {
         Ok(done) => done,
@@ -142,8 +205,8 @@ pub fn render_file(
         Err(e) => return Err(e.into()),
     };
     let damage = done.source.0.damage_report(info.sample_rate);
-    done.sink.0.commit()?;
-    Ok((Rendered { frames: done.frames, channels: info.channels, sample_rate: info.sample_rate, damage }, used))
+    let clips = done.sink.0.commit()?;
+    Ok((Rendered { frames: done.frames, channels: info.channels, sample_rate: info.sample_rate, damage, format, clips }, used))
 }
 
 /// An input file as the offline renderer's source (errors keep their whole chain).
@@ -156,7 +219,7 @@ impl Source for FileSource {
 }
 
 /// The atomic output file as the offline renderer's sink.
-struct FileSink(WavOutput);
+struct FileSink(AudioOutput);
 
 impl Sink for FileSink {
     fn write(&mut self, buf: &[Vec<f32>], frames: usize) -> Result<(), IoError> {
@@ -232,6 +295,7 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
         backends.gpu()?;
     }
     let chain = load_chain(&args.chain)?;
+    let writing = args.writing();
     if let Some(output) = &args.output {
         if args.inputs.len() != 1 {
             bail!("--output takes exactly one input ({} given); use --out-dir for many", args.inputs.len());
@@ -240,28 +304,31 @@ fn run_inner(args: RenderArgs) -> Result<ExitCode> {
         if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
         }
-        let (r, used) = contained(|| render_file(&chain, input, output, args.block_size, &backends, args.allow_damaged))
-        .with_context(|| input.display().to_string())?;
-        if let Some(warning) = &r.damage {
+        let (r, used) = contained(|| render_file(&chain, input, output, args.block_size, &backends, args.allow_damaged, writing))
+            .with_context(|| input.display().to_string())?;
+        for warning in r.warnings() {
             eprintln!("warning: {}: {warning}", input.display());
         }
         println!(
-            "wrote {} ({} frames, {} channels, {} Hz, backend {used})",
+            "wrote {} ({} frames, {} channels, {} Hz, {}, backend {used})",
             output.display(),
             r.frames,
             r.channels,
-            r.sample_rate
+            r.sample_rate,
+            r.format.name()
         );
         return Ok(ExitCode::SUCCESS);
     }
     let out_dir = args.out_dir.as_deref().unwrap_or(Path::new("."));
     std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    render_many(&chain, &args.inputs, out_dir, args.block_size, &backends, args.allow_damaged)
+    render_many(&chain, &args.inputs, out_dir, args.block_size, &backends, args.allow_damaged, writing)
 }
 
-/// The output path for `input` in `out_dir`: same file name, `.wav` extension.
-fn output_name(input: &Path, out_dir: &Path) -> Option<PathBuf> {
-    let name = Path::new(input.file_name()?).with_extension("wav");
+/// The output path for `input` in `out_dir`: same file name, the format's extension
+/// (`.wav` without `--format`).
+fn output_name(input: &Path, out_dir: &Path, format: Option<OutputFormat>) -> Option<PathBuf> {
+    let ext = format.map_or("wav", OutputFormat::extension);
+    let name = Path::new(input.file_name()?).with_extension(ext);
     Some(out_dir.join(name))
 }
 
@@ -273,12 +340,13 @@ fn render_many(
     block_size: usize,
     backends: &Backends,
     allow_damaged: bool,
+    writing: Writing,
 ) -> Result<ExitCode> {
     // Two inputs must not race for one output name.
     let mut jobs: Vec<(PathBuf, Result<PathBuf, String>)> = Vec::new();
     let mut taken: HashMap<PathBuf, PathBuf> = HashMap::new();
     for input in inputs {
-        let out = match output_name(input, out_dir) {
+        let out = match output_name(input, out_dir, writing.format) {
             None => Err("has no file name".to_string()),
             Some(out) => match taken.get(&out) {
                 Some(first) => Err(format!("its output {} is already the output of {}", out.display(), first.display())),
@@ -306,7 +374,7 @@ fn render_many(
                 let Some((input, out)) = jobs.get(i) else { break };
                 bar.set_message(input.display().to_string());
                 let result = match out {
-                    Ok(out) => contained(|| render_file(chain, input, out, block_size, backends, allow_damaged)),
+                    Ok(out) => contained(|| render_file(chain, input, out, block_size, backends, allow_damaged, writing)),
                     Err(why) => Err(anyhow::anyhow!("{why}")),
                 };
                 match result {
@@ -315,11 +383,12 @@ fn render_many(
                         let _guard = report.lock();
                         bar.suspend(|| eprintln!("error: {}: {e:#}", input.display()));
                     }
-                    Ok((Rendered { damage: Some(warning), .. }, _)) => {
+                    Ok((r, _)) => {
                         let _guard = report.lock();
-                        bar.suspend(|| eprintln!("warning: {}: {warning}", input.display()));
+                        for warning in r.warnings() {
+                            bar.suspend(|| eprintln!("warning: {}: {warning}", input.display()));
+                        }
                     }
-                    Ok(_) => {}
                 }
                 bar.inc(1);
             });
