@@ -27,7 +27,7 @@ import numpy as np
 
 from . import _ferrofx
 
-__all__ = ["sosfilt", "sosfilt_zi", "sosfiltfilt", "lfilter", "lfilter_zi", "filtfilt"]
+__all__ = ["sosfilt", "sosfilt_zi", "sosfiltfilt", "lfilter", "lfilter_zi", "filtfilt", "sosfilt_backward"]
 
 # Above this many taps a FIR from zero state runs by FFT (float64 rounding either way).
 _FIR_FFT_MIN_TAPS = 129
@@ -121,6 +121,38 @@ def sosfilt(sos: Any, x: Any, axis: int = -1, zi: Any = None) -> Any:
     zf = zf.reshape(zmoved.shape)
     zf = np.moveaxis(zf, [-2, -1], [0, axis + 1]).astype(dtype, copy=False)
     return y, zf
+
+
+def sosfilt_backward(sos: Any, x: Any, grad_y: Any, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """The gradients through `y = sosfilt(sos, x, axis=axis)` from zero state (not a SciPy
+    function: what a differentiable layer needs). Given `grad_y` = dL/dy (`y`'s shape),
+    returns `(grad_x, grad_sos)`: dL/dx (`x`'s shape) and dL/dsos (`sos`'s shape, summed over
+    every filtered row). Float64 arithmetic; the results take `np.result_type(sos, x,
+    grad_y)` (float32 in, float32 out).
+
+    The adjoint of each section runs its all-pole part backwards in time; dL/dx is the
+    cascade run backwards in time on `grad_y`. The `a0` column's gradient is that of the
+    difference equation `a0 y[n] + a1 y[n-1] + a2 y[n-2] = b0 x[n] + b1 x[n-1] + b2 x[n-2]`
+    (moving `a0` scales the section by `1 / a0`)."""
+    x = _validate_x(x)
+    sos, n_sections = _validate_sos(sos)
+    grad_y = np.asarray(grad_y)
+    if grad_y.shape != x.shape:
+        raise ValueError(f"grad_y must have the shape of y, {x.shape!r}, got {grad_y.shape!r}")
+    dtype = np.result_type(sos, x, grad_y)
+    _check_dtype(dtype, f"input type '{dtype}' not supported")
+    if np.iscomplexobj(sos) or np.iscomplexobj(x) or np.iscomplexobj(grad_y):
+        raise NotImplementedError("sosfilt_backward takes real data and coefficients")
+    axis = axis % x.ndim
+    rows, moved = _rows(x, axis)
+    grows, _ = _rows(grad_y, axis)
+    gx, gs = _ferrofx.sosfilt_backward64(
+        np.ascontiguousarray(sos, dtype=np.float64),
+        np.asarray(rows, dtype=np.float64),
+        np.asarray(grows, dtype=np.float64),
+    )
+    gx = np.moveaxis(gx.reshape(moved), -1, axis).astype(dtype, copy=False)
+    return gx, gs.astype(dtype, copy=False)
 
 
 def lfilter_zi(b: Any, a: Any) -> np.ndarray:

@@ -196,3 +196,64 @@ fn in_chunks(
         t0 = t1;
     }
 }
+
+/// The gradients through `sosfilt` from zero state over the rows of `x` (`rows x
+/// frames`): given `grad_y` (dL/dy, the same shape), returns dL/dx (the same shape) and
+/// dL/dsos (`n_sections x 6`, summed over the rows). Float64; rows over the cores.
+#[pyfunction]
+pub fn sosfilt_backward64<'py>(
+    py: Python<'py>,
+    sos: PyReadonlyArray2<'py, f64>,
+    x: PyReadonlyArray2<'py, f64>,
+    grad_y: PyReadonlyArray2<'py, f64>,
+) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+    let sos = sos.as_array();
+    if sos.ncols() != 6 {
+        return Err(PyValueError::new_err(format!("sos must have shape (n_sections, 6), got {:?}", sos.shape())));
+    }
+    let sections: Vec<[f64; 6]> = sos.rows().into_iter().map(|r| [r[0], r[1], r[2], r[3], r[4], r[5]]).collect();
+    let (x, g) = (x.as_array(), grad_y.as_array());
+    if x.dim() != g.dim() {
+        return Err(PyValueError::new_err(format!("grad_y has shape {:?} where y has {:?}", g.dim(), x.dim())));
+    }
+    let (nrows, frames) = x.dim();
+    let x = x.as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+    let g = g.as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+    let mut grad_x = vec![0.0f64; nrows * frames];
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(nrows.max(1));
+    let per = nrows.div_ceil(threads.max(1)).max(1);
+    let n = sections.len();
+    let partials: Vec<Result<Vec<[f64; 6]>, rows::RowsError>> = py.allow_threads(|| {
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = grad_x
+                .chunks_mut((per * frames).max(1))
+                .enumerate()
+                .map(|(t, gx)| {
+                    let (x, g, sections) = (&x, &g, &sections);
+                    sc.spawn(move || {
+                        let mut gs = vec![[0.0f64; 6]; n];
+                        let mut scratch = Vec::new();
+                        for (i, out) in gx.chunks_mut(frames.max(1)).enumerate() {
+                            let r = t * per + i;
+                            let span = r * frames..(r + 1) * frames;
+                            rows::sosfilt_backward_row(sections, &x[span.clone()], &g[span], out, &mut gs, &mut scratch)?;
+                        }
+                        Ok(gs)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a gradient thread panicked")).collect()
+        })
+    });
+    let mut grad_sos = Array2::<f64>::zeros((n, 6));
+    for part in partials {
+        let part = part.map_err(|e| PyValueError::new_err(e.to_string()))?;
+        for (s, row) in part.iter().enumerate() {
+            for k in 0..6 {
+                grad_sos[[s, k]] += row[k];
+            }
+        }
+    }
+    let grad_x = Array2::from_shape_vec((nrows, frames), grad_x).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    Ok((grad_x.into_pyarray(py), grad_sos.into_pyarray(py)))
+}

@@ -15,8 +15,13 @@
 //! Offline code, outside `dsp/` on purpose: the functions allocate their scratch per call;
 //! nothing here is for the audio thread (whose cascades are `dsp::sos`, fused and
 //! sanitised). The Python package's `ferrofx.signal` drop-ins are built on it.
+//!
+//! [`adjoint`]: the gradients through `sosfilt` (for differentiable layers).
 
 use crate::dsp::simd::Isa;
+
+pub mod adjoint;
+pub use adjoint::sosfilt_backward_row;
 
 /// Filters up to this order keep their state in registers (longer ones in a small array
 /// in L1, the same arithmetic).
