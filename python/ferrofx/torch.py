@@ -1,0 +1,171 @@
+"""FerroFX as PyTorch layers: a chain (or an `sos` array) as an `nn.Module`, differentiable
+with respect to its input and its coefficients, kept whole by `torch.compile`.
+
+    import torch, ferrofx
+    from ferrofx.torch import Filter
+    chain = ferrofx.Butterworth.highpass(30, 4) | ferrofx.Biquad.peaking(1000, 1.4, -6)
+    layer = Filter.from_chain(chain, fs=48_000)          # or Filter.from_sos(sos, learnable=True)
+    y = layer(wave)                                      # (frames,), (channels, frames), (batch, channels, frames)
+
+- Cascades run as the custom operator `ferrofx::sosfilt` (`torch.library`, with a fake
+  kernel, so `torch.compile(..., fullgraph=True)` keeps it in its graph): SciPy's float64
+  arithmetic (`ferrofx.signal.sosfilt`, SciPy's bits), the result in the input's dtype.
+  Its gradient, `ferrofx::sosfilt_backward`, is the adjoint (`ferrofx.signal.sosfilt_backward`):
+  with respect to the input and to the coefficients, from zero state.
+- FIR stages run as PyTorch's own `conv1d` (causal, the output as long as the input), so
+  autograd and the compiler handle them natively.
+- **CPU tensors only for now.** The device path (CUDA tensors filtered on the GPU, on the
+  caller's stream) is not built yet; a CUDA tensor raises `NotImplementedError` saying so
+  rather than being copied to the host behind the caller's back.
+"""
+
+# No `from __future__ import annotations`: torch.library reads the operators' schemas
+# from their annotations, which must be real types.
+from typing import Any, Optional, Tuple
+
+import numpy as np
+import torch
+
+from . import signal as _signal
+
+__all__ = ["Filter", "sosfilt"]
+
+
+def _host_only(*tensors: torch.Tensor) -> None:
+    for t in tensors:
+        if t.device.type != "cpu":
+            raise NotImplementedError(
+                f"ferrofx.torch filters CPU tensors only for now; got a tensor on {t.device}. "
+                "The GPU path (device tensors in and out) is not built yet: move it with .cpu(), "
+                "or use TorchFX/torchaudio on the GPU meanwhile"
+            )
+
+
+def _numpy64(t: torch.Tensor) -> np.ndarray:
+    return t.detach().resolve_conj().numpy().astype(np.float64, copy=False)
+
+
+def _sections(sos: torch.Tensor) -> "tuple[np.ndarray, np.ndarray]":
+    """The rows divided by their `a0` (the same filter), and the `a0` column. The layer
+    takes any nonzero `a0`, so the coefficients can move freely under an optimiser; each
+    row means the difference equation `a0 y[n] + a1 y[n-1] + a2 y[n-2] = b0 x[n] + ...`."""
+    rows = _numpy64(sos)
+    a0 = rows[:, 3:4]
+    if not np.all(np.isfinite(a0)) or np.any(a0 == 0):
+        raise ValueError("sos[:, 3] (a0) must be finite and nonzero")
+    return rows / a0, a0
+
+
+@torch.library.custom_op("ferrofx::sosfilt", mutates_args=())
+def _sosfilt_op(x: torch.Tensor, sos: torch.Tensor) -> torch.Tensor:
+    _host_only(x, sos)
+    rows, _ = _sections(sos)
+    y = _signal.sosfilt(rows, _numpy64(x), axis=-1)
+    return torch.from_numpy(np.ascontiguousarray(y)).to(x.dtype)
+
+
+@_sosfilt_op.register_fake
+def _(x: torch.Tensor, sos: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("ferrofx::sosfilt_backward", mutates_args=())
+def _sosfilt_backward_op(x: torch.Tensor, sos: torch.Tensor, grad_y: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    _host_only(x, sos, grad_y)
+    rows, a0 = _sections(sos)
+    gx, gs = _signal.sosfilt_backward(rows, _numpy64(x), _numpy64(grad_y), axis=-1)
+    # The gradient at rows scaled by 1/a0: the adjoint of a0 y[n] + ... runs at 1/a0 of
+    # the normalised one's.
+    gs = gs / a0
+    return (
+        torch.from_numpy(np.ascontiguousarray(gx)).to(x.dtype),
+        torch.from_numpy(np.ascontiguousarray(gs)).to(sos.dtype),
+    )
+
+
+@_sosfilt_backward_op.register_fake
+def _(x: torch.Tensor, sos: torch.Tensor, grad_y: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    return torch.empty_like(x), torch.empty_like(sos)
+
+
+def _setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    x, sos = inputs
+    ctx.save_for_backward(x, sos)
+
+
+def _backward(ctx: Any, grad_y: torch.Tensor) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
+    x, sos = ctx.saved_tensors
+    gx, gs = _sosfilt_backward_op(x, sos, grad_y.contiguous())
+    return (gx if ctx.needs_input_grad[0] else None, gs if ctx.needs_input_grad[1] else None)
+
+
+_sosfilt_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+def sosfilt(x: torch.Tensor, sos: torch.Tensor) -> torch.Tensor:
+    """`scipy.signal.sosfilt(sos, x, axis=-1)` from zero state on CPU tensors,
+    differentiable in `x` and `sos` (rows `[b0, b1, b2, a0, a1, a2]`; each row is divided
+    by its `a0`, SciPy's sections having `a0 = 1`)."""
+    if sos.ndim != 2 or sos.shape[1] != 6:
+        raise ValueError(f"sos must have shape (n_sections, 6), got {tuple(sos.shape)}")
+    if x.ndim == 0:
+        raise ValueError("x must be at least 1-D")
+    return _sosfilt_op(x, sos)
+
+
+def _fir(x: torch.Tensor, taps: torch.Tensor) -> torch.Tensor:
+    """Causal FIR along the last axis, the output as long as the input (scipy's
+    `lfilter(taps, 1, x)`), by PyTorch's conv1d (cross-correlation: taps reversed)."""
+    _host_only(x)
+    shape = x.shape
+    rows = x.reshape(-1, 1, shape[-1])
+    kernel = taps.to(x.dtype).flip(-1).view(1, 1, -1)
+    y = torch.nn.functional.conv1d(torch.nn.functional.pad(rows, (taps.shape[-1] - 1, 0)), kernel)
+    return y.reshape(shape)
+
+
+class Filter(torch.nn.Module):
+    """A FerroFX chain as a layer: its designed stages (cascades of second-order sections
+    and FIRs, in order) applied along the last axis of `(frames,)`, `(channels, frames)`
+    or `(batch, channels, frames)` tensors from zero state. With `learnable=True` the
+    coefficients are `nn.Parameter`s (the cascade's `sos` rows, the FIR taps) that
+    optimisers update; otherwise buffers that move with the module's dtype."""
+
+    def __init__(self, stages: "list[tuple[str, Any]]", learnable: bool = False):
+        super().__init__()
+        self.kinds = []
+        for i, (kind, values) in enumerate(stages):
+            if kind not in ("sos", "fir"):
+                raise ValueError(f"stage {i}: type {kind!r} is not a designed stage ('sos' or 'fir')")
+            tensor = torch.as_tensor(np.asarray(values, dtype=np.float64))
+            if kind == "sos" and (tensor.ndim != 2 or tensor.shape[1] != 6):
+                raise ValueError(f"stage {i}: sos must have shape (n_sections, 6), got {tuple(tensor.shape)}")
+            if kind == "sos" and not bool((torch.isfinite(tensor[:, 3]) & (tensor[:, 3] != 0)).all()):
+                raise ValueError(f"stage {i}: sos[:, 3] (a0) must be finite and nonzero")
+            if kind == "fir" and (tensor.ndim != 1 or tensor.numel() == 0):
+                raise ValueError(f"stage {i}: FIR taps must be a non-empty 1-D array")
+            name = f"stage{i}"
+            if learnable:
+                self.register_parameter(name, torch.nn.Parameter(tensor))
+            else:
+                self.register_buffer(name, tensor)
+            self.kinds.append(kind)
+
+    @classmethod
+    def from_chain(cls, chain: Any, fs: float, learnable: bool = False) -> "Filter":
+        """The chain (a `ferrofx.Chain` or `Stage`) designed at `fs`."""
+        designed = chain.design(fs)
+        return cls([(d["type"], d["sos"] if d["type"] == "sos" else d["taps"]) for d in designed], learnable)
+
+    @classmethod
+    def from_sos(cls, sos: Any, learnable: bool = False) -> "Filter":
+        return cls([("sos", sos)], learnable)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i, kind in enumerate(self.kinds):
+            coefficients = getattr(self, f"stage{i}")
+            x = sosfilt(x, coefficients) if kind == "sos" else _fir(x, coefficients)
+        return x
+
+    def extra_repr(self) -> str:
+        return ", ".join(self.kinds)

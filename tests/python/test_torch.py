@@ -1,0 +1,103 @@
+"""`ferrofx.torch`: the layer against SciPy, its gradients by `torch.autograd.gradcheck`
+(float64), `torch.compile` with `fullgraph=True` (no graph break) equal to eager.
+
+PyTorch is not installed by `scripts/install-deps.sh` (its Linux wheel brings the CUDA
+stack, several GB): without it these tests skip with that reason. To run them:
+`pip install torch` into the test environment, then `pytest tests/python/test_torch.py`."""
+
+import numpy as np
+import pytest
+import scipy.signal as ss
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch to run ferrofx.torch's tests)")
+
+import ferrofx  # noqa: E402
+from ferrofx.torch import Filter, sosfilt  # noqa: E402
+
+
+def _sos(rng, sections):
+    r = rng.uniform(0.3, 0.9, sections)
+    th = rng.uniform(0.1, 3.0, sections)
+    b = rng.standard_normal((sections, 3))
+    a = np.stack([np.ones(sections), -2 * r * np.cos(th), r * r], axis=1)
+    return np.concatenate([b, a], axis=1)
+
+
+@pytest.mark.parametrize("shape", [(500,), (3, 400), (2, 3, 300)])
+def test_forward_is_scipys_sosfilt_along_the_last_axis(shape):
+    rng = np.random.default_rng(len(shape))
+    sos = ss.ellip(6, 0.5, 60, 0.1, output="sos")
+    x = rng.standard_normal(shape)
+    y = sosfilt(torch.from_numpy(x), torch.from_numpy(sos))
+    assert y.dtype == torch.float64 and tuple(y.shape) == shape
+    np.testing.assert_array_equal(y.numpy(), ss.sosfilt(sos, x, axis=-1))
+    y32 = sosfilt(torch.from_numpy(x.astype(np.float32)), torch.from_numpy(sos))
+    assert y32.dtype == torch.float32
+    np.testing.assert_allclose(y32.numpy(), ss.sosfilt(sos, x.astype(np.float32)), rtol=0, atol=1e-6 * np.abs(y.numpy()).max())
+
+
+def test_gradcheck_in_the_input_and_the_coefficients():
+    rng = np.random.default_rng(3)
+    for sections, shape in [(1, (12,)), (3, (2, 20)), (2, (2, 2, 9))]:
+        x = torch.from_numpy(rng.standard_normal(shape)).requires_grad_()
+        sos = torch.from_numpy(_sos(rng, sections)).requires_grad_()
+        assert torch.autograd.gradcheck(sosfilt, (x, sos), eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+def test_a_chain_layer_equals_its_design_and_learns():
+    chain = ferrofx.Butterworth.highpass(40, 4) | ferrofx.Fir.lowpass(31, 8000) | ferrofx.Biquad.peaking(1000, 1.4, -6)
+    fs = 48_000
+    layer = Filter.from_chain(chain, fs)
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 4000))
+    want = x
+    for d in chain.design(fs):
+        want = ss.sosfilt(d["sos"], want) if d["type"] == "sos" else ss.lfilter(d["taps"], [1.0], want)
+    got = layer(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+    # Learnable: gradient steps move the coefficients and lower the loss (on a chain whose
+    # poles sit well inside the unit circle: the 40 Hz highpass's are within 3e-5 of
+    # instability, where any plain gradient step diverges).
+    learn = Filter.from_chain(ferrofx.Butterworth.lowpass(6000, 2) | ferrofx.Fir.lowpass(31, 8000) | ferrofx.Biquad.peaking(1000, 1.4, -6), fs, learnable=True)
+    target = torch.from_numpy(ss.sosfilt(ss.butter(2, 0.05, output="sos"), x))
+    opt = torch.optim.SGD(learn.parameters(), lr=1e-3)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = torch.mean((learn(torch.from_numpy(x)) - target) ** 2)
+        loss.backward()
+        losses.append(float(loss))
+        opt.step()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in learn.parameters())
+    assert losses[-1] < losses[0], losses
+
+
+def test_torch_compile_keeps_the_operator_in_one_graph():
+    sos = torch.from_numpy(ss.butter(4, 0.2, output="sos"))
+    layer = Filter.from_sos(sos, learnable=True)
+    x = torch.from_numpy(np.random.default_rng(1).standard_normal((2, 256))).requires_grad_()
+    compiled = torch.compile(layer, backend="aot_eager", fullgraph=True)
+    y = compiled(x)
+    torch.testing.assert_close(y, layer(x), rtol=0, atol=0)
+    y.sum().backward()
+    gx = x.grad.clone()
+    x.grad = None
+    layer(x).sum().backward()
+    torch.testing.assert_close(gx, x.grad, rtol=0, atol=0)
+
+
+def test_bad_arguments_are_refused_by_name():
+    with pytest.raises(ValueError, match="shape \\(n_sections, 6\\)"):
+        sosfilt(torch.zeros(10), torch.zeros(2, 5))
+    with pytest.raises(ValueError, match="stage 0: sos\\[:, 3\\] \\(a0\\) must be finite and nonzero"):
+        Filter.from_sos(np.array([[1.0, 0, 0, 0.0, 0, 0]]))
+    # a0 other than 1 is the same filter divided through.
+    x = torch.from_numpy(np.random.default_rng(2).standard_normal(50))
+    sos = np.array([[1.0, 0.5, 0.25, 1.0, -0.5, 0.2]])
+    torch.testing.assert_close(sosfilt(x, torch.from_numpy(2 * sos)), sosfilt(x, torch.from_numpy(sos)), rtol=1e-15, atol=1e-15)
+    from ferrofx.torch import _host_only
+
+    # A tensor on another device (here PyTorch's `meta`, present on every machine) is
+    # refused with the reason, never copied to the host silently.
+    with pytest.raises(NotImplementedError, match="CPU tensors only"):
+        _host_only(torch.zeros(10, device="meta"))
