@@ -128,12 +128,7 @@ impl Chain {
                 "no channels: the array's channel axis is empty",
             ));
         }
-        let mut data = x
-            .as_array()
-            .as_standard_layout()
-            .into_owned()
-            .into_raw_vec_and_offset()
-            .0;
+        let mut data = c_order(x.as_array());
         py.allow_threads(|| {
             CpuBackend {
                 threads: threads.max(1),
@@ -180,12 +175,7 @@ impl Stream {
                 self.channels
             )));
         }
-        let mut data = x
-            .as_array()
-            .as_standard_layout()
-            .into_owned()
-            .into_raw_vec_and_offset()
-            .0;
+        let mut data = c_order(x.as_array());
         let engine = &mut self.engine;
         let max = engine.max_block_frames();
         py.allow_threads(|| {
@@ -240,6 +230,11 @@ fn rows_in_parallel(data: &mut [f64], frames: usize, f: impl Fn(&mut [f64]) + Sy
 /// each) starting at row `first`, and their states (`width` each, in `state`), the blocks
 /// spread over the cores; a block holds a multiple of `group` rows except perhaps the
 /// last (so SIMD groups of rows stay whole).
+/// The elements of `a` in C order, as an owned vector (copied once whatever its strides).
+pub(crate) fn c_order<T: Clone, D: numpy::ndarray::Dimension>(a: numpy::ndarray::ArrayView<'_, T, D>) -> Vec<T> {
+    a.as_standard_layout().into_owned().into_raw_vec_and_offset().0
+}
+
 pub(crate) fn row_blocks_in_parallel(
     data: &mut [f64],
     frames: usize,
@@ -356,12 +351,7 @@ fn fir64<'py>(
         ));
     }
     let (rows, frames) = x.as_array().dim();
-    let mut data = x
-        .as_array()
-        .as_standard_layout()
-        .into_owned()
-        .into_raw_vec_and_offset()
-        .0;
+    let mut data = c_order(x.as_array());
     let taps_rev: Vec<f64> = taps.iter().rev().copied().collect();
     py.allow_threads(|| {
         rows_in_parallel(&mut data, frames, |row| {

@@ -15,9 +15,10 @@ use numpy::{
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::row_blocks_in_parallel;
+use crate::{c_order, row_blocks_in_parallel};
 
-/// A filtered array (rows x frames) and its final state (the state's own shape).
+/// A filtered array (rows x frames) and its final state (the state's own shape); for the
+/// gradients, dL/dx and dL/dsos.
 type Filtered<'py, S> = (Bound<'py, PyArray2<f64>>, Bound<'py, S>);
 
 /// `sosfilt` over the rows of `x` (`rows x frames`), each row from its state in `zi`
@@ -56,10 +57,7 @@ pub fn sosfilt64<'py>(
                     z.dim()
                 )));
             }
-            z.as_standard_layout()
-                .into_owned()
-                .into_raw_vec_and_offset()
-                .0
+            c_order(z)
         }
         None => vec![0.0; nrows * n * 2],
     };
@@ -104,10 +102,7 @@ pub fn lfilter64<'py>(
                     z.dim()
                 )));
             }
-            z.as_standard_layout()
-                .into_owned()
-                .into_raw_vec_and_offset()
-                .0
+            c_order(z)
         }
         None => vec![0.0; nrows * k],
     };
@@ -206,7 +201,7 @@ pub fn sosfilt_backward64<'py>(
     sos: PyReadonlyArray2<'py, f64>,
     x: PyReadonlyArray2<'py, f64>,
     grad_y: PyReadonlyArray2<'py, f64>,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+) -> PyResult<Filtered<'py, PyArray2<f64>>> {
     let sos = sos.as_array();
     if sos.ncols() != 6 {
         return Err(PyValueError::new_err(format!("sos must have shape (n_sections, 6), got {:?}", sos.shape())));
@@ -217,8 +212,7 @@ pub fn sosfilt_backward64<'py>(
         return Err(PyValueError::new_err(format!("grad_y has shape {:?} where y has {:?}", g.dim(), x.dim())));
     }
     let (nrows, frames) = x.dim();
-    let x = x.as_standard_layout().into_owned().into_raw_vec_and_offset().0;
-    let g = g.as_standard_layout().into_owned().into_raw_vec_and_offset().0;
+    let (x, g) = (c_order(x), c_order(g));
     let mut grad_x = vec![0.0f64; nrows * frames];
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(nrows.max(1));
     let per = nrows.div_ceil(threads.max(1)).max(1);

@@ -204,11 +204,12 @@ fn run_isa(isa: Isa, job: Job, rows: &mut [&mut [f64]], state: &mut [f64]) {
 
 /// The lane counts per instruction set: a long cascade (and any cascade on one row) runs
 /// row by row with its sections as lanes ([`wavefront`]), one row of a transfer function
-/// as plain scalars, more rows one vector's worth at a time (4 with AVX2, 4 or 8 with AVX-512). Two vectors per group
-/// (8 rows with AVX2) measured 2.2x slower for cascades: the time-skewed chunk's state,
-/// carries and frames no longer fit the registers (`benchmarks/probes/examples/rows_probe.rs`).
-/// A narrower last group fills the lanes with zeros. The instruction set changes the
-/// speed only: the operations, and so the bits, are the same.
+/// as plain scalars, more rows one vector's worth at a time (4 with AVX2, 4 or 8 with
+/// AVX-512). Two vectors per group (8 rows with AVX2) measured 2.2x slower for cascades:
+/// the time-skewed chunk's state, carries and frames no longer fit the registers
+/// (`benchmarks/probes/examples/rows_probe.rs`). A narrower last group fills the lanes with
+/// zeros. The instruction set changes the speed only: the operations, and so the bits,
+/// are the same.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
 fn rows_avx512(job: Job, rows: &mut [&mut [f64]], state: &mut [f64]) {
