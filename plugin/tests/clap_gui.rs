@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use clack_extensions::gui::{GuiApiType, GuiConfiguration, GuiSize, HostGui, HostGuiImpl, PluginGui, Window as ClapWindow};
+use clack_extensions::state::PluginState;
 use clack_extensions::params::{
     HostParams, HostParamsImplMainThread, HostParamsImplShared, ParamClearFlags, ParamInfoBuffer, ParamRescanFlags,
     PluginParams,
@@ -41,13 +42,18 @@ const EDITOR_H: u32 = 720;
 struct Shared {
     params: OnceLock<Option<PluginParams>>,
     gui: OnceLock<Option<PluginGui>>,
+    state: OnceLock<Option<PluginState>>,
     callback_requested: AtomicBool,
+    /// The last size the editor asked for; the test's main loop grants it (`set_size`),
+    /// as a host does.
+    resize_requested: Mutex<Option<(u32, u32)>>,
 }
 
 impl<'a> SharedHandler<'a> for Shared {
     fn initializing(&self, instance: InitializingPluginHandle<'a>) {
         let _ = self.params.set(instance.get_extension());
         let _ = self.gui.set(instance.get_extension());
+        let _ = self.state.set(instance.get_extension());
     }
     fn request_restart(&self) {}
     fn request_process(&self) {}
@@ -64,7 +70,8 @@ impl HostParamsImplShared for Shared {
 
 impl HostGuiImpl for Shared {
     fn resize_hints_changed(&self) {}
-    fn request_resize(&self, _new_size: GuiSize) -> Result<(), HostError> {
+    fn request_resize(&self, new_size: GuiSize) -> Result<(), HostError> {
+        *self.resize_requested.lock().unwrap() = Some((new_size.width, new_size.height));
         Ok(())
     }
     fn request_show(&self) -> Result<(), HostError> {
@@ -173,7 +180,13 @@ struct Session {
     values: Vec<(String, u32, f64)>,
     /// Distinct colours in the window's bottom-right quarter, once drawn.
     corner_colours: usize,
+    /// At scale 1: the editor's size after a session with the window at [`RESIZED`] was
+    /// loaded while it was open.
+    resized: Option<(u32, u32)>,
 }
+
+/// The window size in the session loaded at scale 1, in logical pixels.
+const RESIZED: (u32, u32) = (1100, 780);
 
 impl Session {
     fn id(&self, name: &str) -> u32 {
@@ -270,6 +283,7 @@ fn session(entry: &PluginEntry, x: &Xvfb, scale: u32, gesture: impl FnOnce(&Sess
     let stop = AtomicBool::new(false);
     let events = Arc::new(Mutex::new(Vec::<Out>::new()));
     let mut corner_colours = 0;
+    let mut resized = None;
     let stopped = std::thread::scope(|scope| {
         let (stop, audio_events) = (&stop, events.clone());
         let audio = scope.spawn(move || {
@@ -324,8 +338,40 @@ fn session(entry: &PluginEntry, x: &Xvfb, scale: u32, gesture: impl FnOnce(&Sess
             let ok = Command::new("import").env("DISPLAY", &x.display).args(["-window", &parent.to_string()]).arg(&file).status();
             println!("screenshot at scale {scale}: {} ({ok:?})", file.display());
         }
-        let probe = Session { events: Vec::new(), values: names.iter().map(|(n, i)| (n.clone(), i.get(), 0.0)).collect(), corner_colours };
+        let probe = Session { events: Vec::new(), values: names.iter().map(|(n, i)| (n.clone(), i.get(), 0.0)).collect(), corner_colours, resized: None };
         gesture(&probe, &events);
+        if scale == 1 {
+            // The same session with another window size, loaded while the editor is open:
+            // the editor asks its window for that size, and the host sees it.
+            let state = instance.access_shared_handler(|s| *s.state.get().unwrap()).expect("state extension");
+            let handle = instance.plugin_handle();
+            let mut saved = Vec::new();
+            state.save(&handle, &mut saved).expect("the state saves");
+            let mut json: serde_json::Value = serde_json::from_slice(&saved[8..]).expect("the state is JSON after its length");
+            json["fields"]["editor-size"] =
+                serde_json::Value::String(serde_json::json!({"width": RESIZED.0 as f64, "height": RESIZED.1 as f64}).to_string());
+            let text = serde_json::to_vec(&json).unwrap();
+            let mut bytes = (text.len() as u64).to_le_bytes().to_vec();
+            bytes.extend_from_slice(&text);
+            state.load(&handle, &mut &bytes[..]).expect("the state loads");
+            let gui = instance.access_shared_handler(|s| *s.gui.get().unwrap()).expect("gui extension");
+            let t0 = Instant::now();
+            loop {
+                if instance.access_shared_handler(|s| s.callback_requested.swap(false, Ordering::SeqCst)) {
+                    instance.call_on_main_thread_callback();
+                }
+                if let Some((w, h)) = instance.access_shared_handler(|s| s.resize_requested.lock().unwrap().take()) {
+                    // A host grants the request by resizing its window to it.
+                    let _ = gui.set_size(&instance.plugin_handle(), GuiSize { width: w, height: h });
+                }
+                let now = gui.get_size(&instance.plugin_handle()).map(|g| (g.width, g.height));
+                if now == Some(RESIZED) || t0.elapsed() > Duration::from_secs(20) {
+                    resized = now;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
         // The last changes leave with the next blocks.
         std::thread::sleep(Duration::from_millis(300));
         stop.store(true, Ordering::SeqCst);
@@ -339,7 +385,7 @@ fn session(entry: &PluginEntry, x: &Xvfb, scale: u32, gesture: impl FnOnce(&Sess
     conn.destroy_window(parent).expect("destroy");
     conn.flush().expect("flush");
     let events = events.lock().unwrap().clone();
-    Session { events, values, corner_colours }
+    Session { events, values, corner_colours, resized }
 }
 
 /// Waits until `name` has received `ends` gesture ends (the editor draws and sends at its
@@ -470,6 +516,7 @@ fn editor_gestures_reach_the_host_as_begin_value_end_at_scale_1_and_2() {
         assert_eq!(r.value("Band 1 On"), 1.0, "scale {scale}: the band is on");
         assert!(r.corner_colours > 20, "scale {scale}: the editor fills its window ({} colours in the far quarter)", r.corner_colours);
     }
+    assert_eq!(results[0].resized, Some(RESIZED), "a loaded session's window size is applied to the open editor");
 
     // The same gesture in logical pixels sets the same band at both scales (to a
     // physical pixel: half a logical one at scale 2).

@@ -10,6 +10,7 @@
 //! host code marks activation with [`Shared::activating`] and [`Shared::set_active`].
 
 use clack_extensions::audio_ports_config::PluginAudioPortsConfig;
+use clack_extensions::gui::{GuiSize, HostGui, HostGuiImpl, PluginGui};
 use clack_extensions::latency::{HostLatency, HostLatencyImpl, PluginLatency};
 use clack_extensions::params::{
     HostParams, HostParamsImplMainThread, HostParamsImplShared, ParamClearFlags, ParamInfoBuffer, ParamRescanFlags,
@@ -35,6 +36,8 @@ pub struct Shared {
     pub latency: OnceLock<Option<PluginLatency>>,
     /// The plugin's audio-ports-config extension (choosing a layout, e.g. with a sidechain).
     pub ports_config: OnceLock<Option<PluginAudioPortsConfig>>,
+    /// The plugin's GUI extension (its size; this host opens no window).
+    pub gui: OnceLock<Option<PluginGui>>,
     pub restart_requested: AtomicBool,
     pub callback_requested: AtomicBool,
     pub latency_changed: AtomicBool,
@@ -55,6 +58,7 @@ impl Default for Shared {
             state: OnceLock::new(),
             latency: OnceLock::new(),
             ports_config: OnceLock::new(),
+            gui: OnceLock::new(),
             restart_requested: AtomicBool::new(false),
             callback_requested: AtomicBool::new(false),
             latency_changed: AtomicBool::new(false),
@@ -101,6 +105,7 @@ impl<'a> SharedHandler<'a> for Shared {
         let _ = self.state.set(instance.get_extension());
         let _ = self.latency.set(instance.get_extension());
         let _ = self.ports_config.set(instance.get_extension());
+        let _ = self.gui.set(instance.get_extension());
     }
     fn request_restart(&self) {
         self.restart_requested.store(true, Ordering::SeqCst);
@@ -113,6 +118,21 @@ impl<'a> SharedHandler<'a> for Shared {
 
 impl HostParamsImplShared for Shared {
     fn request_flush(&self) {}
+}
+
+/// No window is ever shown by this host: requests are accepted and ignored.
+impl HostGuiImpl for Shared {
+    fn resize_hints_changed(&self) {}
+    fn request_resize(&self, _new_size: GuiSize) -> Result<(), HostError> {
+        Ok(())
+    }
+    fn request_show(&self) -> Result<(), HostError> {
+        Ok(())
+    }
+    fn request_hide(&self) -> Result<(), HostError> {
+        Ok(())
+    }
+    fn closed(&self, _was_destroyed: bool) {}
 }
 
 pub struct MainThread<'a> {
@@ -153,7 +173,7 @@ impl HostHandlers for Host {
     type AudioProcessor<'a> = ();
 
     fn declare_extensions(builder: &mut HostExtensions<Self>, _shared: &Self::Shared<'_>) {
-        builder.register::<HostParams>().register::<HostLatency>();
+        builder.register::<HostParams>().register::<HostLatency>().register::<HostGui>();
     }
 }
 
@@ -275,6 +295,11 @@ impl Plugin {
         ok
     }
 
+    /// The editor's size as reported to a host ([`editor_size`]).
+    pub fn editor_size(&mut self) -> Option<(u32, u32)> {
+        editor_size(&mut self.instance)
+    }
+
     pub fn latency(&mut self) -> u32 {
         match self.instance.access_shared_handler(|s| *s.latency.get().unwrap_or(&None)) {
             Some(ext) => ext.get(&self.instance.plugin_handle()),
@@ -379,6 +404,14 @@ pub fn deactivate(instance: &mut PluginInstance<Host>, stopped: StoppedPluginAud
 }
 
 /// Loads a state into a running instance (on the main thread, also while it plays).
+/// The editor's size as the plugin reports it to a host about to open its GUI (the
+/// size a host makes the window), without opening anything. `None` without a GUI
+/// extension.
+pub fn editor_size(instance: &mut PluginInstance<Host>) -> Option<(u32, u32)> {
+    let gui = instance.access_shared_handler(|s| *s.gui.get().unwrap_or(&None))?;
+    gui.get_size(&instance.plugin_handle()).map(|s| (s.width, s.height))
+}
+
 pub fn load_state(instance: &mut PluginInstance<Host>, state: &[u8]) -> bool {
     let Some(ext) = instance.access_shared_handler(|s| *s.state.get().unwrap_or(&None)) else { return false };
     ext.load(&instance.plugin_handle(), &mut &state[..]).is_ok()

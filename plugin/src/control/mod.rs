@@ -7,6 +7,7 @@
 
 pub mod chain;
 pub mod chain_file;
+pub mod editor_size;
 pub mod gpu;
 pub mod ir;
 pub mod linear;

@@ -62,8 +62,9 @@ pub struct FerroParams {
     /// The band the editor listens to (not a host parameter, not saved; see `audio/solo.rs`).
     pub solo: crate::shared::settings::SoloControl,
 
-    /// Editor window size (not persisted: nice-plug-egui 0.6's state is not serialisable).
-    pub editor_state: Arc<nice_plug_egui::EguiEditorState>,
+    /// The editor window's size, kept with the session (`editor_size.rs`).
+    #[persist = "editor-size"]
+    pub editor_size: super::editor_size::EditorSize,
 
     /// Set whenever a band parameter or the analog-matched switch changes (their
     /// callbacks; every change, from the host, the editor or a state load, goes through
@@ -499,7 +500,7 @@ impl Default for FerroParams {
             gpu_min_block: IntParam::new("GPU Min Block", 1024, ranges::gpu_min_block()).with_unit(" frames"),
             chain: ChainFile::default(),
             solo: Default::default(),
-            editor_state: nice_plug_egui::EguiEditorState::from_size(nice_plug::editor::dpi::LogicalSize::new(1000.0f32, 720.0f32), 1.0),
+            editor_size: Default::default(),
             bands_changed,
         }
     }

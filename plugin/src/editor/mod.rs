@@ -99,12 +99,18 @@ pub struct EditorApp {
 }
 
 pub fn create(params: Arc<FerroParams>, chain: ChainSlot, telemetry: Arc<Telemetry>) -> Option<EguiEditor<EditorApp>> {
-    let state = params.editor_state.clone();
+    let state = params.editor_size.state();
     create_egui_editor(
         state,
         RepaintNotifier::new(),
         EguiNiceSettings::new()
             .with_tile("FerroFX")
+            // Resizable (nice-plug's default is a fixed window, under which the corner's
+            // and a loaded session's size requests were silently ignored), down to the
+            // smallest size the layout holds.
+            .with_resize_hint(nice_plug::editor::ResizeHint::resizable().with_min_logical_size(
+                nice_plug::editor::dpi::LogicalSize::new(crate::control::editor_size::MIN_SIZE.0, crate::control::editor_size::MIN_SIZE.1),
+            ))
             .with_repaint_poll_interval(std::time::Duration::from_millis(100)),
         EditorApp::new(params, chain, telemetry),
     )
@@ -297,9 +303,13 @@ impl NiceEguiApp for EditorApp {
     }
 
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut nice_plug_egui::Frame) {
+        // A session loaded with another window size: ask for it once (the host resizes).
+        if let Some(size) = self.params.editor_size.take_wanted() {
+            ui.ctx().send_viewport_cmd(egui::ViewportCommand::InnerSize(Vec2::new(size.width, size.height)));
+        }
         // A corner to drag: the host is asked for the new size.
         nice_plug_egui::resizable_window::ResizableWindow::new("ferrofx-editor")
-            .min_size(Vec2::new(760.0, 520.0))
+            .min_size(Vec2::new(crate::control::editor_size::MIN_SIZE.0, crate::control::editor_size::MIN_SIZE.1))
             .show(ui, |ui| self.show(ui));
     }
 

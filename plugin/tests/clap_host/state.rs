@@ -1,5 +1,5 @@
 //! Saved state: round trips with chain stages, chains loaded while playing, old and
-//! corrupt sessions.
+//! corrupt sessions, the editor window's size.
 
 use ferrofx_testkit::engine::{engine_output, max_abs_diff};
 use ferrofx::chain::{Elliptic, Fir};
@@ -152,4 +152,33 @@ fn corrupt_or_newer_state_loads_defaults_without_crashing() {
     for (o, e) in out.iter().zip(&expected) {
         assert!(max_abs_diff(o, e) <= 2e-5, "bands kept, corrupt chain dropped");
     }
+}
+
+/// The editor window's size is kept with the session: saved (the default in a new
+/// instance), and a loaded size is what the next save writes until an open editor applies
+/// it (that it does, in a real window: `clap_gui.rs`); a size below the editor's minimum
+/// becomes the minimum, a damaged one and a session from before the field change nothing.
+#[test]
+fn the_editor_window_size_is_kept_with_the_session() {
+    let Some(entry) = entry() else { return };
+    let mut a = Plugin::new(entry);
+    assert_eq!(ferrofx_testkit::clap::editor_size(&mut a.instance), Some((1000, 720)), "the default window");
+    let mut state = state_json(&a.save());
+    let size_of = |state: &serde_json::Value| -> serde_json::Value {
+        serde_json::from_str(state["fields"]["editor-size"].as_str().expect("the size is saved")).unwrap()
+    };
+    assert_eq!(size_of(&state), serde_json::json!({"width": 1000.0, "height": 720.0}));
+    let mut with_size = |w: f64, h: f64| {
+        state["fields"]["editor-size"] = serde_json::Value::String(serde_json::json!({"width": w, "height": h}).to_string());
+        let mut b = Plugin::new(entry);
+        assert!(b.load(&state_bytes(&state)));
+        size_of(&state_json(&b.save()))
+    };
+    assert_eq!(with_size(1280.0, 860.0), serde_json::json!({"width": 1280.0, "height": 860.0}));
+    assert_eq!(with_size(300.0, 200.0), serde_json::json!({"width": 760.0, "height": 520.0}), "the editor's minimum");
+    assert_eq!(with_size(1.0e9, 700.0), serde_json::json!({"width": 1000.0, "height": 720.0}), "a damaged size is ignored");
+    state["fields"].as_object_mut().unwrap().remove("editor-size");
+    let mut e = Plugin::new(entry);
+    assert!(e.load(&state_bytes(&state)));
+    assert_eq!(size_of(&state_json(&e.save())), serde_json::json!({"width": 1000.0, "height": 720.0}), "an older session");
 }
