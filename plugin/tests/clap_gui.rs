@@ -14,15 +14,11 @@ use std::ffi::CString;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use clack_extensions::gui::{GuiApiType, GuiConfiguration, GuiSize, HostGui, HostGuiImpl, PluginGui, Window as ClapWindow};
-use clack_extensions::state::PluginState;
-use clack_extensions::params::{
-    HostParams, HostParamsImplMainThread, HostParamsImplShared, ParamClearFlags, ParamInfoBuffer, ParamRescanFlags,
-    PluginParams,
-};
+use clack_extensions::gui::{GuiApiType, GuiConfiguration, GuiSize, Window as ClapWindow};
+use clack_extensions::params::ParamInfoBuffer;
 use clack_host::events::event_types::{ParamGestureBeginEvent, ParamGestureEndEvent, ParamValueEvent};
 use clack_host::prelude::*;
 use ferrofx_plugin::control::params::ranges;
@@ -38,71 +34,10 @@ const EDITOR_H: u32 = 720;
 
 // ---------------------------------------------------------------- the host
 
-#[derive(Default)]
-struct Shared {
-    params: OnceLock<Option<PluginParams>>,
-    gui: OnceLock<Option<PluginGui>>,
-    state: OnceLock<Option<PluginState>>,
-    callback_requested: AtomicBool,
-    /// The last size the editor asked for; the test's main loop grants it (`set_size`),
-    /// as a host does.
-    resize_requested: Mutex<Option<(u32, u32)>>,
-}
-
-impl<'a> SharedHandler<'a> for Shared {
-    fn initializing(&self, instance: InitializingPluginHandle<'a>) {
-        let _ = self.params.set(instance.get_extension());
-        let _ = self.gui.set(instance.get_extension());
-        let _ = self.state.set(instance.get_extension());
-    }
-    fn request_restart(&self) {}
-    fn request_process(&self) {}
-    fn request_callback(&self) {
-        self.callback_requested.store(true, Ordering::SeqCst);
-    }
-}
-
-impl HostParamsImplShared for Shared {
-    // The plugin asks for a flush when its editor queues a change; this host is always
-    // processing, so the changes leave with the next block's output events.
-    fn request_flush(&self) {}
-}
-
-impl HostGuiImpl for Shared {
-    fn resize_hints_changed(&self) {}
-    fn request_resize(&self, new_size: GuiSize) -> Result<(), HostError> {
-        *self.resize_requested.lock().unwrap() = Some((new_size.width, new_size.height));
-        Ok(())
-    }
-    fn request_show(&self) -> Result<(), HostError> {
-        Ok(())
-    }
-    fn request_hide(&self) -> Result<(), HostError> {
-        Ok(())
-    }
-    fn closed(&self, _was_destroyed: bool) {}
-}
-
-struct MainThread;
-
-impl<'a> MainThreadHandler<'a> for MainThread {}
-
-impl HostParamsImplMainThread for MainThread {
-    fn rescan(&self, _flags: ParamRescanFlags) {}
-    fn clear(&self, _param_id: ClapId, _flags: ParamClearFlags) {}
-}
-
-struct Host;
-
-impl HostHandlers for Host {
-    type Shared<'a> = Shared;
-    type MainThread<'a> = MainThread;
-    type AudioProcessor<'a> = ();
-
-    fn declare_extensions(builder: &mut HostExtensions<Self>, _shared: &Self::Shared<'_>) {
-        builder.register::<HostParams>().register::<HostGui>();
-    }
-}
+// testkit's: it checks the CLAP rules for the plugin's calls into it, and grants nothing
+// by itself: the editor's resize requests are kept for the test's main loop to grant
+// (`gui.set_size`), as a host does.
+use ferrofx_testkit::clap::{Host, MainThread, Shared};
 
 // ---------------------------------------------------------------- what is needed
 
@@ -257,7 +192,8 @@ fn session(entry: &PluginEntry, x: &Xvfb, scale: u32, gesture: impl FnOnce(&Sess
 
     let host = HostInfo::new("ferrofx-gui-test", "FerroFX", "https://example.invalid", "1.0").unwrap();
     let id = CString::new(PLUGIN_ID).unwrap();
-    let mut instance = PluginInstance::<Host>::new(|_| Shared::default(), |_| MainThread, entry, &id, &host).expect("the plugin instantiates");
+    let mut instance =
+        PluginInstance::<Host>::new(|_| Shared::default(), |shared| MainThread { shared }, entry, &id, &host).expect("the plugin instantiates");
     let params = instance.access_shared_handler(|s| *s.params.get().unwrap()).expect("params extension");
     let gui = instance.access_shared_handler(|s| *s.gui.get().unwrap()).expect("gui extension");
     let mut names = Vec::new();
@@ -279,7 +215,7 @@ fn session(entry: &PluginEntry, x: &Xvfb, scale: u32, gesture: impl FnOnce(&Sess
     }
 
     let config = PluginAudioConfiguration { sample_rate: 48_000.0, min_frames_count: 1, max_frames_count: 256 };
-    let processor = instance.activate(|_, _| (), config).expect("the plugin activates");
+    let processor = ferrofx_testkit::clap::activate(&mut instance, config).expect("the plugin activates");
     let stop = AtomicBool::new(false);
     let events = Arc::new(Mutex::new(Vec::<Out>::new()));
     let mut corner_colours = 0;
@@ -344,16 +280,12 @@ fn session(entry: &PluginEntry, x: &Xvfb, scale: u32, gesture: impl FnOnce(&Sess
             // The same session with another window size, loaded while the editor is open:
             // the editor asks its window for that size, and the host sees it.
             let state = instance.access_shared_handler(|s| *s.state.get().unwrap()).expect("state extension");
-            let handle = instance.plugin_handle();
             let mut saved = Vec::new();
-            state.save(&handle, &mut saved).expect("the state saves");
-            let mut json: serde_json::Value = serde_json::from_slice(&saved[8..]).expect("the state is JSON after its length");
+            state.save(&instance.plugin_handle(), &mut saved).expect("the state saves");
+            let mut json = ferrofx_testkit::clap::state_json(&saved).expect("the state is JSON after its length");
             json["fields"]["editor-size"] =
                 serde_json::Value::String(serde_json::json!({"width": RESIZED.0 as f64, "height": RESIZED.1 as f64}).to_string());
-            let text = serde_json::to_vec(&json).unwrap();
-            let mut bytes = (text.len() as u64).to_le_bytes().to_vec();
-            bytes.extend_from_slice(&text);
-            state.load(&handle, &mut &bytes[..]).expect("the state loads");
+            assert!(ferrofx_testkit::clap::load_state(&mut instance, &ferrofx_testkit::clap::state_bytes(&json)), "the state loads");
             let gui = instance.access_shared_handler(|s| *s.gui.get().unwrap()).expect("gui extension");
             let t0 = Instant::now();
             loop {
@@ -377,7 +309,9 @@ fn session(entry: &PluginEntry, x: &Xvfb, scale: u32, gesture: impl FnOnce(&Sess
         stop.store(true, Ordering::SeqCst);
         audio.join().expect("the audio thread does not panic")
     });
-    instance.deactivate(stopped);
+    ferrofx_testkit::clap::deactivate(&mut instance, stopped);
+    // The plugin's calls into the host kept the CLAP rules (thread and state of each).
+    instance.access_shared_handler(|s| s.assert_rules());
     let handle = instance.plugin_handle();
     let values = names.iter().map(|(n, i)| (n.clone(), i.get(), params.get_value(&handle, *i).expect("a value"))).collect();
     gui.hide(&handle).expect("the editor hides");

@@ -36,8 +36,11 @@ pub struct Shared {
     pub latency: OnceLock<Option<PluginLatency>>,
     /// The plugin's audio-ports-config extension (choosing a layout, e.g. with a sidechain).
     pub ports_config: OnceLock<Option<PluginAudioPortsConfig>>,
-    /// The plugin's GUI extension (its size; this host opens no window).
+    /// The plugin's GUI extension.
     pub gui: OnceLock<Option<PluginGui>>,
+    /// The last size the plugin's editor asked for (`gui.request_resize`), for the host
+    /// code to grant with `gui.set_size` (this host opens no window by itself).
+    pub resize_requested: Mutex<Option<(u32, u32)>>,
     pub restart_requested: AtomicBool,
     pub callback_requested: AtomicBool,
     pub latency_changed: AtomicBool,
@@ -59,6 +62,7 @@ impl Default for Shared {
             latency: OnceLock::new(),
             ports_config: OnceLock::new(),
             gui: OnceLock::new(),
+            resize_requested: Mutex::new(None),
             restart_requested: AtomicBool::new(false),
             callback_requested: AtomicBool::new(false),
             latency_changed: AtomicBool::new(false),
@@ -120,10 +124,12 @@ impl HostParamsImplShared for Shared {
     fn request_flush(&self) {}
 }
 
-/// No window is ever shown by this host: requests are accepted and ignored.
+/// Requests are accepted; a resize is kept in [`Shared::resize_requested`] for the host
+/// code (a test with a window) to grant.
 impl HostGuiImpl for Shared {
     fn resize_hints_changed(&self) {}
-    fn request_resize(&self, _new_size: GuiSize) -> Result<(), HostError> {
+    fn request_resize(&self, new_size: GuiSize) -> Result<(), HostError> {
+        *self.resize_requested.lock().unwrap_or_else(|e| e.into_inner()) = Some((new_size.width, new_size.height));
         Ok(())
     }
     fn request_show(&self) -> Result<(), HostError> {
@@ -403,7 +409,6 @@ pub fn deactivate(instance: &mut PluginInstance<Host>, stopped: StoppedPluginAud
     instance.access_shared_handler(|s| s.set_active(false));
 }
 
-/// Loads a state into a running instance (on the main thread, also while it plays).
 /// The editor's size as the plugin reports it to a host about to open its GUI (the
 /// size a host makes the window), without opening anything. `None` without a GUI
 /// extension.
@@ -412,6 +417,7 @@ pub fn editor_size(instance: &mut PluginInstance<Host>) -> Option<(u32, u32)> {
     gui.get_size(&instance.plugin_handle()).map(|s| (s.width, s.height))
 }
 
+/// Loads a state into a running instance (on the main thread, also while it plays).
 pub fn load_state(instance: &mut PluginInstance<Host>, state: &[u8]) -> bool {
     let Some(ext) = instance.access_shared_handler(|s| *s.state.get().unwrap_or(&None)) else { return false };
     ext.load(&instance.plugin_handle(), &mut &state[..]).is_ok()
