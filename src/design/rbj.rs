@@ -7,8 +7,9 @@
 use super::Sos;
 use std::f64::consts::PI;
 
-/// The nine cookbook shapes of the chain format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The nine cookbook shapes of the chain format (read from it by their snake_case names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BiquadKind {
     Lowpass,
     Highpass,

@@ -10,39 +10,10 @@ use crate::chain::validate::{Check, Designed};
 use crate::chain::{ChainError, Stage, StageKind};
 use crate::design::{self, BiquadKind};
 
-#[derive(Deserialize, Clone, Copy)]
-#[serde(rename_all = "snake_case")]
-enum BiquadKindWire {
-    Lowpass,
-    Highpass,
-    Bandpass,
-    BandpassSkirt,
-    Notch,
-    Allpass,
-    Peaking,
-    LowShelf,
-    HighShelf,
-}
-
-impl From<BiquadKindWire> for BiquadKind {
-    fn from(k: BiquadKindWire) -> BiquadKind {
-        match k {
-            BiquadKindWire::Lowpass => BiquadKind::Lowpass,
-            BiquadKindWire::Highpass => BiquadKind::Highpass,
-            BiquadKindWire::Bandpass => BiquadKind::Bandpass,
-            BiquadKindWire::BandpassSkirt => BiquadKind::BandpassSkirt,
-            BiquadKindWire::Notch => BiquadKind::Notch,
-            BiquadKindWire::Allpass => BiquadKind::Allpass,
-            BiquadKindWire::Peaking => BiquadKind::Peaking,
-            BiquadKindWire::LowShelf => BiquadKind::LowShelf,
-            BiquadKindWire::HighShelf => BiquadKind::HighShelf,
-        }
-    }
-}
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Wire {
-    kind: BiquadKindWire,
+    kind: BiquadKind,
     freq_hz: f64,
     q: f64,
     #[serde(default)]
@@ -55,7 +26,7 @@ struct Wire {
 pub(super) fn parse(index: usize, t: &str, map: Map<String, Value>, version: u64) -> Result<StageKind, ChainError> {
     let w: Wire = fields(index, t, map)?;
     needs_version_2(index, t, w.matched, version)?;
-    Ok(StageKind::Biquad { kind: w.kind.into(), freq_hz: w.freq_hz, q: w.q, gain_db: w.gain_db, matched: w.matched.unwrap_or(false) })
+    Ok(StageKind::Biquad { kind: w.kind, freq_hz: w.freq_hz, q: w.q, gain_db: w.gain_db, matched: w.matched.unwrap_or(false) })
 }
 
 pub(super) fn write(m: &mut Map<String, Value>, kind: BiquadKind, freq_hz: f64, q: f64, gain_db: Option<f64>, matched: bool) {
