@@ -73,7 +73,7 @@ pub(super) fn design(check: &Check, response: Response, taps: usize, cutoff: Cut
     if !(1..=MAX_DESIGNED_TAPS).contains(&taps) {
         return Err(check.fail("taps", format!("taps {taps} is out of range (1..={MAX_DESIGNED_TAPS})")));
     }
-    if matches!(response, Response::Highpass | Response::Bandstop) && taps % 2 == 0 {
+    if matches!(response, Response::Highpass | Response::Bandstop) && taps.is_multiple_of(2) {
         return Err(check.fail("taps", format!("taps {taps} must be odd for a {} FIR (it must pass Nyquist)", response.name())));
     }
     let cutoff = check.cutoff(response, cutoff)?;
