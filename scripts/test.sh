@@ -94,4 +94,4 @@ echo "editor screenshot: $CARGO_TARGET_DIR/editor-check/editor.png"
 step "the Python package (pip install ./python, release build), then the Python tests: the package against SciPy, the SciPy cross-check, the VST3 host test"
 # (maturin runs from the virtual environment's bin folder.)
 PATH="$VENV/bin:$PATH" run "$PY" -m pip install -q --disable-pip-version-check --no-build-isolation ./python
-FERROFX_REQUIRE_PYTHON_PACKAGE=1 FERROFX_XTASK="$CARGO_TARGET_DIR/debug/xtask" run "$PY" -m pytest -q tests/python
+FERROFX_REQUIRE_PYTHON_PACKAGE=1 FERROFX_XTASK="$CARGO_TARGET_DIR/debug/xtask" run "$PY" -m pytest -q -rs tests/python
