@@ -22,25 +22,7 @@ pub struct GpuBackendEntry {
     pub open: fn(&GpuTuning) -> Result<Arc<dyn Backend>, String>,
 }
 
-/// The GPU backends' tuning switches, for measuring what each buys on a given device
-/// (`cargo xtask render` and `bench` take them as options; `docs/command-line.md`). The
-/// defaults are what the backends were measured fastest with; the output is the same
-/// either way, within the reference tolerance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GpuTuning {
-    /// CUDA: offline streams overlap uploads, kernels and downloads on three streams, two
-    /// blocks in flight (`false`: one synchronous job a block).
-    pub cuda_overlap: bool,
-    /// CUDA: blocks up to this many frames run on the channel-parallel kernel, longer
-    /// ones on the time-parallel scan (0: every block on the scan).
-    pub cuda_sequential_max_frames: usize,
-}
-
-impl Default for GpuTuning {
-    fn default() -> GpuTuning {
-        GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64 }
-    }
-}
+pub use crate::gpu::GpuTuning;
 
 /// The GPU backends of this build, in order of preference (the plugin takes the first
 /// that opens; `auto` probes every one that opens). CUDA first: it opens only with an

@@ -23,7 +23,7 @@
 //! Lanes run the same kernel arithmetic as a single channel (the kernels are bit-identical
 //! per lane), so the only difference from unsegmented processing is that bounded tail.
 //!
-//! Engines use this only when built with [`crate::engine::EngineOptions::time_segments`]
+//! Engines use this only when built with `EngineOptions::time_segments` (the engine, a layer above)
 //! (offline rendering, the Python package, benchmarks). Like the rest of `dsp`, it
 //! allocates only when built; a segmented block costs its warm-ups (at most a quarter of
 //! the block) and so is for offline work, not an audio thread's small blocks.

@@ -42,7 +42,7 @@ use crate::gpu::GpuError;
 pub const SEQUENTIAL_MAX_FRAMES: usize = 64;
 
 /// How a device's chains run, fixed when the device is opened (from the core's
-/// [`crate::backends::GpuTuning`], whose defaults these are): for measuring the two
+/// [`crate::gpu::GpuTuning`], whose defaults these are): for measuring the two
 /// kernels and the overlap on a given GPU (`cargo xtask bench --backend cuda
 /// --cuda-sequential-max 0`, `--cuda-overlap off`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -23,7 +23,7 @@ impl WgpuBackend {
 }
 
 /// Opens the best adapter (the wgpu entry of the list in `src/backends.rs`).
-pub fn open_backend(_tuning: &crate::backends::GpuTuning) -> Result<Arc<dyn Backend>, String> {
+pub fn open_backend(_tuning: &crate::gpu::GpuTuning) -> Result<Arc<dyn Backend>, String> {
     WgpuContext::new().map(|ctx| Arc::new(WgpuBackend::new(ctx)) as Arc<dyn Backend>).map_err(|e| e.to_string())
 }
 
