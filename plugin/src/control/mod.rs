@@ -8,6 +8,7 @@
 pub mod chain;
 pub mod chain_file;
 pub mod editor_size;
+pub mod instance_state;
 pub mod gpu;
 pub mod ir;
 pub mod linear;

@@ -91,6 +91,34 @@ pub fn export(bands: &[Band; BANDS], stages: &Chain, output_gain_db: f64, fs: f6
     Ok(chain)
 }
 
+/// The settings of `params` that change the sound and that a chain file cannot say
+/// (each named), so an export to one would play differently from the plugin: dynamic
+/// bands, linear phase, auto gain, delta listen, bypass. (Routed bands are refused by
+/// [`export`] itself; the backend settings do not change the sound.) Empty when the
+/// chain file would be the plugin's whole sound.
+pub fn unsaid_in_a_chain_file(params: &crate::control::params::FerroParams) -> Vec<String> {
+    use crate::control::params::{AutoGainChoice, PhaseChoice};
+    let mut unsaid = Vec::new();
+    for (i, bp) in params.bands.iter().enumerate() {
+        if bp.enabled.value() && bp.dyn_on.value() {
+            unsaid.push(format!("band {} is dynamic", i + 1));
+        }
+    }
+    if params.phase.value() != PhaseChoice::Natural {
+        unsaid.push(format!("the phase mode is {}", params.phase.value().name()));
+    }
+    if params.auto_gain.value() != AutoGainChoice::Off {
+        unsaid.push(String::from("auto gain is on"));
+    }
+    if params.delta.value() {
+        unsaid.push(String::from("delta listen is on"));
+    }
+    if params.bypass.value() {
+        unsaid.push(String::from("the plugin is bypassed"));
+    }
+    unsaid
+}
+
 /// What a chain file sets when imported.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Imported {

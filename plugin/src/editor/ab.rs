@@ -1,4 +1,5 @@
-//! A/B: two complete states (bands, output gain, chain stages) to compare. The one not
+//! A/B: two complete states (every parameter and the chain stages:
+//! `control/instance_state.rs`) to compare. The one not
 //! shown is kept as a snapshot; switching applies it through host gestures (so the host
 //! records it and undo covers it). "Copy A to B" (or B to A) makes the other slot the state
 //! shown.
@@ -7,7 +8,7 @@ use nice_plug::prelude::*;
 
 use crate::control::params::FerroParams;
 
-use super::history::Snapshot;
+use crate::control::instance_state::InstanceState as Snapshot;
 
 /// Slot 0 is A, 1 is B.
 #[derive(Default)]

@@ -1,5 +1,5 @@
-//! Undo and redo of everything the editor changes: the bands, the output gain and the
-//! chain stages, as whole snapshots.
+//! Undo and redo of everything the editor changes, as whole snapshots of the instance's
+//! state (`control/instance_state.rs`: every host parameter and the chain stages).
 //!
 //! An edit is what happens between a press (pointer button or key) in the editor and
 //! the moment no button is down any more: the state before the press is kept, and if the
@@ -9,80 +9,11 @@
 
 use nice_plug::prelude::*;
 
-use crate::control::params::{BandParams, FerroParams};
+use crate::control::instance_state::InstanceState as Snapshot;
+use crate::control::params::FerroParams;
 
 /// Most edits kept.
 const DEPTH: usize = 200;
-
-/// What one undo step restores: every band parameter and the output gain as the
-/// normalised values the host sees (so a restore is exact), and the chain stages.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Snapshot {
-    pub normalized: Vec<f32>,
-    /// The chain stages as their chain-file text.
-    pub chain_json: String,
-}
-
-/// Band `bp`'s parameters, each through `f` (a fixed order).
-fn each_band_param(bp: &BandParams, mut f: impl FnMut(&dyn Restore)) {
-    f(&bp.enabled);
-    f(&bp.shape);
-    f(&bp.freq_hz);
-    f(&bp.gain_db);
-    f(&bp.q);
-    f(&bp.slope_poles);
-    f(&bp.linkwitz_riley);
-    f(&bp.bypassed);
-    f(&bp.route);
-}
-
-fn each_param(params: &FerroParams, mut f: impl FnMut(&dyn Restore)) {
-    for bp in &params.bands {
-        each_band_param(bp, &mut f);
-    }
-    f(&params.output_gain_db);
-}
-
-/// A parameter read and restored as a normalised value, through a host gesture.
-trait Restore {
-    fn normalized(&self) -> f32;
-    fn restore(&self, setter: &ParamSetter, normalized: f32);
-}
-
-impl<P: Param> Restore for P {
-    fn normalized(&self) -> f32 {
-        self.unmodulated_normalized_value()
-    }
-    fn restore(&self, setter: &ParamSetter, normalized: f32) {
-        if self.unmodulated_normalized_value() != normalized {
-            setter.begin_set_parameter(self);
-            setter.set_parameter_normalized(self, normalized);
-            setter.end_set_parameter(self);
-        }
-    }
-}
-
-impl Snapshot {
-    pub fn of(params: &FerroParams) -> Snapshot {
-        let mut normalized = Vec::with_capacity(params.bands.len() * 7 + 1);
-        each_param(params, |p| normalized.push(p.normalized()));
-        Snapshot { normalized, chain_json: params.chain.json() }
-    }
-
-    /// Makes the plugin's state this snapshot, through host gestures (only what differs).
-    pub fn apply(&self, params: &FerroParams, setter: &ParamSetter) {
-        let mut values = self.normalized.iter();
-        each_param(params, |p| {
-            if let Some(&v) = values.next() {
-                p.restore(setter, v);
-            }
-        });
-        if params.chain.json() != self.chain_json {
-            // The text came from an installed chain: it parses.
-            let _ = params.chain.install_json(&self.chain_json);
-        }
-    }
-}
 
 #[derive(Default)]
 pub struct History {

@@ -1,7 +1,13 @@
 //! Presets: factory presets shipped inside the plugin, the user's folder (the platform's
 //! data directory, e.g. `~/.local/share/ferrofx/presets` on Linux), and any file through
-//! a file dialog. A preset is a chain file (the shared contract) as `preset.rs` exports
-//! it: it renders the same with `cargo xtask render`.
+//! a file dialog.
+//!
+//! A saved preset holds every setting (`control/instance_state.rs`: every parameter and
+//! the chain stages). Chain files (the shared contract: the factory presets, presets of
+//! earlier versions, files from `cargo xtask render`'s world) load too, as the bands,
+//! output gain and chain stages they say with every other setting at its default. "Export
+//! chain file" writes the plugin as one chain file that renders the same with
+//! `cargo xtask render`, and refuses, naming them, settings a chain file cannot say.
 //!
 //! A file that cannot be read, parsed or designed at the session's rate shows its error
 //! here and changes nothing.
@@ -11,11 +17,10 @@ use std::path::{Path, PathBuf};
 use ferrofx::Chain;
 use nice_plug::prelude::*;
 
-use crate::shared::bands::Band;
+use crate::control::instance_state::InstanceState;
 use crate::control::params::FerroParams;
 use crate::control::preset;
 
-use super::edits::{set_band, set_param};
 use super::files::Picker;
 
 /// The factory presets: (name, chain file).
@@ -42,7 +47,15 @@ pub struct PresetsPanel {
     pub name: String,
     pub outcome: Option<Outcome>,
     picker: Picker,
-    saving: bool,
+    /// What the file dialog is open for.
+    saving: Dialog,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dialog {
+    Load,
+    Save,
+    Export,
 }
 
 /// The platform's user preset folder, if the platform has a data directory.
@@ -59,7 +72,7 @@ impl Default for PresetsPanel {
 impl PresetsPanel {
     /// A panel over another user folder (tests, portable setups).
     pub fn with_folder(folder: Option<PathBuf>) -> PresetsPanel {
-        PresetsPanel { folder, listed: Vec::new(), listed_once: false, name: String::from("My preset"), outcome: None, picker: Picker::default(), saving: false }
+        PresetsPanel { folder, listed: Vec::new(), listed_once: false, name: String::from("My preset"), outcome: None, picker: Picker::default(), saving: Dialog::Load }
     }
 
     fn relist(&mut self) {
@@ -81,8 +94,8 @@ impl PresetsPanel {
             ui.strong("Factory");
             for (name, text) in FACTORY {
                 if ui.button(name).clicked() {
-                    self.outcome = Some(match Chain::from_json(text) {
-                        Ok(chain) => apply(&chain, params, setter, fs).map_or_else(Outcome::Failed, |()| Outcome::Done(format!("loaded {name}"))),
+                    self.outcome = Some(match load_text(text, params, setter, fs) {
+                        Ok(()) => Outcome::Done(format!("loaded {name}")),
                         Err(e) => Outcome::Failed(format!("{name}: {e}")),
                     });
                 }
@@ -118,19 +131,24 @@ impl PresetsPanel {
             if ui.add_enabled(can_save, egui::Button::new("Save to your presets")).clicked() {
                 if let Some(f) = self.folder.clone() {
                     let path = f.join(format!("{}.json", file_safe(&self.name)));
-                    self.outcome = Some(save(&path, params, fs));
+                    self.outcome = Some(save(&path, params));
                     self.relist();
                 }
             }
             ui.separator();
             if ui.button("Load file…").clicked() {
-                self.saving = false;
-                self.picker.open_file("Load a preset (chain file)", &["json"]);
+                self.saving = Dialog::Load;
+                self.picker.open_file("Load a preset or chain file", &["json"]);
             }
             if ui.button("Save file…").clicked() {
-                self.saving = true;
+                self.saving = Dialog::Save;
                 let name = format!("{}.json", file_safe(&self.name));
-                self.picker.save_file("Save the preset (chain file)", self.folder.as_deref(), &name);
+                self.picker.save_file("Save the preset", self.folder.as_deref(), &name);
+            }
+            if ui.button("Export chain file…").on_hover_text("The plugin as one chain file, which cargo xtask render plays the same").clicked() {
+                self.saving = Dialog::Export;
+                let name = format!("{}.chain.json", file_safe(&self.name));
+                self.picker.save_file("Export as a chain file", self.folder.as_deref(), &name);
             }
         });
         match &self.outcome {
@@ -143,7 +161,11 @@ impl PresetsPanel {
             None => {}
         }
         if let Some(path) = self.picker.show(ui.ctx()) {
-            self.outcome = Some(if self.saving { save(&path, params, fs) } else { load_file(&path, params, setter, fs) });
+            self.outcome = Some(match self.saving {
+                Dialog::Save => save(&path, params),
+                Dialog::Export => export_chain_file(&path, params, fs),
+                Dialog::Load => load_file(&path, params, setter, fs),
+            });
             self.relist();
         }
     }
@@ -155,53 +177,77 @@ fn file_safe(name: &str) -> String {
 }
 
 fn load_file(path: &Path, params: &FerroParams, setter: &ParamSetter, fs: f64) -> Outcome {
-    // Read with the chain-file size cap: a mistyped path to a recording is an error.
-    match Chain::from_file(path) {
-        Ok(chain) => match apply(&chain, params, setter, fs) {
-            Ok(()) => Outcome::Done(format!("loaded {}", path.display())),
-            Err(e) => Outcome::Failed(format!("{}: {e}", path.display())),
-        },
-        Err(e) => Outcome::Failed(e.to_string()),
+    match read_capped(path).and_then(|text| load_text(&text, params, setter, fs)) {
+        Ok(()) => Outcome::Done(format!("loaded {}", path.display())),
+        Err(e) => Outcome::Failed(format!("{}: {e}", path.display())),
     }
 }
 
-/// Makes `chain` the plugin's state (bands, chain stages, output gain), after checking
-/// that it designs at `fs`; on error nothing changes.
-pub fn apply(chain: &Chain, params: &FerroParams, setter: &ParamSetter, fs: f64) -> Result<(), String> {
-    chain.design(fs).map_err(|e| e.to_string())?;
-    let imported = preset::import(chain);
-    for (i, bp) in params.bands.iter().enumerate() {
-        let band = imported.bands.iter().find(|(n, _)| *n == i).map(|(_, b)| *b);
-        let band = band.unwrap_or(Band { enabled: false, ..bp.band() });
-        set_band(setter, bp, &band);
+/// Reads a preset or chain file with the chain-file size cap (a mistyped path to a
+/// recording is an error, not an exhausted memory).
+fn read_capped(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(ferrofx::chain::MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > ferrofx::chain::MAX_FILE_BYTES {
+        return Err(format!("larger than {} MiB, the most a preset may hold", ferrofx::chain::MAX_FILE_BYTES >> 20));
     }
-    set_param(setter, &params.output_gain_db, imported.output_gain_db.unwrap_or(0.0) as f32);
-    if let Some(matched) = imported.matched {
-        if params.matched.value() != matched {
-            set_param(setter, &params.matched, matched);
-        }
-    }
-    params.chain.install(imported.stages);
+    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+}
+
+/// Makes a preset file or a chain file the plugin's state, after checking all of it
+/// (and that its chain stages design at `fs`: for a chain file, its bands as stages too);
+/// on error nothing changes.
+pub fn load_text(text: &str, params: &FerroParams, setter: &ParamSetter, fs: f64) -> Result<(), String> {
+    let (state, stages) = if InstanceState::is_preset(text) {
+        let state = InstanceState::from_preset_json(text, params)?;
+        let stages = Chain::from_json(&state.chain_json).map_err(|e| e.to_string())?;
+        (state, stages)
+    } else {
+        let chain = Chain::from_json(text).map_err(|e| e.to_string())?;
+        (InstanceState::from_chain_file(&chain, params, &InstanceState::of(params)), chain)
+    };
+    stages.design(fs).map_err(|e| e.to_string())?;
+    state.apply(params, setter);
     Ok(())
 }
 
-/// Writes the plugin's state as a chain file (a temporary file renamed into place, so a
-/// failed save leaves any earlier file whole).
-fn save(path: &Path, params: &FerroParams, fs: f64) -> Outcome {
-    let chain = match preset::export(&params.bands(), &params.chain.chain(), crate::control::params::decimal(params.output_gain_db.value()), fs) {
-        Ok(chain) => chain,
-        Err(e) => return Outcome::Failed(format!("cannot save {}: {e}", path.display())),
-    };
-    let write = || -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = path.with_extension("json.partial");
-        std::fs::write(&tmp, chain.to_json())?;
-        std::fs::rename(&tmp, path)
-    };
-    match write() {
+/// Writes `text` to `path` through a temporary file renamed into place, so a failed save
+/// leaves any earlier file whole.
+fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("json.partial");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Writes the plugin's whole state as a preset file.
+fn save(path: &Path, params: &FerroParams) -> Outcome {
+    match write_whole(path, &InstanceState::of(params).to_preset_json(params)) {
         Ok(()) => Outcome::Done(format!("saved {}", path.display())),
         Err(e) => Outcome::Failed(format!("cannot save {}: {e}", path.display())),
+    }
+}
+
+/// Writes the plugin as one chain file, or says what a chain file cannot hold.
+fn export_chain_file(path: &Path, params: &FerroParams, fs: f64) -> Outcome {
+    let unsaid = preset::unsaid_in_a_chain_file(params);
+    if !unsaid.is_empty() {
+        return Outcome::Failed(format!(
+            "cannot export {} as a chain file: {} (a chain file cannot say that; save a preset instead, which holds every setting)",
+            path.display(),
+            unsaid.join(", ")
+        ));
+    }
+    let chain = match preset::export(&params.bands(), &params.chain.chain(), crate::control::params::decimal(params.output_gain_db.value()), fs) {
+        Ok(chain) => chain,
+        Err(e) => return Outcome::Failed(format!("cannot export {}: {e}", path.display())),
+    };
+    match write_whole(path, &chain.to_json()) {
+        Ok(()) => Outcome::Done(format!("exported {}", path.display())),
+        Err(e) => Outcome::Failed(format!("cannot export {}: {e}", path.display())),
     }
 }

@@ -86,6 +86,12 @@ impl Plugin {
         *self.params.get(name).unwrap_or_else(|| panic!("no parameter named {name:?}"))
     }
 
+    /// The value the plugin reports for parameter `id` (plain, as CLAP has it).
+    pub(crate) fn value(&mut self, id: ClapId) -> f64 {
+        let ext = self.instance.access_shared_handler(|s| *s.params.get().unwrap()).expect("params extension");
+        ext.get_value(&self.instance.plugin_handle(), id).expect("a value")
+    }
+
     pub(crate) fn latency(&mut self) -> u32 {
         let ext = self.instance.access_shared_handler(|s| *s.latency.get().unwrap()).expect("latency extension");
         ext.get(&self.instance.plugin_handle())

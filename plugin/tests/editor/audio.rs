@@ -10,7 +10,6 @@ use ferrofx_plugin::control::chain::ChainSlot;
 use ferrofx_plugin::shared::telemetry::Telemetry;
 use egui::accesskit::Role;
 use egui_kittest::kittest::Queryable;
-use ferrofx::Chain;
 use ferrofx_plugin::audio::state::{AudioState, LatencyPolicy};
 use ferrofx_plugin::audio::taps::connect;
 use ferrofx_plugin::control::chain::AudioConfig;
@@ -191,7 +190,7 @@ fn the_audio_thread_never_allocates_or_waits_while_the_editor_is_driven() {
 /// `docs/editor/` (the images the README shows).
 #[test]
 fn rendered_snapshots_of_four_states() {
-    use ferrofx_plugin::editor::presets::{apply, FACTORY};
+    use ferrofx_plugin::editor::presets::{load_text, FACTORY};
     use ferrofx_plugin::editor::Tab;
     let out_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/editor");
     let update = std::env::var_os("FERROFX_UPDATE_SNAPSHOTS").is_some();
@@ -204,7 +203,7 @@ fn rendered_snapshots_of_four_states() {
 
     // 2. A six-band mastering curve (the factory preset), band table shown.
     let mut r = rig_rendered(Arc::new(FerroParams::default()), Arc::new(Telemetry::default()), true);
-    apply(&Chain::from_json(FACTORY[0].1).unwrap(), &r.params, &r.gui.param_setter(), 48_000.0).unwrap();
+    load_text(FACTORY[0].1, &r.params, &r.gui.param_setter(), 48_000.0).unwrap();
     r.harness.state_mut().tab = Tab::Bands;
     r.harness.run();
     shots.push(("mastering-6-band", r));
@@ -213,7 +212,7 @@ fn rendered_snapshots_of_four_states() {
     // auto gain and linear phase chosen (the status row shows them; routed bands carry their letter).
     let mut r = rig_rendered(Arc::new(FerroParams::default()), Arc::new(Telemetry::default()), true);
     let setter = r.gui.param_setter();
-    apply(&Chain::from_json(FACTORY[0].1).unwrap(), &r.params, &setter, 48_000.0).unwrap();
+    load_text(FACTORY[0].1, &r.params, &setter, 48_000.0).unwrap();
     let enabled: Vec<usize> = (0..24).filter(|&i| r.params.bands[i].enabled.value()).collect();
     ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[1]].route, ferrofx_plugin::control::params::RouteChoice::Side);
     ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[2]].route, ferrofx_plugin::control::params::RouteChoice::Left);
@@ -253,7 +252,7 @@ fn rendered_snapshots_of_four_states() {
         audio.activate(&params, AudioConfig { sample_rate_hz: 48_000.0, channels: 2, max_block_frames: 512, offload: false }, None, None, 0, LatencyPolicy::Restart);
         (rig_built(params, Some(audio.chain().clone()), telemetry.clone(), true, true), audio, telemetry)
     };
-    apply(&Chain::from_json(FACTORY[0].1).unwrap(), &r.params, &r.gui.param_setter(), 48_000.0).unwrap();
+    load_text(FACTORY[0].1, &r.params, &r.gui.param_setter(), 48_000.0).unwrap();
     r.harness.state_mut().analyser.mode = Mode::PrePost;
     r.harness.state_mut().analyser.tilt = true;
     r.harness.run();

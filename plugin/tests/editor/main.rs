@@ -7,6 +7,7 @@
 //! `audio.rs` (with an audio state), `presets.rs`.
 
 mod audio;
+mod every_setting;
 mod nodes;
 mod presets;
 mod rig;
