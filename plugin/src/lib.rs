@@ -190,14 +190,18 @@ impl Plugin for FerroFx {
         let offload = gpu_latency > 0;
         // CLAP lets the latency change only here; VST3 and the standalone app take a
         // change between blocks, so there the phase mode switches while playing.
+        // A latency reserve fixes the latency for the activation on every format, and the
+        // mode switches within it.
+        let reserve = self.params.latency_reserve.value().latency_samples() as u32;
         let latency_policy = match context.plugin_api() {
+            _ if reserve > 0 => LatencyPolicy::Fixed(reserve),
             PluginApi::Clap => LatencyPolicy::Restart,
             PluginApi::Vst3 | PluginApi::Standalone => LatencyPolicy::InProcess,
         };
         // Linear phase: the first FIR designed here, the designer thread follows the phase
         // mode and the bands (also in natural phase where the mode can switch in process).
         self.designer = None;
-        let linear = (self.params.phase.value().taps().is_some() || latency_policy == LatencyPolicy::InProcess).then(|| {
+        let linear = (self.params.phase.value().taps().is_some() || latency_policy != LatencyPolicy::Restart).then(|| {
             let setup = linear::Setup { fs: f64::from(fs), channels, max_block };
             let (designer, end) = linear::Designer::start(self.params.clone(), setup);
             self.designer = Some(designer);

@@ -194,3 +194,68 @@ fn without_in_process_switching_a_phase_change_asks_for_a_restart_and_keeps_its_
         assert!(err <= 2e-5, "after the restart, linear phase: {err:e}");
     }
 }
+
+/// A latency reserve (on any format, CLAP's included): the latency reported at activation
+/// is the reserve's, and it never changes. Natural -> 4,096 taps -> natural -> 4,096 taps
+/// switch inside processing with no report and no restart; every frame is its mode's
+/// output delayed to the reserve (natural phase by 2,048 samples, the 4,096-tap FIR by
+/// none), or during a cross-fade a mix of the two, which are aligned. 16,384 taps, beyond
+/// the reserve, asks for a restart once and keeps the running mode. No allocation.
+#[test]
+#[allow(clippy::needless_range_loop)] // (channels index the output and two references alike)
+fn a_latency_reserve_switches_the_phase_in_process_at_one_latency() {
+    use ferrofx_plugin::control::params::ReserveChoice;
+    let params = bands_params();
+    set(&params.latency_reserve, ReserveChoice::Linear4096);
+    let (telemetry, taps) = connect();
+    let mut audio = AudioState::new(ChainSlot::new(&params.chain), taps);
+    let setup = Setup { fs: FS, channels: 2, max_block: BLOCK };
+    let (_designer, end) = Designer::start(params.clone(), setup);
+    let config = AudioConfig { sample_rate_hz: FS as f32, channels: 2, max_block_frames: BLOCK, offload: false };
+    let latency = audio.activate(&params, config, None, Some(LinearAudio::new(end, setup)), 0, LatencyPolicy::Fixed(2048));
+    assert_eq!(latency, 2048, "natural phase reports the reserve");
+
+    let frames = 14 * FS as usize;
+    let x = vec![ferrofx_testkit::noise_amp(frames, 7, 0.5), ferrofx_testkit::noise_amp(frames, 8, 0.5)];
+    let s = FS as usize / BLOCK;
+    let modes = [(s, PhaseChoice::Linear4096), (4 * s, PhaseChoice::Natural), (7 * s, PhaseChoice::Linear4096), (10 * s, PhaseChoice::Linear16384)];
+    let (out, news) = play(&mut audio, &params, &telemetry, &x, &modes);
+    assert!(news.iter().all(|n| n.report.is_none()), "the latency never changes");
+    let restarts: Vec<usize> = news.iter().enumerate().filter(|(_, n)| n.restart).map(|(k, _)| k).collect();
+    assert_eq!(restarts, vec![10 * s], "one restart request, for the mode beyond the reserve");
+
+    // References: natural phase (a plugin that stays in it) delayed by the reserve; the
+    // bands' 4,096-tap FIR (its own 2,048 samples of delay).
+    let natural_params = bands_params();
+    let (mut natural, natural_telemetry, _d) = plugin(&natural_params, LatencyPolicy::InProcess);
+    let (natural_out, _) = play(&mut natural, &natural_params, &natural_telemetry, &x, &[]);
+    let delayed: Vec<Vec<f32>> = natural_out.iter().map(|c| std::iter::repeat_n(0.0, 2048).chain(c[..frames - 2048].iter().copied()).collect()).collect();
+    let fir = linear::design(&params.bands(), FS, 4096, true);
+    let linear_out: Vec<Vec<f32>> = x.iter().map(|c| fir_output(&fir, FS, c)).collect();
+    let reference = |m: PhaseChoice| if m == PhaseChoice::Natural { &delayed } else { &linear_out };
+
+    let tol = 2e-5;
+    let steady = |from: usize, to: usize, m: PhaseChoice| {
+        for c in 0..2 {
+            let err = max_abs_diff(&out[c][from..to], &reference(m)[c][from..to]);
+            assert!(err <= tol, "{m:?}, frames {from}..{to}: {err:e}");
+        }
+    };
+    steady(0, s * BLOCK, PhaseChoice::Natural);
+    let mut mode = PhaseChoice::Natural;
+    for (i, &(k, next)) in modes.iter().enumerate() {
+        let end = modes.get(i + 1).map_or(frames, |m| m.0 * BLOCK);
+        let next = if next == PhaseChoice::Linear16384 { mode } else { next };
+        // Between the request and one second before the next: each frame between the two
+        // aligned outputs (the old one, the cross-fade, the new one).
+        for t in k * BLOCK..end {
+            for c in 0..2 {
+                let (a, b) = (reference(mode)[c][t], reference(next)[c][t]);
+                assert!(out[c][t] >= a.min(b) - tol && out[c][t] <= a.max(b) + tol, "{mode:?} -> {next:?}: frame {t} leaves the cross-fade");
+            }
+        }
+        // The last second before the next request: the new mode alone.
+        steady(end - FS as usize, end, next);
+        mode = next;
+    }
+}

@@ -94,14 +94,15 @@ def noise(channels, frames, seed):
 
 def test_lists_every_parameter(plugin):
     names = list(plugin.parameters.keys())
-    assert len(names) == 24 * 16 + 8
+    assert len(names) == 24 * 16 + 9
     for n in range(1, 25):
         for what in ("on", "bypass", "shape", "frequency_hz", "gain_db", "q", "slope", "linkwitz_riley", "channels",
                      "dynamic", "threshold_db", "ratio", "attack_ms", "release_ms", "range_db", "sidechain"):
             assert f"band_{n}_{what}" in names
     assert plugin.parameters["auto_gain"].valid_values == ["Off", "Pink", "K-weighted"]
-    for name in ("output_gain_db", "bypass", "backend", "gpu_min_block_frames", "auto_gain", "delta_listen", "analog_matched_bands", "phase"):
+    for name in ("output_gain_db", "bypass", "backend", "gpu_min_block_frames", "auto_gain", "delta_listen", "analog_matched_bands", "phase", "latency_reserve"):
         assert name in names
+    assert plugin.parameters["latency_reserve"].valid_values == ["None", "Linear 4096", "Linear 16384", "Linear 65536"]
     assert plugin.parameters["band_3_shape"].valid_values == [
         "Peak", "Low shelf", "High shelf", "Low cut", "High cut", "Notch", "Band pass", "All pass", "Tilt shelf"]
     assert plugin.parameters["bypass"].valid_values == ["Not Bypassed", "Bypassed"]
@@ -363,6 +364,35 @@ def test_phase_switch_while_playing_reports_the_latency_of_the_audio(plugin, how
         want = linear if latency[k] == 2048 else natural
         err = np.max(np.abs(y[:, t] - want[:, t]))
         assert err <= 2e-5, f"{how}: block {k} (reported latency {latency[k]}): {err:.2e} from that mode's output"
+
+
+def test_a_latency_reserve_keeps_one_latency_through_phase_switches(plugin):
+    """With a latency reserve (Linear 4096) the VST3 plugin reports 2048 samples from its
+    activation on, in natural phase too, and keeps it while the phase mode switches in
+    both directions: each block's output is natural phase delayed by 2048 or the bands'
+    linear-phase FIR (or, around a switch, a cross-fade between the two)."""
+    chain = configure(plugin)
+    plugin.latency_reserve = "Linear 4096"
+    x = np.concatenate([np.zeros((2, FS), dtype=np.float32), noise(2, 5 * FS, 19)], axis=1)
+    natural = np.zeros_like(x)
+    natural[:, 2048:] = render_core(chain, x)[:, :-2048]
+    other = pedalboard.load_plugin(str(bundle_path()))
+    configure(other)
+    other.phase = "Linear 4096"
+    other(x, FS)
+    linear = np.zeros_like(x)
+    linear[:, 2048:] = other(x, FS)[:, :-2048]
+    # Prepared twice: the first call's first block brings the settings (the reserve is
+    # read at activation), the second activates with them, as a reopened session does.
+    plugin(np.zeros((2, BLOCK), dtype=np.float32), FS, buffer_size=BLOCK)
+    plugin(np.zeros((2, BLOCK), dtype=np.float32), FS, buffer_size=BLOCK)
+    s = FS // BLOCK
+    y, latency = stream(plugin, x, {2 * s: lambda p: setattr(p, "phase", "Linear 4096"), 4 * s: lambda p: setattr(p, "phase", "Natural")})
+    assert set(latency.tolist()) == {2048}, "one latency all along"
+    for lo, hi, want, what in [(FS + 2048, 2 * s * BLOCK, natural, "natural"), (3 * s * BLOCK, 4 * s * BLOCK, linear, "linear"), (5 * s * BLOCK, x.shape[1], natural, "natural again")]:
+        err = np.max(np.abs(y[:, lo:hi] - want[:, lo:hi]))
+        print(f"{what}: {err:.2e}")
+        assert err <= 2e-5, f"{what}: {err:.2e}"
 
 
 def pink(channels, frames, seed):

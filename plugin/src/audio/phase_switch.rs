@@ -19,6 +19,14 @@
 //!
 //! A latency decrease cannot delay the new output into the old one's time: the
 //! cross-fade then joins the two as they are, as a host's own compensation jump does.
+//!
+//! **Fixed latency** (a latency reserve, [`PhaseSwitch::new`]'s `fixed`): the plugin
+//! reports one latency `L` for the whole activation, and every mode's output is delayed
+//! to it by a pad of `L` minus its own latency (the running stage's [`PhaseSwitch::pad`],
+//! the incoming one's filled while it warms). Both outputs then line up at `L`, the
+//! cross-fade joins aligned signals in both directions, nothing is reported, and at the
+//! end the incoming pad becomes the running one. A mode whose latency exceeds `L` is not
+//! switched to here ([`PhaseSwitch::reachable`]): it waits for a restart.
 //! Only the phase mode switches this way; everything here is allocated in
 //! [`PhaseSwitch::new`] (from `activate`), and nothing allocates, locks or blocks after.
 
@@ -66,6 +74,12 @@ pub struct PhaseSwitch {
     /// Warm-up bounds in frames ([`NATURAL_WARM_MS`], [`MAX_WARM_MS`]).
     min_warm: usize,
     max_warm: usize,
+    /// The fixed latency of a latency reserve (`None`: the latency follows the mode).
+    fixed: Option<usize>,
+    /// With a fixed latency: the running stage's output delayed to it, and the incoming
+    /// stage's (see the module docs).
+    pad: DelayLine,
+    next_pad: DelayLine,
 }
 
 /// A switch's end: what the caller installs (the equaliser in [`PhaseSwitch::eq`] is
@@ -76,8 +90,10 @@ pub struct Finished {
 }
 
 impl PhaseSwitch {
-    /// Allocates everything a switch needs at this configuration.
-    pub fn new(fs: f64, channels: usize, max_block: usize) -> PhaseSwitch {
+    /// Allocates everything a switch needs at this configuration; `fixed`: the latency
+    /// of a latency reserve, held whatever the mode.
+    pub fn new(fs: f64, channels: usize, max_block: usize, fixed: Option<usize>) -> PhaseSwitch {
+        let pad_frames = fixed.unwrap_or(0);
         PhaseSwitch {
             eq: RoutedEqualiser::new(fs, channels, max_block),
             fir: None,
@@ -88,12 +104,50 @@ impl PhaseSwitch {
             fade_len: ((CROSSFADE_MS * 1e-3 * fs) as usize).max(1),
             min_warm: ((NATURAL_WARM_MS * 1e-3 * fs) as usize).max(1),
             max_warm: ((MAX_WARM_MS * 1e-3 * fs) as usize).max(1),
+            fixed,
+            pad: DelayLine::new(channels, pad_frames),
+            next_pad: DelayLine::new(channels, pad_frames),
         }
     }
 
     /// Whether it was allocated for this configuration.
-    pub fn allocated_for(&self, fs: f64, channels: usize, max_block: usize) -> bool {
-        self.eq.allocated_for(fs, channels, max_block)
+    pub fn allocated_for(&self, fs: f64, channels: usize, max_block: usize, fixed: Option<usize>) -> bool {
+        self.eq.allocated_for(fs, channels, max_block) && self.fixed == fixed
+    }
+
+    /// At activation, with a fixed latency: the running mode's latency, so its output is
+    /// padded to the fixed one (history silent).
+    pub fn start_running(&mut self, running_latency: usize) {
+        if let Some(fixed) = self.fixed {
+            self.pad.set_len(fixed.saturating_sub(running_latency));
+            self.pad.clear();
+        }
+    }
+
+    /// Whether the mode of FIR length `taps` (`None`: natural phase) can be switched to
+    /// while active: always where the latency follows the mode, within the reserve with
+    /// a fixed latency.
+    pub fn reachable(&self, taps: Option<usize>) -> bool {
+        self.fixed.is_none_or(|l| taps.map_or(0, |n| n / 2) <= l)
+    }
+
+    /// Whether the latency is fixed for this activation.
+    pub fn fixed(&self) -> Option<usize> {
+        self.fixed
+    }
+
+    /// The running stage's output delayed to the fixed latency (nothing without one).
+    /// Every block, after the running stage and before [`PhaseSwitch::finish_block`].
+    pub fn pad_running(&mut self, out: &mut [&mut [f32]], frames: usize) {
+        if self.fixed.is_some() && !self.pad.is_empty() {
+            self.pad.process(out, frames);
+        }
+    }
+
+    /// Clears the pads' history (a host reset).
+    pub fn clear(&mut self) {
+        self.pad.clear();
+        self.next_pad.clear();
     }
 
     /// Whether the new stage is running beside the old one (warming or fading): then
@@ -139,6 +193,10 @@ impl PhaseSwitch {
             return;
         }
         self.target = wanted;
+        if let Some(fixed) = self.fixed {
+            self.next_pad.set_len(fixed.saturating_sub(wanted.map_or(0, |n| n / 2)));
+            self.next_pad.clear();
+        }
         for (i, band) in bands.iter().enumerate() {
             self.eq.set_band(i, stage_band(band, wanted.is_some(), stereo));
         }
@@ -167,9 +225,11 @@ impl PhaseSwitch {
     }
 
     /// How long the incoming stage runs before it is faded in: its FIR's length (`taps`)
-    /// plus its equaliser's ring-down, at least the minimum.
+    /// plus its equaliser's ring-down, at least the minimum; with a fixed latency also its
+    /// pad's length (the pad's history must be the stage's own output).
     fn warm_frames(&self, taps: usize) -> usize {
-        (taps + self.eq.ring_frames(self.max_warm)).max(self.min_warm)
+        let pad = if self.fixed.is_some() { self.next_pad.len() } else { 0 };
+        (taps + pad + self.eq.ring_frames(self.max_warm)).max(self.min_warm)
     }
 
     /// At a host block's start: when the new stage is warm, the cross-fade begins with
@@ -181,7 +241,9 @@ impl PhaseSwitch {
             return None;
         }
         let new_latency = self.target.map_or(0, |n| n / 2);
-        self.delay.set_len(new_latency.saturating_sub(old_latency));
+        // With a fixed latency both outputs are padded to it: no delay between them.
+        let grow = if self.fixed.is_some() { 0 } else { new_latency.saturating_sub(old_latency) };
+        self.delay.set_len(grow);
         self.step = Step::Fading { at: 0 };
         Some(new_latency)
     }
@@ -227,6 +289,9 @@ impl PhaseSwitch {
             }
             fir.process(&mut refs[..channels]);
         }
+        if self.fixed.is_some() && !self.next_pad.is_empty() {
+            self.next_pad.process(&mut self.scratch[..channels], frames);
+        }
         match self.step {
             Step::Warming { done, need } => {
                 self.delay.write(&out[..channels], frames);
@@ -248,6 +313,8 @@ impl PhaseSwitch {
                             o[i + 1..frames].copy_from_slice(&s[i + 1..frames]);
                         }
                         self.step = Step::Idle;
+                        // The incoming stage's pad goes with it.
+                        std::mem::swap(&mut self.pad, &mut self.next_pad);
                         return Some(Finished { fir: self.fir.take() });
                     }
                 }

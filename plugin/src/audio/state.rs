@@ -12,7 +12,9 @@
 //! is prepared beside the running one and the latency reported at the block where the
 //! output cross-fades to it (`phase_switch.rs`). CLAP allows a latency change only during
 //! `activate`, so there (and for the GPU path, on every format) the plugin asks the host
-//! to restart it and keeps producing audio at the latency it reported until then.
+//! to restart it and keeps producing audio at the latency it reported until then, unless
+//! a latency reserve is set: then the latency is fixed for the activation and the phase
+//! mode switches within it inside processing, on every format (`LatencyPolicy::Fixed`).
 
 use std::sync::atomic::Ordering;
 
@@ -46,6 +48,10 @@ pub enum LatencyPolicy {
     InProcess,
     /// Only during `activate` (CLAP): a change asks the host for a restart.
     Restart,
+    /// One latency for the whole activation (a latency reserve, on any format): the
+    /// phase mode switches inside processing within it, every mode delayed to it; a
+    /// mode that needs more asks the host for a restart.
+    Fixed(u32),
 }
 
 /// What a block asks of the host about latency.
@@ -158,7 +164,8 @@ impl AudioState {
         gpu_latency: u32,
         policy: LatencyPolicy,
     ) -> u32 {
-        let latency = gpu_latency + linear.as_ref().map_or(0, |l| l.latency() as u32);
+        let mode_latency = linear.as_ref().map_or(0, |l| l.latency() as u32);
+        let latency = gpu_latency + if let LatencyPolicy::Fixed(l) = policy { l.max(mode_latency) } else { mode_latency };
         let (fs, channels, max_block) = (config.sample_rate_hz, config.channels, config.max_block_frames);
         // A re-activation with the same configuration keeps the equaliser's memory (hosts
         // restart plugins often; fresh allocations each time only churn the heap).
@@ -175,11 +182,18 @@ impl AudioState {
         }
         eq.snap();
         self.eq = Some(eq);
+        let fixed = match policy {
+            LatencyPolicy::Fixed(l) => Some(l.max(mode_latency) as usize),
+            _ => None,
+        };
         self.switch = match (policy, self.switch.take()) {
             (LatencyPolicy::Restart, _) => None,
-            (LatencyPolicy::InProcess, Some(sw)) if sw.allocated_for(f64::from(fs), channels, max_block) => Some(sw),
-            (LatencyPolicy::InProcess, _) => Some(PhaseSwitch::new(f64::from(fs), channels, max_block)),
+            (_, Some(sw)) if sw.allocated_for(f64::from(fs), channels, max_block, fixed) => Some(sw),
+            (_, _) => Some(PhaseSwitch::new(f64::from(fs), channels, max_block, fixed)),
         };
+        if let Some(sw) = self.switch.as_mut() {
+            sw.start_running(mode_latency as usize);
+        }
         self.band_cache_linear = None;
         let mut autogain = AutoGain::new(f64::from(fs), channels == 2);
         let weighting = params.auto_gain.value().weighting();
@@ -197,7 +211,10 @@ impl AudioState {
         self.realtime = gpu_policy.map(|p| RealtimeOffload::new(channels, max_block, f64::from(fs), p));
         // The dry signal (bypass, delta, solo) is delayed like the processed one, also
         // after a phase switch changes the latency.
-        let most = gpu_latency as usize + if policy == LatencyPolicy::InProcess { MAX_LINEAR_LATENCY } else { latency as usize };
+        let most = match policy {
+            LatencyPolicy::InProcess => gpu_latency as usize + MAX_LINEAR_LATENCY,
+            LatencyPolicy::Restart | LatencyPolicy::Fixed(_) => latency as usize,
+        };
         self.dry_delay = (most > 0).then(|| {
             let mut d = DelayLine::new(channels, most);
             d.set_len(latency as usize);
@@ -332,6 +349,7 @@ impl AudioState {
         if news.report.is_some() {
             telemetry.latency_samples.store(self.reported_latency, Ordering::Relaxed);
         }
+        telemetry.restart_pending.store(self.restart_asked.is_some(), Ordering::Relaxed);
         let linear = self.linear_running();
         if bands_moved || self.band_cache_linear != Some(linear) {
             if let Some(eq) = self.eq.as_mut() {
@@ -374,10 +392,14 @@ impl AudioState {
         let gpu = self.gpu_latency;
         match (self.switch.as_mut(), self.linear.as_mut()) {
             (Some(sw), Some(linear)) => {
-                sw.follow(wanted_taps, linear.taps(), &self.band_cache, stereo, linear);
+                // A mode beyond a latency reserve is not switched to (it waits for a
+                // restart, below): the running mode stays.
+                let target = if sw.reachable(wanted_taps) { wanted_taps } else { linear.taps() };
+                sw.follow(target, linear.taps(), &self.band_cache, stereo, linear);
                 let fir = linear.poll(sw.wanted_fir());
                 sw.offer(fir, linear);
-                if let Some(linear_latency) = sw.begin_fade(linear.latency()) {
+                let fixed = sw.fixed().is_some();
+                if let (Some(linear_latency), false) = (sw.begin_fade(linear.latency()), fixed) {
                     let total = gpu + linear_latency as u32;
                     if let Some(d) = self.dry_delay.as_mut() {
                         d.set_len(total as usize);
@@ -394,9 +416,16 @@ impl AudioState {
         }
         let wanted_gpu = self.wanted_gpu_latency(params, config.max_block_frames, self.side.has_stages());
         // What the phase mode adds that this activation cannot switch to by itself.
+        let wanted_mode = wanted_taps.map_or(0, |t| (t / 2) as u32);
+        let reserve_now = params.latency_reserve.value().latency_samples() as u32;
+        let reserve_then = if let LatencyPolicy::Fixed(l) = self.latency_policy { l } else { 0 };
         let phase_part = match self.latency_policy {
+            // A new latency reserve takes effect at the next activation.
+            _ if reserve_now != reserve_then => reserve_now.max(wanted_mode),
             LatencyPolicy::InProcess => self.reported_latency - gpu,
-            LatencyPolicy::Restart => wanted_taps.map_or(0, |t| (t / 2) as u32),
+            LatencyPolicy::Restart => wanted_mode,
+            // Within the reserve the latency stays; beyond it the mode's is wanted.
+            LatencyPolicy::Fixed(_) => (self.reported_latency - gpu).max(wanted_mode),
         };
         let wanted = wanted_gpu + phase_part;
         if wanted == self.reported_latency {
@@ -445,6 +474,9 @@ impl AudioState {
         }
         if let Some(d) = self.dry_delay.as_mut() {
             d.clear();
+        }
+        if let Some(sw) = self.switch.as_mut() {
+            sw.clear();
         }
     }
 
@@ -603,7 +635,22 @@ impl AudioState {
         if let Some(linear) = self.linear.as_mut() {
             linear.process(refs);
         }
-        if let Some(finished) = switch.and_then(|sw| sw.finish_block(refs, frames)) {
+        // With a latency reserve the running stage's output is delayed to the fixed
+        // latency, before a switch's cross-fade joins it.
+        let finished = match switch {
+            Some(sw) => {
+                sw.pad_running(refs, frames);
+                sw.finish_block(refs, frames)
+            }
+            None => match self.switch.as_mut() {
+                Some(sw) => {
+                    sw.pad_running(refs, frames);
+                    None
+                }
+                None => None,
+            },
+        };
+        if let Some(finished) = finished {
             // The new band stage is the running one from here on.
             if let (Some(sw), Some(eq), Some(linear)) = (self.switch.as_mut(), self.eq.as_mut(), self.linear.as_mut()) {
                 std::mem::swap(eq, &mut sw.eq);

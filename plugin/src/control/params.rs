@@ -30,9 +30,15 @@ pub struct FerroParams {
     /// Natural phase (the bands as IIR filters, no latency) or linear phase (the bands'
     /// magnitude as one FIR of 4,096, 16,384 or 65,536 taps, half of it as latency; see
     /// `control/linear.rs`). It switches while playing where the plugin format lets the
-    /// latency change (VST3), and by a restart of the plugin on CLAP.
+    /// latency change (VST3), and by a restart of the plugin on CLAP unless the latency
+    /// reserve covers it (`latency_reserve`).
     #[id = "phase"]
     pub phase: EnumParam<PhaseChoice>,
+
+    /// Latency kept in reserve so the phase mode switches without a restart on every
+    /// format (see [`ReserveChoice`]); it takes effect at the plugin's (re)activation.
+    #[id = "latency_reserve"]
+    pub latency_reserve: EnumParam<ReserveChoice>,
 
     /// Output gain that keeps loudness constant as the bands change (see `audio/autogain.rs`).
     #[id = "auto_gain"]
@@ -267,6 +273,50 @@ impl PhaseChoice {
     }
 }
 
+/// Latency held in reserve for the linear phase modes (IDs stable): the plugin reports
+/// this much latency from activation on (or its phase mode's, if more), the shorter modes
+/// delayed to it, so the phase mode can switch within it while playing with the latency
+/// unchanged, on every plugin format (CLAP lets the latency change only when the host
+/// restarts the plugin). `None`: the least latency; a mode that needs more waits for a
+/// restart on CLAP.
+#[derive(Enum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReserveChoice {
+    #[id = "none"]
+    None,
+    #[id = "linear_4096"]
+    #[name = "Linear 4096"]
+    Linear4096,
+    #[id = "linear_16384"]
+    #[name = "Linear 16384"]
+    Linear16384,
+    #[id = "linear_65536"]
+    #[name = "Linear 65536"]
+    Linear65536,
+}
+
+impl ReserveChoice {
+    pub const ALL: [ReserveChoice; 4] = [ReserveChoice::None, ReserveChoice::Linear4096, ReserveChoice::Linear16384, ReserveChoice::Linear65536];
+
+    /// The latency reserved, in samples (half the FIR's length).
+    pub fn latency_samples(self) -> usize {
+        match self {
+            ReserveChoice::None => 0,
+            ReserveChoice::Linear4096 => 2048,
+            ReserveChoice::Linear16384 => 8192,
+            ReserveChoice::Linear65536 => 32_768,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReserveChoice::None => "None",
+            ReserveChoice::Linear4096 => "Linear 4096",
+            ReserveChoice::Linear16384 => "Linear 16384",
+            ReserveChoice::Linear65536 => "Linear 65536",
+        }
+    }
+}
+
 /// Auto-gain (IDs stable).
 #[derive(Enum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AutoGainChoice {
@@ -490,6 +540,7 @@ impl Default for FerroParams {
                 .with_smoother(SmoothingStyle::Linear(20.0)),
             matched: BoolParam::new("Analog-Matched Bands", true).with_callback(changed_callback(&bands_changed)),
             phase: EnumParam::new("Phase", PhaseChoice::Natural),
+            latency_reserve: EnumParam::new("Latency Reserve", ReserveChoice::None).non_automatable(),
             auto_gain: EnumParam::new("Auto Gain", AutoGainChoice::Off),
             delta: BoolParam::new("Delta Listen", false),
             bypass: BoolParam::new("Bypass", false)

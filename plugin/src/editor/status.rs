@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use nice_plug::prelude::*;
 use nice_plug_egui::widgets::ParamSlider;
 
-use crate::control::params::{AutoGainChoice, BackendChoice, FerroParams, PhaseChoice};
+use crate::control::params::{AutoGainChoice, BackendChoice, FerroParams, PhaseChoice, ReserveChoice};
 use crate::shared::telemetry::Telemetry;
 
 use super::edits::set_param;
@@ -74,7 +74,21 @@ pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter
                 }
             })
             .response
-            .on_hover_text("Linear: the bands on every channel as one linear-phase FIR (half its length in latency; the host restarts the plugin to apply it)")
+            .on_hover_text("Linear: the bands on every channel as one linear-phase FIR (half its length in latency). It switches while playing where the plugin format takes a new latency then (VST3), or within the latency reserve; otherwise when the host restarts the plugin")
+            .labelled_by(label.id);
+        let label = ui.label("Latency reserve");
+        let reserve = params.latency_reserve.value();
+        egui::ComboBox::from_id_salt("latency_reserve")
+            .selected_text(reserve.name())
+            .show_ui(ui, |ui| {
+                for choice in ReserveChoice::ALL {
+                    if ui.selectable_label(reserve == choice, choice.name()).clicked() {
+                        set_param(setter, &params.latency_reserve, choice);
+                    }
+                }
+            })
+            .response
+            .on_hover_text("Latency reported all the time, so the phase mode switches up to that FIR length while playing with the latency unchanged, on every format (CLAP takes a new latency only when the host restarts the plugin). Takes effect when the host (re)activates the plugin")
             .labelled_by(label.id);
         let matched = params.matched.value();
         if ui
@@ -96,6 +110,12 @@ pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter
         let fs_hz = f64::from(f32::from_bits(t.sample_rate_bits.load(Ordering::Relaxed)));
         let ms = if fs_hz > 0.0 { format!(" ({:.2} ms)", 1e3 * f64::from(latency) / fs_hz) } else { String::new() };
         ui.label(format!("latency {latency} samples{ms}"));
+        if t.restart_pending.load(Ordering::Relaxed) {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                "the new setting waits for the host to restart the plugin (it needs another latency, which this plugin format takes only then; a latency reserve avoids it for the phase mode)",
+            );
+        }
         ui.separator();
         let fs = f32::from_bits(t.sample_rate_bits.load(Ordering::Relaxed));
         ui.label(format!(

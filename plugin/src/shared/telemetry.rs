@@ -23,6 +23,9 @@ pub struct Telemetry {
     pub max_block_frames: AtomicU32,
     /// Latency reported to the host.
     pub latency_samples: AtomicU32,
+    /// The settings want a latency this activation cannot switch to: the plugin asked the
+    /// host for a restart, and keeps the latency reported until then.
+    pub restart_pending: std::sync::atomic::AtomicBool,
     /// Last block size seen.
     pub last_block_frames: AtomicU32,
     /// Sections the equaliser runs.

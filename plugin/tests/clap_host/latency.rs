@@ -108,6 +108,65 @@ fn a_phase_change_while_playing_keeps_audio_and_latency_together_until_the_resta
     }
 }
 
+/// With a latency reserve (a saved session's setting, loaded before activation), CLAP
+/// reports the reserve from activation on and the phase mode switches while playing, by
+/// automation or by loading a saved state, with no restart: the latency never changes and
+/// is at every moment the audio's delay (natural phase delayed by the reserve before the
+/// switch, the linear-phase FIR after it).
+#[test]
+fn a_latency_reserve_switches_the_phase_while_playing_without_a_restart() {
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let (settings, chain) = settings();
+    let signal = stereo_noise(3 * fs as usize, 61);
+    let input = with_lead_in(fs, &signal);
+    let lead = settle_frames(fs);
+    let natural = engine_output(&chain, fs, &signal, 4096);
+    let linear = linear_output(fs, 4096, &input);
+    let saved = |phase: f64| {
+        let mut saver = Plugin::new(entry);
+        let mut evs = events(&saver, 0, &settings);
+        evs.push((0, saver.id("Latency Reserve").0, 1.0));
+        evs.push((0, saver.id("Phase").0, phase));
+        saver.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
+        saver.save()
+    };
+    let (natural_state, linear_state) = (saved(0.0), saved(1.0));
+    for how in ["automation", "state load"] {
+        let mut p = Plugin::new(entry);
+        assert!(p.load(&natural_state));
+        // The first activation sets the reserve's latency; nice-plug tells a CLAP host of a
+        // latency set in `activate` through one more restart (see the test above), which
+        // the host makes before playing.
+        p.run(fs, 512, &[vec![0.0; 512], vec![0.0; 512]], &[], |_, _, _| {});
+        if p.take_restart_request() {
+            p.run(fs, 512, &[vec![0.0; 512], vec![0.0; 512]], &[], |_, _, _| {});
+            assert!(!p.take_restart_request(), "{how}: one restart, for the first latency");
+        }
+        let at = lead + 10_000;
+        let mut evs = Vec::new();
+        let mut action: Option<(usize, MainAction)> = None;
+        if how == "automation" {
+            evs.push((at, p.id("Phase").0, 1.0));
+        } else {
+            let state = linear_state.clone();
+            action = Some((at, Box::new(move |instance: &mut PluginInstance<TestHost>| assert!(ferrofx_testkit::clap::load_state(instance, &state)))));
+        }
+        // Paced (about real time at a tenth): the designer thread builds the new FIR
+        // meanwhile, as it would while a host plays.
+        let pace = |_: usize, _: usize, _: &mut Vec<_>| std::thread::sleep(std::time::Duration::from_millis(1));
+        let (out, _) = p.run_with(fs, &[512], &input, &evs, pace, action);
+        assert_eq!(p.latency(), 2048, "{how}: the reserve, all along");
+        assert!(!p.take_restart_request(), "{how}: no restart asked for");
+        for c in 0..2 {
+            let before = max_abs_diff(&out[c][lead + 2048..at], &natural[c][..at - lead - 2048]);
+            let after = max_abs_diff(&out[c][at + fs as usize..], &linear[c][at + fs as usize..]);
+            println!("{how}, channel {c}: natural phase delayed by the reserve {before:e}, then the FIR {after:e}");
+            assert!(before <= 2e-5 && after <= 2e-5, "{how}: before the switch {before:e}, after it {after:e}");
+        }
+    }
+}
+
 /// The reported latency equals the real delay: the impulse response lines up with the
 /// core engine's at lag 0 and at no other lag.
 #[test]
