@@ -21,11 +21,13 @@
 use crate::dsp::simd::Isa;
 
 pub mod adjoint;
+#[cfg(target_arch = "x86_64")]
 mod wavefront;
 #[cfg(test)]
 mod tests;
 
 pub use adjoint::sosfilt_backward_row;
+#[cfg(target_arch = "x86_64")]
 use wavefront::{wavefront, WAVE_SECTIONS};
 
 /// Filters up to this order keep their state in registers (longer ones in a small array
@@ -200,8 +202,9 @@ fn run_isa(isa: Isa, job: Job, rows: &mut [&mut [f64]], state: &mut [f64]) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `or_portable` keeps `Avx2` only when the CPU reports AVX2 and FMA.
         Isa::Avx2 => unsafe { rows_avx2(job, rows, state) },
+        // The portable build: one row as scalars (sections time-skewed), more as lanes.
         _ => match rows.len() {
-            1 => one_row(job, rows, state, false),
+            1 => all_rows::<1>(job, rows, state),
             _ => all_rows::<4>(job, rows, state),
         },
     }
@@ -219,8 +222,9 @@ fn run_isa(isa: Isa, job: Job, rows: &mut [&mut [f64]], state: &mut [f64]) {
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
 fn rows_avx512(job: Job, rows: &mut [&mut [f64]], state: &mut [f64]) {
     match rows.len() {
-        1 => one_row(job, rows, state, true),
-        _ if job.long_cascade() => each_row(job, rows, state, true),
+        // SAFETY (both): this function's target features include AVX2 and FMA.
+        1 => unsafe { one_row(job, rows, state) },
+        _ if job.long_cascade() => unsafe { each_row(job, rows, state) },
         2..=4 => all_rows::<4>(job, rows, state),
         _ => all_rows::<8>(job, rows, state),
     }
@@ -230,26 +234,34 @@ fn rows_avx512(job: Job, rows: &mut [&mut [f64]], state: &mut [f64]) {
 #[target_feature(enable = "avx2,fma")]
 fn rows_avx2(job: Job, rows: &mut [&mut [f64]], state: &mut [f64]) {
     match rows.len() {
-        1 => one_row(job, rows, state, true),
-        _ if job.long_cascade() => each_row(job, rows, state, true),
+        // SAFETY (both): this function's target features include AVX2 and FMA.
+        1 => unsafe { one_row(job, rows, state) },
+        _ if job.long_cascade() => unsafe { each_row(job, rows, state) },
         _ => all_rows::<4>(job, rows, state),
     }
 }
 
 /// One row: a cascade's sections as the lanes ([`wavefront`], in place, chunks of up to
 /// [`WAVE_SECTIONS`] sections); a transfer function (one recurrence) as scalars.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA (the AVX2 and AVX-512 dispatchers call it).
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn one_row(job: Job, rows: &mut [&mut [f64]], state: &mut [f64], avx2: bool) {
+unsafe fn one_row(job: Job, rows: &mut [&mut [f64]], state: &mut [f64]) {
     match job {
         Job::Sos(coefs) => {
             let row = &mut *rows[0];
             for (ci, chunk) in coefs.chunks(WAVE_SECTIONS).enumerate() {
                 let zc = &mut state[2 * ci * WAVE_SECTIONS..][..2 * chunk.len()];
-                match chunk.len().div_ceil(4) {
-                    1 => wavefront::<1>(chunk, zc, row, avx2),
-                    2 => wavefront::<2>(chunk, zc, row, avx2),
-                    3 => wavefront::<3>(chunk, zc, row, avx2),
-                    _ => wavefront::<4>(chunk, zc, row, avx2),
+                // SAFETY: as this function's own contract.
+                unsafe {
+                    match chunk.len().div_ceil(4) {
+                        1 => wavefront::<1>(chunk, zc, row),
+                        2 => wavefront::<2>(chunk, zc, row),
+                        3 => wavefront::<3>(chunk, zc, row),
+                        _ => wavefront::<4>(chunk, zc, row),
+                    }
                 }
             }
         }
@@ -258,16 +270,16 @@ fn one_row(job: Job, rows: &mut [&mut [f64]], state: &mut [f64], avx2: bool) {
 }
 
 /// Row after row, each through [`one_row`].
+///
+/// # Safety
+/// As [`one_row`].
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn each_row(job: Job, rows: &mut [&mut [f64]], state: &mut [f64], avx2: bool) {
+unsafe fn each_row(job: Job, rows: &mut [&mut [f64]], state: &mut [f64]) {
     let per_row = job.state_per_row();
     for (r, row) in rows.iter_mut().enumerate() {
-        one_row(
-            job,
-            std::slice::from_mut(row),
-            &mut state[r * per_row..][..per_row],
-            avx2,
-        );
+        // SAFETY: as this function's own contract.
+        unsafe { one_row(job, std::slice::from_mut(row), &mut state[r * per_row..][..per_row]) };
     }
 }
 

@@ -12,8 +12,12 @@ pub(super) const WAVE_SECTIONS: usize = 16;
 /// with SciPy's operations: the same bits as one frame through all sections at a time.
 /// Slots past the last section hold zeros and feed nothing. In place: step `t` reads
 /// frame `t` and writes frame `t - (S - 1)`.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA: the steps where every slot has a frame run in AVX2
+/// vectors (the first and last `S - 1`, where some slots have none, as scalars).
 #[inline(always)]
-pub(super) fn wavefront<const V: usize>(chunk: &[[f64; 5]], zc: &mut [f64], data: &mut [f64], avx2: bool) {
+pub(super) unsafe fn wavefront<const V: usize>(chunk: &[[f64; 5]], zc: &mut [f64], data: &mut [f64]) {
     let sections = chunk.len();
     let n = data.len();
     if n == 0 || sections == 0 {
@@ -39,7 +43,6 @@ pub(super) fn wavefront<const V: usize>(chunk: &[[f64; 5]], zc: &mut [f64], data
     let mut y = [[0.0f64; 4]; V];
     // One step; `masked`: only the slots with a frame in this step keep their new state.
     let step = |t: usize,
-                masked: bool,
                 y: &mut [[f64; 4]; V],
                 z0: &mut [[f64; 4]; V],
                 z1: &mut [[f64; 4]; V],
@@ -60,7 +63,7 @@ pub(super) fn wavefront<const V: usize>(chunk: &[[f64; 5]], zc: &mut [f64], data
             }
             for l in 0..4 {
                 let s = slot[v][l];
-                if !masked || (s <= t && t - s < n) {
+                if s <= t && t - s < n {
                     z0[v][l] = nz0[l];
                     z1[v][l] = nz1[l];
                 }
@@ -71,34 +74,14 @@ pub(super) fn wavefront<const V: usize>(chunk: &[[f64; 5]], zc: &mut [f64], data
         }
     };
     for t in 0..lag.min(steps) {
-        step(t, true, &mut y, &mut z0, &mut z1, data);
+        step(t, &mut y, &mut z0, &mut z1, data);
     }
-    let main = lag..n;
-    #[cfg(target_arch = "x86_64")]
-    if avx2 && !main.is_empty() {
-        // SAFETY: `avx2` is set only by callers that checked the CPU has AVX2 and FMA.
-        unsafe {
-            wavefront_steps_avx2::<V>(
-                &c,
-                &mut z0,
-                &mut z1,
-                &mut y,
-                data,
-                main.clone(),
-                (out_v, out_lane),
-            )
-        };
-    } else {
-        for t in main.clone() {
-            step(t, false, &mut y, &mut z0, &mut z1, data);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    for t in main.clone() {
-        step(t, false, &mut y, &mut z0, &mut z1, data);
+    if lag < n {
+        // SAFETY: this function's contract (AVX2 and FMA).
+        unsafe { wavefront_steps_avx2::<V>(&c, &mut z0, &mut z1, &mut y, data, lag..n, (out_v, out_lane)) };
     }
     for t in n.max(lag)..steps {
-        step(t, true, &mut y, &mut z0, &mut z1, data);
+        step(t, &mut y, &mut z0, &mut z1, data);
     }
     for s in 0..sections {
         let (v, lane) = (s % V, s / V);

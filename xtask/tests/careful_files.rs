@@ -4,20 +4,10 @@
 //! touches is inside its own temporary folder.
 
 use ferrofx_testkit::engine::max_rel_diff;
-use ferrofx_testkit::files::{dir_entries, read_wav, run, stderr, write_wav_f32};
+use ferrofx_testkit::files::{chain_file, dir_entries, read_wav, run, stderr, unity_chain as unity, write_wav_f32};
 use ferrofx_testkit::{noise, xtask_command};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-
-fn chain_file(dir: &Path, name: &str, stages: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, format!(r#"{{"format": "ferrofx-chain", "version": 1, "stages": [{stages}]}}"#)).unwrap();
-    p
-}
-
-fn unity(dir: &Path) -> PathBuf {
-    chain_file(dir, "unity.json", r#"{"type": "gain", "gain_db": 0}"#)
-}
 
 fn render(chain: &Path, input: &Path, output: &Path, extra: &[&str]) -> Output {
     run(xtask_command!().arg("render").arg("--chain").arg(chain).args(extra).arg("--output").arg(output).arg(input))

@@ -81,8 +81,7 @@ fn renders_match_the_scipy_reference() {
 #[test]
 fn integer_and_64_bit_float_inputs_decode_to_the_right_values() {
     let dir = tempfile::tempdir().unwrap();
-    let chain_path = dir.path().join("unity.json");
-    std::fs::write(&chain_path, r#"{"format": "ferrofx-chain", "version": 1, "stages": [{"type": "gain", "gain_db": 0}]}"#).unwrap();
+    let chain_path = ferrofx_testkit::files::unity_chain(dir.path());
     let values: Vec<i32> = vec![0, 1, -1, 12345, -32768, 32767, 100, -100];
     for bits in [16u16, 24] {
         let path = dir.path().join(format!("int{bits}.wav"));

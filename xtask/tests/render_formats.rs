@@ -3,37 +3,10 @@
 //! how a format is chosen (the binary this package builds, run on real files).
 
 use ferrofx::Chain;
-use ferrofx_testkit::files::{dir_entries, repo_root, run, stderr, write_wav_f32};
+use ferrofx_testkit::files::{dir_entries, read_wav_any as read_any_wav, repo_root, run, stderr, unity_chain, write_wav_f32};
 use ferrofx_testkit::{noise, xtask_command};
 use std::path::Path;
 use std::process::Command;
-
-/// A WAV's samples as `f64` in full-scale units (integer samples over 2^(bits-1)), by
-/// hound, with the header's format, bits and speaker mask (the fmt chunk read here).
-fn read_any_wav(path: &Path) -> (hound::WavSpec, Vec<Vec<f64>>, Option<u32>) {
-    let mut r = hound::WavReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let spec = r.spec();
-    let flat: Vec<f64> = match spec.sample_format {
-        hound::SampleFormat::Float => r.samples::<f32>().map(|s| f64::from(s.unwrap())).collect(),
-        hound::SampleFormat::Int => {
-            let scale = (1u64 << (spec.bits_per_sample - 1)) as f64;
-            r.samples::<i32>().map(|s| f64::from(s.unwrap()) / scale).collect()
-        }
-    };
-    let c = spec.channels as usize;
-    let planar = (0..c).map(|ch| flat.iter().skip(ch).step_by(c).copied().collect()).collect();
-    let bytes = std::fs::read(path).unwrap();
-    let fmt = bytes.windows(4).position(|w| w == b"fmt ").unwrap() + 8;
-    let tag = u16::from_le_bytes([bytes[fmt], bytes[fmt + 1]]);
-    let mask = (tag == 0xFFFE).then(|| u32::from_le_bytes(bytes[fmt + 20..fmt + 24].try_into().unwrap()));
-    (spec, planar, mask)
-}
-
-fn unity_chain(dir: &Path) -> std::path::PathBuf {
-    let chain = dir.join("unity.json");
-    std::fs::write(&chain, r#"{"format": "ferrofx-chain", "version": 1, "stages": [{"type": "gain", "gain_db": 0}]}"#).unwrap();
-    chain
-}
 
 fn flac_tool() -> bool {
     let there = Command::new("flac").arg("--version").output().is_ok();

@@ -576,8 +576,11 @@ impl AudioState {
         if analyse {
             self.taps.spectrum.pre(refs, frames);
         }
-        // A phase switch's new band stage sees the same input.
-        let mut switch = self.switch.as_mut().filter(|sw| sw.running());
+        // A phase switch's new band stage sees the same input (while one runs; `switch`
+        // is only that switch, `pad` the switch state either way, for the latency reserve).
+        let mut pad = self.switch.as_mut();
+        let running = pad.as_ref().is_some_and(|sw| sw.running());
+        let mut switch = pad.as_deref_mut().filter(|_| running);
         if let Some(sw) = switch.as_mut() {
             sw.capture(refs, frames);
         }
@@ -637,19 +640,14 @@ impl AudioState {
         }
         // With a latency reserve the running stage's output is delayed to the fixed
         // latency, before a switch's cross-fade joins it.
-        let finished = match switch {
-            Some(sw) => {
-                sw.pad_running(refs, frames);
+        let finished = pad.and_then(|sw| {
+            sw.pad_running(refs, frames);
+            if running {
                 sw.finish_block(refs, frames)
+            } else {
+                None
             }
-            None => match self.switch.as_mut() {
-                Some(sw) => {
-                    sw.pad_running(refs, frames);
-                    None
-                }
-                None => None,
-            },
-        };
+        });
         if let Some(finished) = finished {
             // The new band stage is the running one from here on.
             if let (Some(sw), Some(eq), Some(linear)) = (self.switch.as_mut(), self.eq.as_mut(), self.linear.as_mut()) {

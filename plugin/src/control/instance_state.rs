@@ -73,10 +73,11 @@ impl InstanceState {
         }
     }
 
-    /// Sets one parameter of this state to `plain` (as the parameter would round it).
-    pub fn set<P: Param>(&mut self, params: &FerroParams, p: &P, plain: P::Plain) {
+    /// Sets one parameter of this state to `plain` (as the parameter would round it);
+    /// `map` is the parameter map ([`map`]), made once by the caller.
+    fn set<P: Param>(&mut self, map: &[(String, ParamPtr)], p: &P, plain: P::Plain) {
         let target = p.as_ptr();
-        if let Some(i) = map(params).iter().position(|(_, q)| *q == target) {
+        if let Some(i) = map.iter().position(|(_, q)| *q == target) {
             self.normalized[i] = p.preview_normalized(plain);
         }
     }
@@ -91,8 +92,9 @@ impl InstanceState {
         use crate::shared::bands::Band;
         let imported = crate::control::preset::import(chain);
         let mut state = InstanceState::defaults(params);
+        let map = map(params);
         let keep = [params.bypass.as_ptr(), params.backend.as_ptr(), params.gpu_min_block.as_ptr()];
-        for (i, (_, p)) in map(params).iter().enumerate() {
+        for (i, (_, p)) in map.iter().enumerate() {
             if keep.contains(p) {
                 state.normalized[i] = current.normalized[i];
             }
@@ -100,19 +102,19 @@ impl InstanceState {
         for (i, bp) in params.bands.iter().enumerate() {
             let Some(band) = imported.bands.iter().find(|(n, _)| *n == i).map(|(_, b)| *b) else { continue };
             let Band { enabled, bypassed, shape, freq_hz, gain_db, q, slope, route, .. } = band;
-            state.set(params, &bp.enabled, enabled);
-            state.set(params, &bp.bypassed, bypassed);
-            state.set(params, &bp.shape, ShapeChoice::from_shape(shape));
-            state.set(params, &bp.freq_hz, freq_hz as f32);
-            state.set(params, &bp.gain_db, gain_db as f32);
-            state.set(params, &bp.q, q as f32);
-            state.set(params, &bp.slope_poles, (slope.db_per_oct / 6) as i32);
-            state.set(params, &bp.linkwitz_riley, slope.linkwitz_riley);
-            state.set(params, &bp.route, RouteChoice::from_route(route));
+            state.set(&map, &bp.enabled, enabled);
+            state.set(&map, &bp.bypassed, bypassed);
+            state.set(&map, &bp.shape, ShapeChoice::from_shape(shape));
+            state.set(&map, &bp.freq_hz, freq_hz as f32);
+            state.set(&map, &bp.gain_db, gain_db as f32);
+            state.set(&map, &bp.q, q as f32);
+            state.set(&map, &bp.slope_poles, (slope.db_per_oct / 6) as i32);
+            state.set(&map, &bp.linkwitz_riley, slope.linkwitz_riley);
+            state.set(&map, &bp.route, RouteChoice::from_route(route));
         }
-        state.set(params, &params.output_gain_db, imported.output_gain_db.unwrap_or(0.0) as f32);
+        state.set(&map, &params.output_gain_db, imported.output_gain_db.unwrap_or(0.0) as f32);
         if let Some(matched) = imported.matched {
-            state.set(params, &params.matched, matched);
+            state.set(&map, &params.matched, matched);
         }
         state.chain_json = imported.stages.to_json();
         state
