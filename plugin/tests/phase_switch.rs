@@ -259,3 +259,55 @@ fn a_latency_reserve_switches_the_phase_in_process_at_one_latency() {
         mode = next;
     }
 }
+
+/// A phase switch with a dynamic band (its detector moving the gain every few frames, so
+/// the band stage runs in pieces, the incoming stage's too): no panic and no allocation
+/// while switching; before the switch the output is a natural-phase activation's, and
+/// once the cross-fade is over it is what an activation in the new mode plays, sample for
+/// sample within float rounding (the detector sees the same input in both).
+#[test]
+fn a_phase_switch_with_a_dynamic_band_ends_where_an_activation_in_the_new_mode_is() {
+    let with_dynamics = |params: &Arc<FerroParams>| {
+        let b = &params.bands[3];
+        set(&b.enabled, true);
+        set(&b.shape, ShapeChoice::Peak);
+        set(&b.freq_hz, 3_000.0);
+        set(&b.gain_db, 4.0);
+        set(&b.q, 1.0);
+        set(&b.dyn_on, true);
+        set(&b.dyn_threshold_db, -40.0);
+        set(&b.dyn_ratio, 4.0);
+        set(&b.dyn_attack_ms, 1.0);
+        set(&b.dyn_release_ms, 50.0);
+        set(&b.dyn_range_db, 12.0);
+    };
+    let params = bands_params();
+    with_dynamics(&params);
+    let (mut audio, telemetry, _designer) = plugin(&params, LatencyPolicy::InProcess);
+    let frames = 5 * FS as usize;
+    let x = vec![ferrofx_testkit::noise_amp(frames, 9, 0.5), ferrofx_testkit::noise_amp(frames, 10, 0.5)];
+    let at = FS as usize / BLOCK;
+    let (out, news) = play(&mut audio, &params, &telemetry, &x, &[(at, PhaseChoice::Linear4096)]);
+    let reported: Vec<usize> = news.iter().enumerate().filter(|(_, n)| n.report.is_some()).map(|(k, _)| k).collect();
+    assert_eq!(reported.len(), 1, "one switch: {reported:?}");
+
+    let reference = |mode: PhaseChoice| {
+        let p = bands_params();
+        with_dynamics(&p);
+        set(&p.phase, mode);
+        let (mut a, t, d) = plugin(&p, LatencyPolicy::InProcess);
+        let (o, _) = play(&mut a, &p, &t, &x, &[]);
+        drop(d);
+        o
+    };
+    let natural = reference(PhaseChoice::Natural);
+    let linear = reference(PhaseChoice::Linear4096);
+    for c in 0..2 {
+        assert_eq!(out[c][..at * BLOCK], natural[c][..at * BLOCK], "channel {c}: natural phase before the switch");
+        // The last two seconds: well after the cross-fade.
+        let from = frames - 2 * FS as usize;
+        let err = max_abs_diff(&out[c][from..], &linear[c][from..]);
+        println!("channel {c}: after the switch, max difference from a linear-phase activation {err:e}");
+        assert!(err <= 1e-4, "channel {c}: after the switch {err:e}");
+    }
+}

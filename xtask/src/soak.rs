@@ -220,7 +220,7 @@ fn soak(args: SoakArgs) -> Result<bool> {
     let mut session = 0u64;
     let mut largest_block = 0usize;
     let mut previous_backend: Option<f64> = None;
-    let mut gpu_sessions = 0u64;
+    let mut latent_sessions = 0u64;
     // Memory is measured from the end of the warm-up: the first half of the run, and at
     // least the sessions that go through every backend. Devices, pipelines and allocator
     // caches grow during it (lavapipe: ~100 MB, then more as chains and backends meet).
@@ -338,9 +338,10 @@ fn soak(args: SoakArgs) -> Result<bool> {
             .map_err(|e| anyhow!("session {session}: {e}"))?;
         plugin.pump();
         swaps += u64::from(swapped);
-        // Latency is reported only while the GPU path (its offload) is on.
+        // Latency is reported while the GPU path (its offload), linear phase or a latency
+        // reserve is on (all three are drawn by the automation).
         if plugin.latency() > 0 {
-            gpu_sessions += 1;
+            latent_sessions += 1;
         }
         if plugin.take_restart_request() {
             restarts += 1;
@@ -387,7 +388,7 @@ fn soak(args: SoakArgs) -> Result<bool> {
     let heap_growth_mb = heap_growth(&heap_mb);
     let budget_ms = MAX_BLOCK as f64 / fs * 1e3;
     println!(
-        "soak: {:.3} h of audio ({audio_s:.0} s at {fs} Hz, stereo) in {wall:.1} s ({:.1}x real time): {session} sessions ({gpu_sessions} on the GPU path), {swaps} chain swaps, {switches} backend switches ({restarts} restarts asked), {toggles} bypass toggles, {bursts} bursts of NaN/inf/huge/subnormal input",
+        "soak: {:.3} h of audio ({audio_s:.0} s at {fs} Hz, stereo) in {wall:.1} s ({:.1}x real time): {session} sessions ({latent_sessions} ending with latency: the GPU path, linear phase or a latency reserve), {swaps} chain swaps, {switches} backend switches ({restarts} restarts asked), {toggles} bypass toggles, {bursts} bursts of NaN/inf/huge/subnormal input",
         audio_s / 3600.0,
         audio_s / wall
     );

@@ -618,7 +618,8 @@ impl AudioState {
                                 next_eq.set_dynamic_gain(i, dynamics.delta_db(i));
                             }
                             let mut piece: [&mut [f32]; MAX] = std::array::from_fn(|_| &mut [][..]);
-                            for (p, r) in piece.iter_mut().zip(next.iter_mut()) {
+                            // (`next` lists MAX slices, empty past the channels.)
+                            for (p, r) in piece.iter_mut().zip(next.iter_mut().take(used)) {
                                 *p = &mut r[done..done + n];
                             }
                             next_eq.process(&mut piece[..used]);
