@@ -3,7 +3,7 @@
 //! The vocabulary both sides share: the parameters produce [`Band`]s, the equaliser, the
 //! linear-phase designer and the editor's curve design them.
 
-use ferrofx::design::matched::{biquad_matched, cut_matched_into, cut_sections, MATCHED_SECTIONS};
+use ferrofx::design::matched::{biquad_matched_into, cut_matched_into, cut_sections, MATCHED_SECTIONS};
 use ferrofx::design::{butterworth_into, rbj, BiquadKind, Response, Sos};
 
 /// Number of bands.
@@ -183,7 +183,9 @@ impl Band {
         }
     }
 
-    /// Sections this band designs to (0 when not active); fixed by shape and slope.
+    /// Sections this band designs to at most (0 when not active), by shape and slope; an
+    /// analog-matched band may design to fewer (one section where the cookbook biquad
+    /// is within the match's tolerance already).
     pub fn section_count(&self) -> usize {
         if !self.active() {
             return 0;
@@ -219,9 +221,13 @@ impl Band {
         }
         let (f, q, g) = (self.freq_hz, self.q, self.gain_db);
         if self.uses_matched() {
+            // One section where the cookbook biquad is within the match's tolerance
+            // already, else the fit's two (`biquad_matched_into`).
             let two = |out: &mut [Sos], kind, g| {
-                out[..MATCHED_SECTIONS].copy_from_slice(&biquad_matched(kind, f, q, g, fs));
-                MATCHED_SECTIONS
+                let mut sections = [Sos::IDENTITY; MATCHED_SECTIONS];
+                let n = biquad_matched_into(kind, f, q, g, fs, &mut sections);
+                out[..n].copy_from_slice(&sections[..n]);
+                n
             };
             return match self.shape {
                 Shape::Peak => two(out, BiquadKind::Peaking, g),
@@ -235,9 +241,8 @@ impl Band {
                 }
                 _ => {
                     // Tilt: the two matched shelves.
-                    two(&mut out[..], BiquadKind::LowShelf, -g / 2.0);
-                    two(&mut out[MATCHED_SECTIONS..], BiquadKind::HighShelf, g / 2.0);
-                    2 * MATCHED_SECTIONS
+                    let n = two(&mut out[..], BiquadKind::LowShelf, -g / 2.0);
+                    n + two(&mut out[n..], BiquadKind::HighShelf, g / 2.0)
                 }
             };
         }

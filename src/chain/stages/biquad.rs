@@ -54,7 +54,9 @@ pub(super) fn design(check: &Check, kind: BiquadKind, freq_hz: f64, q: f64, gain
         (false, None) => 0.0,
     };
     let sections = if matched {
-        design::matched::biquad_matched(kind, f, q, gain, fs).to_vec()
+        let mut out = [design::Sos::IDENTITY; design::matched::MATCHED_SECTIONS];
+        let n = design::matched::biquad_matched_into(kind, f, q, gain, fs, &mut out);
+        out[..n].to_vec()
     } else {
         vec![design::rbj::biquad(kind, f, q, gain, fs)]
     };

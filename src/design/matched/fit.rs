@@ -18,7 +18,7 @@ const ROUNDS: usize = 8;
 /// Lawson rounds at most, where the least-squares fit's largest error is above
 /// `LAWSON_TRIGGER_DB`.
 const LAWSON_ROUNDS: usize = 12;
-const LAWSON_TRIGGER_DB: f64 = 0.04;
+pub(super) const LAWSON_TRIGGER_DB: f64 = 0.04;
 /// dB per neper of a squared magnitude's log: `10 / ln 10`.
 const DB_PER_NEPER: f64 = 4.342_944_819_032_518;
 
@@ -74,7 +74,7 @@ impl Fixed {
 
 /// The analog target sampled: frequencies, their abscissae `x = phi / phi(f0)` and the
 /// squared magnitudes there.
-struct Samples {
+pub(super) struct Samples {
     freqs: [f64; POINTS],
     x: [f64; POINTS],
     t: [f64; POINTS],
@@ -89,7 +89,7 @@ impl Samples {
     /// DC, a log grid from `f0/200` to Nyquist, clusters around `f0` (width from `q`) or
     /// the two `centres`, and an even grid over 0.3-0.45 `fs`. `None` when the target is
     /// nowhere positive and finite.
-    fn new(target: &dyn Fn(f64) -> f64, f0: f64, q: f64, centres: Option<[f64; 2]>, fs: f64) -> Option<Samples> {
+    pub(super) fn new(target: &dyn Fn(f64) -> f64, f0: f64, q: f64, centres: Option<[f64; 2]>, fs: f64) -> Option<Samples> {
         let w0 = 2.0 * PI * f0 / fs;
         let s = (w0 / 2.0).sin().powi(2);
         let mut freqs = [0.0f64; POINTS];
@@ -140,9 +140,32 @@ pub(super) fn fit_target(target: &dyn Fn(f64) -> f64, fixed: Fixed, f0: f64, q: 
         return None;
     }
     let samples = Samples::new(target, f0, q, centres, fs)?;
-    let (c, d) = solve(&samples, fixed)?;
-    let sections = factorise(&samples, fixed, &c, &d)?;
-    set_gain(&samples, sections)
+    fit_samples(&samples, fixed)
+}
+
+/// [`fit_target`] on samples already taken.
+pub(super) fn fit_samples(samples: &Samples, fixed: Fixed) -> Option<[Sos; MATCHED_SECTIONS]> {
+    let (c, d) = solve(samples, fixed)?;
+    let sections = factorise(samples, fixed, &c, &d)?;
+    set_gain(samples, sections)
+}
+
+impl Samples {
+    /// The largest dB error of the cascade `sections` against the target over the judged
+    /// samples (the fit's own measure); `None` where it is not finite.
+    pub(super) fn worst_db(&self, sections: &[Sos]) -> Option<f64> {
+        let mut worst = 0.0f64;
+        for i in (0..POINTS).filter(|&i| self.judged(i)) {
+            let w = 2.0 * PI * self.freqs[i] / self.fs;
+            let h2: f64 = sections.iter().map(|s| s.response(w).norm_sqr()).product();
+            let e = (DB_PER_NEPER * (h2 / self.t[i]).ln()).abs();
+            if !e.is_finite() {
+                return None;
+            }
+            worst = worst.max(e);
+        }
+        Some(worst)
+    }
 }
 
 /// `N` (its first `fixed.free_degree() + 1` coefficients) and `D` (`d[0] = 1`) minimising

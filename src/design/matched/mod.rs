@@ -1,9 +1,11 @@
 //! Analog-matched biquads and cuts: the cookbook's shapes (same `freq_hz`, `q`,
 //! `gain_db`) and the Butterworth / Linkwitz-Riley low- and high-pass, with a magnitude
 //! that follows their analog prototype up to Nyquist, instead of cramping toward it as
-//! the bilinear transform does. Each biquad is two second-order sections (a fourth-order
-//! digital filter); a cut is two sections per pole pair of its prototype
-//! ([`cut_matched_into`]).
+//! the bilinear transform does. A biquad is two second-order sections (a fourth-order
+//! digital filter), or the cookbook biquad alone where that one is within
+//! [`COOKBOOK_WITHIN_DB`] of the prototype already (most bells and shelves below a few kHz
+//! at 48 kHz: the bilinear transform's cramping grows toward Nyquist); a cut is two
+//! sections per pole pair of its prototype ([`cut_matched_into`]).
 //!
 //! Method: a rational least-squares fit of the squared magnitude, in the spirit of M.
 //! Vicanek, "Matched Second Order Digital Filters" (2016), who writes a biquad's squared
@@ -59,7 +61,7 @@ pub use cut::{cut_matched_into, cut_sections, MAX_CUT_ORDER};
 
 use super::rbj::{self, BiquadKind};
 use super::Sos;
-use fit::{fit_target, Fixed};
+use fit::{fit_samples, Fixed, Samples};
 
 /// Sections a matched design has.
 pub const MATCHED_SECTIONS: usize = 2;
@@ -89,22 +91,25 @@ pub fn analog_mag2(p: &[f64; 3], omega: f64) -> f64 {
     re * re + im * im
 }
 
-/// Designs an analog-matched `kind` (two sections; see the module docs). `gain_db` is
+/// An analog-matched biquad keeps the cookbook biquad (one section) where that one is
+/// within this many dB of the analog prototype already, over the samples the fit judges
+/// (within 60 dB of the peak, up to 0.9 Nyquist): the fit's own aim (above it, the fit
+/// runs its minimax rounds). Below a few kHz at 48 kHz most bells and shelves are.
+pub const COOKBOOK_WITHIN_DB: f64 = fit::LAWSON_TRIGGER_DB;
+
+/// Designs an analog-matched `kind` into `out` and returns its section count: the
+/// cookbook biquad alone (1) where it is within [`COOKBOOK_WITHIN_DB`] of the analog
+/// prototype, else the two sections of the fit (see the module docs). `gain_db` is
 /// ignored by shapes without gain; `freq_hz` must lie in `(0, fs/2)` and `q > 0`, as for
 /// [`rbj::biquad`]. Where the fit cannot be factorised (not seen on the tested grid), the
 /// cookbook biquad is returned, so the result is always a stable filter of that shape.
-/// No allocation.
-pub fn biquad_matched(kind: BiquadKind, freq_hz: f64, q: f64, gain_db: f64, fs: f64) -> [Sos; MATCHED_SECTIONS] {
-    let cookbook = [rbj::biquad(kind, freq_hz, q, gain_db, fs), Sos::IDENTITY];
-    if kind == BiquadKind::Allpass {
-        return cookbook;
-    }
-    fit(kind, freq_hz, q, if kind.uses_gain() { gain_db } else { 0.0 }, fs).unwrap_or(cookbook)
-}
-
-fn fit(kind: BiquadKind, f0: f64, q: f64, gain_db: f64, fs: f64) -> Option<[Sos; MATCHED_SECTIONS]> {
-    if !(f0 > 0.0 && f0 < fs / 2.0 && q > 0.0 && gain_db.is_finite()) {
-        return None;
+/// The all-pass is always the cookbook's (its magnitude is 1 either way). No allocation.
+pub fn biquad_matched_into(kind: BiquadKind, freq_hz: f64, q: f64, gain_db: f64, fs: f64, out: &mut [Sos; MATCHED_SECTIONS]) -> usize {
+    let gain_db = if kind.uses_gain() { gain_db } else { 0.0 };
+    let cookbook = rbj::biquad(kind, freq_hz, q, gain_db, fs);
+    *out = [cookbook, Sos::IDENTITY];
+    if kind == BiquadKind::Allpass || !(freq_hz > 0.0 && freq_hz < fs / 2.0 && q > 0.0 && gain_db.is_finite()) {
+        return 1;
     }
     let (num, den) = analog_prototype(kind, q, gain_db);
     let fixed = match kind {
@@ -115,7 +120,24 @@ fn fit(kind: BiquadKind, f0: f64, q: f64, gain_db: f64, fs: f64) -> Option<[Sos;
     };
     let a = 10f64.powf(gain_db / 40.0);
     let shelf = matches!(kind, BiquadKind::LowShelf | BiquadKind::HighShelf);
-    let centres = if shelf { Some([f0 * a.sqrt(), f0 / a.sqrt()]) } else { None };
+    let centres = if shelf { Some([freq_hz * a.sqrt(), freq_hz / a.sqrt()]) } else { None };
     let target = |om: f64| analog_mag2(&num, om) / analog_mag2(&den, om);
-    fit_target(&target, fixed, f0, q, centres, fs)
+    let Some(samples) = Samples::new(&target, freq_hz, q, centres, fs) else { return 1 };
+    if samples.worst_db(&[cookbook]).is_some_and(|e| e <= COOKBOOK_WITHIN_DB) {
+        return 1;
+    }
+    match fit_samples(&samples, fixed) {
+        Some(sections) => {
+            *out = sections;
+            MATCHED_SECTIONS
+        }
+        None => 1,
+    }
+}
+
+/// [`biquad_matched_into`] as two sections, the second the identity where one suffices.
+pub fn biquad_matched(kind: BiquadKind, freq_hz: f64, q: f64, gain_db: f64, fs: f64) -> [Sos; MATCHED_SECTIONS] {
+    let mut out = [Sos::IDENTITY; MATCHED_SECTIONS];
+    biquad_matched_into(kind, freq_hz, q, gain_db, fs, &mut out);
+    out
 }
