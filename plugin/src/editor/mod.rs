@@ -288,6 +288,10 @@ impl EditorApp {
         curve::draw_overlay(&painter, &axes, &r, self.overlay);
         self.last_responses = Some(r);
         self.nodes.draw(&painter, &axes, &bands, response.hover_pos());
+        if response.has_focus() {
+            // The keyboard acts on the view (see `nodes.rs`): a frame says so.
+            painter.rect_stroke(rect.shrink(1.0), 2.0, egui::Stroke::new(1.5, ui.visuals().selection.stroke.color), egui::StrokeKind::Inside);
+        }
     }
 }
 

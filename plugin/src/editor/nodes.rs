@@ -1,7 +1,10 @@
 //! Bands as nodes on the response view: drag for frequency and gain (Shift for fine),
 //! wheel or Alt-drag for Q, double-click on empty space to add a band (its shape chosen
 //! by where), a right-click menu, Delete to remove, and a rubber band to select several
-//! and move them together. Every change is a host gesture.
+//! and move them together. From the keyboard (the view focused by Tab or a click): Tab
+//! and Shift+Tab step through the bands, the arrows move frequency (left, right) and gain
+//! (up, down), Alt with up and down changes Q, Shift makes any step a tenth, Delete
+//! removes, Escape leaves the view. Every change is a host gesture.
 
 use egui::{Color32, Event, Key, MouseWheelUnit, Pos2, Rect, Response, Stroke};
 use nice_plug::prelude::*;
@@ -23,6 +26,12 @@ pub const Q_PER_WHEEL_LINE: f64 = 1.122_462_048_309_373; // 2^(1/6)
 pub const Q_DOUBLING_POINTS: f32 = 100.0;
 /// Wheel points per line (for wheels that report points).
 const POINTS_PER_LINE: f32 = 50.0;
+/// An arrow key moves a band's frequency by this many octaves (a semitone).
+pub const KEY_OCTAVES: f64 = 1.0 / 12.0;
+/// An arrow key moves a band's gain by this many dB.
+pub const KEY_DB: f32 = 0.5;
+/// Shift makes an arrow key's step this share of the usual one (as [`FINE`] for drags).
+pub const KEY_FINE: f64 = 0.1;
 
 /// Selection and the gesture in progress (GUI thread only).
 #[derive(Default)]
@@ -198,10 +207,12 @@ impl Nodes {
             }
         }
 
-        // Delete removes the selected bands (the view has focus while hovered or after
-        // a click on it).
+        self.keys(ui, response, &bands, params, setter);
+
+        // Delete removes the selected bands, with the view focused or no other widget
+        // (a text field, say) taking keys.
         let delete = ui.input(|i| i.key_pressed(Key::Delete) || i.key_pressed(Key::Backspace));
-        if delete && !ui.ctx().egui_wants_keyboard_input() {
+        if delete && (response.has_focus() || !ui.ctx().egui_wants_keyboard_input()) {
             for (i, bp) in params.bands.iter().enumerate() {
                 if self.selected[i] {
                     set_param(setter, &bp.enabled, false);
@@ -210,6 +221,82 @@ impl Nodes {
             }
         }
         note
+    }
+
+    /// The keyboard, while the view has focus (reached by Tab like any control, or by a
+    /// click on it): Tab and the arrows come here instead of moving egui's focus, Escape
+    /// leaves. Tab / Shift+Tab select the next / previous enabled band (the first when
+    /// the view gains focus with none selected); the arrows step every selected band:
+    /// left and right its frequency by [`KEY_OCTAVES`], up and down its gain by
+    /// [`KEY_DB`] (shapes with a gain), Alt with up and down its Q by
+    /// [`Q_PER_WHEEL_LINE`]; Shift takes a tenth of any step. Each step is one gesture.
+    fn keys(&mut self, ui: &egui::Ui, response: &Response, bands: &[Band; BANDS], params: &FerroParams, setter: &ParamSetter) {
+        if response.clicked() || response.drag_started() {
+            response.request_focus();
+        }
+        if !response.has_focus() {
+            return;
+        }
+        ui.memory_mut(|m| {
+            m.set_focus_lock_filter(response.id, egui::EventFilter { tab: true, horizontal_arrows: true, vertical_arrows: true, escape: false })
+        });
+        let enabled: Vec<usize> = (0..BANDS).filter(|&i| bands[i].enabled).collect();
+        // The Tab that brought the focus here is not a step through the bands.
+        let arrived = response.gained_focus();
+        if arrived && !self.selected.iter().any(|&s| s) {
+            if let Some(&first) = enabled.first() {
+                self.select_only(first);
+            }
+        }
+        let presses: Vec<(Key, egui::Modifiers)> = ui.input(|i| {
+            i.events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Key { key, pressed: true, modifiers, .. } => Some((*key, *modifiers)),
+                    _ => None,
+                })
+                .collect()
+        });
+        for (key, modifiers) in presses {
+            let fine = if modifiers.shift { KEY_FINE } else { 1.0 };
+            match key {
+                Key::Tab if !enabled.is_empty() && !arrived => {
+                    // From the last selected band (or before the first / after the last).
+                    let current = (0..BANDS).rev().find(|&i| self.selected[i]);
+                    let at = current.and_then(|c| enabled.iter().position(|&i| i == c));
+                    let n = enabled.len();
+                    let next = match (at, modifiers.shift) {
+                        (Some(k), false) => (k + 1) % n,
+                        (Some(k), true) => (k + n - 1) % n,
+                        (None, false) => 0,
+                        (None, true) => n - 1,
+                    };
+                    self.select_only(enabled[next]);
+                }
+                Key::ArrowLeft | Key::ArrowRight => {
+                    let octaves = if key == Key::ArrowRight { KEY_OCTAVES } else { -KEY_OCTAVES } * fine;
+                    for i in (0..BANDS).filter(|&i| self.selected[i]) {
+                        let bp = &params.bands[i];
+                        let f = clamp_hz(f64::from(bp.freq_hz.value()) * octaves.exp2());
+                        set_param(setter, &bp.freq_hz, f as f32);
+                    }
+                }
+                Key::ArrowUp | Key::ArrowDown => {
+                    let up = key == Key::ArrowUp;
+                    for i in (0..BANDS).filter(|&i| self.selected[i]) {
+                        let bp = &params.bands[i];
+                        if modifiers.alt {
+                            let factor = Q_PER_WHEEL_LINE.powf(if up { fine } else { -fine });
+                            set_param(setter, &bp.q, clamp_q(f64::from(bp.q.value()) * factor) as f32);
+                        } else if has_gain(bp.shape.value().shape()) {
+                            let step = KEY_DB * fine as f32;
+                            set_param(setter, &bp.gain_db, clamp_db(bp.gain_db.value() + if up { step } else { -step }));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     fn select_only(&mut self, i: usize) {

@@ -311,3 +311,101 @@ fn a_bypassed_band_keeps_its_node_and_stops_acting() {
     r.harness.run();
     assert!(r.params.bands[3].bypassed.value(), "the table's box bypassed it");
 }
+
+/// A key pressed and the frames it causes run.
+fn press(r: &mut Rig, modifiers: Modifiers, key: Key) {
+    r.harness.key_press_modifiers(modifiers, key);
+    r.harness.run();
+}
+
+/// Each of `name`'s entries in the host log since the last take: gestures of one set each.
+fn gestures(log: &[(char, String, f32)], name: &str) -> usize {
+    let kinds: Vec<char> = log.iter().filter(|e| e.1 == name).map(|e| e.0).collect();
+    assert!(kinds.chunks(3).all(|c| c == ['b', 's', 'e']), "{name}: {kinds:?}");
+    kinds.len() / 3
+}
+
+/// The keyboard on a node: a click focuses the view; the arrows step the selected band's
+/// frequency by a semitone and its gain by half a dB, Shift by a tenth of that, Alt with
+/// up and down its Q by the wheel's step; each press is one host gesture; Escape leaves
+/// the view and the arrows no longer reach the band.
+#[test]
+fn arrow_keys_step_frequency_gain_and_q_with_shift_for_fine_steps() {
+    use ferrofx_plugin::editor::nodes::{KEY_DB, KEY_FINE, KEY_OCTAVES};
+    let mut r = rig();
+    r.peak(2, 500.0, -4.0);
+    r.peak(5, 2000.0, 3.0);
+    let node = node_pos(&r.axes(), &r.params.bands[2].band());
+    r.click(node, PointerButton::Primary, Modifiers::NONE);
+    r.host.take();
+    let other = r.params.bands[5].band();
+    let b0 = r.params.bands[2].band();
+
+    for _ in 0..3 {
+        press(&mut r, Modifiers::NONE, Key::ArrowRight);
+    }
+    press(&mut r, Modifiers::SHIFT, Key::ArrowLeft);
+    let f = r.params.bands[2].band().freq_hz;
+    let want = b0.freq_hz * (3.0 * KEY_OCTAVES - KEY_FINE * KEY_OCTAVES).exp2();
+    assert!(close(f, want, 1e-4), "frequency {f} vs {want}");
+
+    press(&mut r, Modifiers::NONE, Key::ArrowUp);
+    press(&mut r, Modifiers::NONE, Key::ArrowUp);
+    press(&mut r, Modifiers::SHIFT, Key::ArrowDown);
+    let g = r.params.bands[2].band().gain_db;
+    let want = b0.gain_db + f64::from(2.0 * KEY_DB - KEY_FINE as f32 * KEY_DB);
+    assert!((g - want).abs() < 1e-3, "gain {g} vs {want}");
+
+    press(&mut r, Modifiers::ALT, Key::ArrowUp);
+    press(&mut r, Modifiers::ALT | Modifiers::SHIFT, Key::ArrowDown);
+    let q = r.params.bands[2].band().q;
+    let want = b0.q * Q_PER_WHEEL_LINE.powf(1.0 - KEY_FINE);
+    assert!(close(q, want, 1e-4), "Q {q} vs {want}");
+    let log = r.host.take();
+    assert_eq!(gestures(&log, "Band 3 Frequency"), 4, "one gesture per press");
+    assert_eq!(gestures(&log, "Band 3 Gain"), 3);
+    assert_eq!(gestures(&log, "Band 3 Q"), 2);
+    assert_eq!(r.params.bands[5].band(), other, "the band not selected stays");
+
+    press(&mut r, Modifiers::NONE, Key::Escape);
+    press(&mut r, Modifiers::NONE, Key::ArrowRight);
+    assert!(close(r.params.bands[2].band().freq_hz, f, 1e-6), "after Escape the arrows leave the band alone");
+    assert!(r.host.take().is_empty());
+}
+
+/// Tab reaches the view like any control, its first band selected; there Tab and
+/// Shift+Tab step through the enabled bands (wrapping), the arrows move the one selected,
+/// and Delete removes it.
+#[test]
+fn tab_reaches_the_view_and_steps_through_the_bands() {
+    let mut r = rig();
+    r.peak(3, 300.0, 2.0);
+    r.peak(7, 1000.0, -2.0);
+    r.peak(11, 5000.0, 1.0);
+    let mut presses = 0;
+    while !r.harness.state().nodes.selected.iter().any(|&s| s) {
+        presses += 1;
+        assert!(presses <= 200, "Tab never reached the response view");
+        press(&mut r, Modifiers::NONE, Key::Tab);
+    }
+    let selected = |r: &Rig| (0..24).filter(|&i| r.harness.state().nodes.selected[i]).collect::<Vec<_>>();
+    assert_eq!(selected(&r), [3], "the first enabled band, after {presses} Tabs");
+    press(&mut r, Modifiers::NONE, Key::Tab);
+    assert_eq!(selected(&r), [7]);
+    press(&mut r, Modifiers::NONE, Key::Tab);
+    assert_eq!(selected(&r), [11]);
+    press(&mut r, Modifiers::NONE, Key::Tab);
+    assert_eq!(selected(&r), [3], "Tab wraps");
+    press(&mut r, Modifiers::SHIFT, Key::Tab);
+    assert_eq!(selected(&r), [11], "Shift+Tab goes back");
+    let before: Vec<_> = (0..24).map(|i| r.params.bands[i].band()).collect();
+    press(&mut r, Modifiers::NONE, Key::ArrowUp);
+    let g = r.params.bands[11].band().gain_db;
+    assert!((g - 1.5).abs() < 1e-3, "the selected band's gain: {g}");
+    for i in [3, 7] {
+        assert_eq!(r.params.bands[i].band(), before[i]);
+    }
+    press(&mut r, Modifiers::NONE, Key::Delete);
+    assert!(!r.params.bands[11].enabled.value(), "Delete removed it");
+    assert!(r.params.bands[3].enabled.value() && r.params.bands[7].enabled.value());
+}
