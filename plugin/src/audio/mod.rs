@@ -10,8 +10,8 @@
 //!   modulation-safe form), `routing.rs` (per-band channels), `dynamics.rs` (dynamic
 //!   EQ detectors), `autogain.rs`, `solo.rs`;
 //! - the hand-overs' audio ends: `chain.rs` (chain stages), `linear.rs` (the linear-phase
-//!   FIR), `phase_switch.rs` (a phase-mode change inside processing), `taps.rs` and
-//!   `spectrum.rs` (telemetry and the analyser);
+//!   FIR), `phase_switch.rs` (a phase-mode change inside processing), `taps.rs`,
+//!   `spectrum.rs` and `loudness.rs` (telemetry, the analyser, the loudness meters);
 //! - `output.rs` (a block's output stage in one pass), `delay.rs` (delay lines).
 //!
 //! Imports `shared` and `control` (the parameters' values, the hand-over messages);
@@ -23,6 +23,7 @@ pub mod delay;
 pub mod dynamics;
 pub mod equaliser;
 pub mod linear;
+pub mod loudness;
 pub mod output;
 pub mod phase_switch;
 pub mod routing;

@@ -75,6 +75,8 @@ pub struct AudioState {
     band_cache_linear: Option<bool>,
     /// Whether any cached band is dynamic and on.
     any_dynamic_band: bool,
+    /// The editor was last told of dynamic gain changes (zeros are due when they stop).
+    dynamic_published: bool,
     /// The chain stages' builder (off the audio thread: `activate`, `deactivate`) and
     /// the audio end of its hand-over.
     chain: ChainSlot,
@@ -127,6 +129,7 @@ impl AudioState {
             dyn_cache: [DynamicSettings::default(); BANDS],
             band_cache_linear: None,
             any_dynamic_band: false,
+            dynamic_published: false,
             chain,
             side,
             config: None,
@@ -540,8 +543,11 @@ impl AudioState {
         // the input is sanitised here.
         let switching = self.switch.as_ref().is_some_and(|sw| sw.running());
         let delaying = switching || self.dry_delay.as_ref().is_some_and(|d| !d.is_empty());
+        // The loudness meters read the input too (while the editor shows them).
+        let metering = telemetry.loudness.is_wanted();
         let untouched = metered
             && !analyse
+            && !metering
             && !dynamic
             && !delaying
             && !self.linear_running()
@@ -575,6 +581,10 @@ impl AudioState {
         let refs = &mut refs[..used];
         if analyse {
             self.taps.spectrum.pre(refs, frames);
+        }
+        let fs_hz = self.config.map_or(0.0, |c| c.sample_rate_hz);
+        if metering {
+            self.taps.loudness.pre(&telemetry.loudness, refs, frames, fs_hz);
         }
         // A phase switch's new band stage sees the same input (while one runs; `switch`
         // is only that switch, `pad` the switch state either way, for the latency reserve).
@@ -626,8 +636,18 @@ impl AudioState {
                         }
                         done += n;
                     }
+                    // Each band's gain change now, for the editor's curve.
+                    for (i, bits) in telemetry.dynamic_gain_db_bits.iter().enumerate() {
+                        bits.store((dynamics.delta_db(i) as f32).to_bits(), Ordering::Relaxed);
+                    }
+                    self.dynamic_published = true;
                 }
                 _ => {
+                    if std::mem::take(&mut self.dynamic_published) {
+                        for bits in &telemetry.dynamic_gain_db_bits {
+                            bits.store(0, Ordering::Relaxed);
+                        }
+                    }
                     eq.process(refs);
                     if let Some(sw) = switch.as_mut() {
                         let (next_eq, mut next) = sw.stage(frames);
@@ -725,7 +745,6 @@ impl AudioState {
                 r.copy_from_slice(&d[..frames]);
             }
         }
-        let fs_hz = self.config.map_or(0.0, |c| c.sample_rate_hz);
         if let (true, Some(solo)) = (soloing, self.solo.as_mut()) {
             // Follows the band asked for, or (fading out) the one last listened to.
             let band = params.bands[solo.follows(solo_band).unwrap_or(0).min(BANDS - 1)].band();
@@ -742,5 +761,6 @@ impl AudioState {
         if analyse {
             self.taps.spectrum.post(refs, frames, fs_hz);
         }
+        self.taps.loudness.post(refs, frames, fs_hz);
     }
 }

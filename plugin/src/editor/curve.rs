@@ -37,6 +37,10 @@ pub struct Responses {
     /// Dynamic bands: (index, dB per point) of the band at the far end of its dynamic
     /// range (its set gain moved by the whole range, the way its ratio goes).
     pub dynamic_extremes: Vec<(usize, Vec<f32>)>,
+    /// Dynamic bands moved by their dynamics now: (index, frequency in Hz, set gain and
+    /// gain now in dB), for the node's marker. Their curves and the total are drawn at
+    /// the gain now.
+    pub live_nodes: Vec<(usize, f64, f32, f32)>,
     pub total_db: Vec<f32>,
     /// The total's phase in degrees (wrapped to ±180) and group delay in milliseconds
     /// (empty unless asked for).
@@ -65,11 +69,14 @@ pub fn chain_response(chain: &DesignedChain, freqs_hz: &[f64]) -> Vec<Complex64>
 /// [`eval_freqs`]) and the output gain at the view's frequencies; the group delay only
 /// with `group_delay`. With `stereo`, bands routed to one channel, mid or side are left out
 /// of the total (see [`Responses::routed`]); on other layouts every band is in it.
+/// `live_db`: each band's dynamic gain change now (the audio thread's, 0 where none): a
+/// dynamic band's curve and its share of the total are drawn at its gain moved by it.
 #[allow(clippy::too_many_arguments)]
 pub fn responses(
     axes: &Axes,
     bands: &[Band; BANDS],
     dynamics: &[crate::shared::settings::DynamicSettings; BANDS],
+    live_db: &[f32; BANDS],
     chain_h: Option<&[Complex64]>,
     output_gain_db: f32,
     fs: f64,
@@ -78,6 +85,7 @@ pub fn responses(
     linear_taps: Option<usize>,
 ) -> Responses {
     let mut extremes = Vec::new();
+    let mut live_nodes = Vec::new();
     let routed: [bool; BANDS] = std::array::from_fn(|i| stereo && bands[i].enabled && bands[i].route != crate::shared::bands::Route::Stereo);
     let freqs = eval_freqs(axes, fs, group_delay);
     let db = |h: f64| (20.0 * h.max(1e-12).log10()) as f32;
@@ -94,7 +102,12 @@ pub fn responses(
         let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
         // A bypassed band is designed as if it acted (its own curve is drawn), but left
         // out of the total.
-        let n = Band { bypassed: false, ..b.clamped(fs) }.design_into(fs, &mut buf);
+        let live = if b.dynamic && live_db[i].is_finite() { f64::from(live_db[i]) } else { 0.0 };
+        let now = Band { bypassed: false, gain_db: b.gain_db + live, ..*b }.clamped(fs);
+        if live != 0.0 {
+            live_nodes.push((i, now.freq_hz, b.gain_db as f32, now.gain_db as f32));
+        }
+        let n = now.design_into(fs, &mut buf);
         let mut mags = Vec::with_capacity(POINTS);
         for (k, (t, &f)) in total.iter_mut().zip(&freqs).enumerate() {
             let h = sos_response(&buf[..n], f, fs);
@@ -139,6 +152,7 @@ pub fn responses(
         bypassed: std::array::from_fn(|i| bands[i].enabled && bands[i].bypassed),
         routed,
         dynamic_extremes: extremes,
+        live_nodes,
         total_db: view.iter().map(|h| db(h.norm()) + output_gain_db).collect(),
         phase_deg: view.iter().map(|h| h.arg().to_degrees() as f32).collect(),
         group_delay_ms,
@@ -254,6 +268,13 @@ pub fn draw_responses(painter: &egui::Painter, axes: &Axes, r: &Responses, selec
     for (i, db) in &r.dynamic_extremes {
         let line: Vec<Pos2> = xs.iter().zip(db).map(|(&x, &v)| Pos2::new(x, axes.y_of_db(v.clamp(-lim, lim)))).collect();
         painter.extend(Shape::dashed_line(&line, Stroke::new(1.2, band_colour(*i)), 6.0, 3.0));
+    }
+    // A dynamic band moved by its dynamics: a line from its node to a ring at the gain now.
+    for &(i, f, set_db, now_db) in &r.live_nodes {
+        let x = axes.x_of_hz(f);
+        let (from, to) = (Pos2::new(x, axes.y_of_db(set_db.clamp(-lim, lim))), Pos2::new(x, axes.y_of_db(now_db.clamp(-lim, lim))));
+        painter.line_segment([from, to], Stroke::new(1.5, band_colour(i)));
+        painter.circle_stroke(to, 4.0, Stroke::new(1.5, band_colour(i)));
     }
     let total: Vec<Pos2> = xs
         .iter()

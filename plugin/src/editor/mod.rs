@@ -23,6 +23,7 @@ pub mod edits;
 pub mod files;
 pub mod history;
 pub mod load;
+pub mod loudness;
 pub mod meters;
 pub mod nodes;
 pub mod presets;
@@ -80,6 +81,7 @@ pub struct EditorApp {
     pub stages: stages::StagesPanel,
     pub analyser: analyser::Analyser,
     pub meters: meters::Meters,
+    pub loudness: loudness::Loudness,
     pub load: load::Load,
     pub tab: Tab,
     pub history: history::History,
@@ -129,6 +131,7 @@ impl EditorApp {
             stages: stages::StagesPanel::default(),
             analyser: analyser::Analyser::default(),
             meters: meters::Meters::default(),
+            loudness: loudness::Loudness::default(),
             load: load::Load::default(),
             tab: Tab::Stages,
             history: history::History::default(),
@@ -192,6 +195,10 @@ impl EditorApp {
         }
         let dt = ui.input(|i| i.stable_dt).min(0.5);
         self.meters.update(&self.telemetry, dt, f64::from(fs));
+        // Every frame of audio goes through the loudness meters while the editor is open:
+        // drawn often enough that the hand-over's ring never fills.
+        self.loudness.update(&self.telemetry.loudness, dt, true);
+        ui.ctx().request_repaint_after(std::time::Duration::from_millis(40));
         self.load.update(&self.telemetry, f64::from(fs));
 
         status::status_bar(ui, &self.params, &self.telemetry, &setter);
@@ -200,6 +207,8 @@ impl EditorApp {
             ui.separator();
             self.meters.show(ui, &self.telemetry);
         });
+        // Its own row, of a fixed size: figures arriving never move the view.
+        ui.horizontal(|ui| self.loudness.show(ui));
         ui.horizontal_wrapped(|ui| {
             if ui.add_enabled(self.history.can_undo(), egui::Button::new("Undo")).clicked() {
                 self.history.undo(&self.params, &setter);
@@ -280,7 +289,12 @@ impl EditorApp {
         let channels = self.telemetry.channels.load(Ordering::Relaxed);
         let stereo = channels == 2 || channels == 0;
         let linear = self.params.phase.value().taps();
-        let r = curve::responses(&axes, &bands, &self.params.dynamics(), chain_h, self.params.output_gain_db.value(), f64::from(fs), group_delay, stereo, linear);
+        let live = self.telemetry.dynamic_gain_db();
+        if live.iter().any(|&d| d != 0.0) {
+            // The dynamics move while audio plays: keep drawing.
+            ui.ctx().request_repaint_after(std::time::Duration::from_millis(30));
+        }
+        let r = curve::responses(&axes, &bands, &self.params.dynamics(), &live, chain_h, self.params.output_gain_db.value(), f64::from(fs), group_delay, stereo, linear);
         let painter = ui.painter_at(rect);
         curve::draw_grid(&painter, &axes);
         self.analyser.draw(&painter, &axes);
@@ -323,5 +337,6 @@ impl NiceEguiApp for EditorApp {
         self.params.solo.set(None);
         // The audio thread stops copying samples for the analyser.
         self.telemetry.spectrum.wanted.store(false, Ordering::Relaxed);
+        self.telemetry.loudness.wanted.store(false, Ordering::Relaxed);
     }
 }

@@ -30,6 +30,9 @@ pub struct Telemetry {
     pub last_block_frames: AtomicU32,
     /// Sections the equaliser runs.
     pub eq_sections: AtomicU32,
+    /// Each band's dynamic gain change now, in dB (`f32` bits; 0 where none), written
+    /// every block while dynamic bands act.
+    pub dynamic_gain_db_bits: [AtomicU32; crate::shared::bands::BANDS],
     /// The auto-gain the bands ask for, in dB (`f32` bits; 0 when off).
     pub auto_gain_db_bits: AtomicU32,
     /// The GPU path's route and figures.
@@ -44,6 +47,8 @@ pub struct Telemetry {
     pub process_times: Mutex<Option<rtrb::Consumer<u64>>>,
     /// The analyser's windows.
     pub spectrum: SpectrumFeed,
+    /// The loudness meters' samples (input and output).
+    pub loudness: crate::shared::loudness::LoudnessFeed,
 }
 
 /// Channels with a meter: every channel of every layout.
@@ -159,5 +164,12 @@ impl GpuTelemetry {
         self.on_cpu.store(st.on_cpu, Ordering::Relaxed);
         self.late.store(st.late, Ordering::Relaxed);
         self.worker_lost.store(offload.is_some_and(|o| o.worker_lost()), Ordering::Relaxed);
+    }
+}
+
+impl Telemetry {
+    /// Each band's dynamic gain change now, in dB.
+    pub fn dynamic_gain_db(&self) -> [f32; crate::shared::bands::BANDS] {
+        std::array::from_fn(|i| f32::from_bits(self.dynamic_gain_db_bits[i].load(Ordering::Relaxed)))
     }
 }

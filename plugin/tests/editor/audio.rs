@@ -253,6 +253,12 @@ fn rendered_snapshots_of_four_states() {
         (rig_built(params, Some(audio.chain().clone()), telemetry.clone(), true, true), audio, telemetry)
     };
     load_text(FACTORY[0].1, &r.params, &r.gui.param_setter(), 48_000.0).unwrap();
+    // One band dynamic, low threshold: the noise moves it (a marker from its node to its
+    // gain now, its curve drawn there), and the loudness row reads the noise.
+    let enabled: Vec<usize> = (0..24).filter(|&i| r.params.bands[i].enabled.value()).collect();
+    let setter = r.gui.param_setter();
+    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[3]].dyn_on, true);
+    ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[3]].dyn_threshold_db, -50.0);
     r.harness.state_mut().analyser.mode = Mode::PrePost;
     r.harness.state_mut().analyser.tilt = true;
     r.harness.run();

@@ -4,10 +4,12 @@
 //! (a log frequency axis and a linear dB axis), not from the editor's own arithmetic.
 //!
 //! One file per subject: `rig.rs` (the harness and host), `nodes.rs`, `stages.rs`,
-//! `audio.rs` (with an audio state), `presets.rs`.
+//! `audio.rs` (with an audio state), `meters.rs` (loudness and the dynamic bands' gain
+//! as audio plays), `presets.rs`.
 
 mod audio;
 mod every_setting;
+mod meters;
 mod nodes;
 mod presets;
 mod rig;
