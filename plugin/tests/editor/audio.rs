@@ -100,6 +100,7 @@ fn the_audio_thread_never_allocates_or_waits_while_the_editor_is_driven() {
 
     let (mut r, mut audio, telemetry) = audio_rig();
     assert!(telemetry.spectrum.is_wanted());
+    assert!(telemetry.loudness.is_wanted(), "the loudness meters copy samples too");
     let params = r.params.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let blocks_done = Arc::new(std::sync::atomic::AtomicU64::new(0));
