@@ -10,14 +10,8 @@
 
 use ebur128::{EbuR128, Mode};
 
+use super::meters::{average_mean_square, hold_peak, FLOOR_DB};
 use crate::shared::loudness::{LoudnessFeed, HEADER};
-
-/// Time over which the input's RMS is taken, and how its peak display falls.
-const RMS_SECONDS: f64 = 0.3;
-const PEAK_FALL_DB_PER_S: f32 = 20.0;
-const PEAK_HOLD_S: f32 = 1.0;
-/// Below this a level reads as silence.
-pub const FLOOR_DB: f32 = -60.0;
 
 /// One side (input or output): its loudness meter and the peak and RMS shown.
 pub struct Side {
@@ -57,24 +51,15 @@ impl Side {
 
     /// Advances the peak hold and the RMS average by what arrived over `dt` seconds.
     fn settle(&mut self, dt: f32, sample_rate_hz: f64, channels: usize) {
-        let peak = 20.0 * self.block_peak.max(1e-9).log10();
-        if peak >= self.peak_db {
-            (self.peak_db, self.held_s) = (peak, 0.0);
-        } else {
-            self.held_s += dt;
-            if self.held_s > PEAK_HOLD_S {
-                self.peak_db = peak.max(self.peak_db.max(FLOOR_DB) - PEAK_FALL_DB_PER_S * dt);
-            }
-        }
+        hold_peak(&mut self.peak_db, &mut self.held_s, 20.0 * self.block_peak.max(1e-9).log10(), dt);
         if self.block_samples > 0 {
             let frames = self.block_samples as f64 / channels.max(1) as f64;
-            let share = (frames / (RMS_SECONDS * sample_rate_hz.max(1.0))).min(1.0);
-            self.mean_square += share * (self.block_sum / self.block_samples as f64 - self.mean_square);
+            average_mean_square(&mut self.mean_square, self.block_sum / self.block_samples as f64, frames, sample_rate_hz);
         }
         (self.block_peak, self.block_sum, self.block_samples) = (0.0, 0.0, 0);
     }
 
-    /// RMS over the last [`RMS_SECONDS`] (all channels), in dBFS.
+    /// RMS over the last 0.3 s (all channels; `meters::average_mean_square`), in dBFS.
     pub fn rms_db(&self) -> f32 {
         (10.0 * self.mean_square.max(1e-18).log10()) as f32
     }

@@ -12,8 +12,32 @@ const RMS_SECONDS: f64 = 0.3;
 const PEAK_FALL_DB_PER_S: f32 = 20.0;
 /// How long a peak is held before it falls.
 const PEAK_HOLD_S: f32 = 1.0;
-/// Bottom of the bars.
-const FLOOR_DB: f32 = -60.0;
+/// Bottom of the bars; below it a level reads as silence.
+pub const FLOOR_DB: f32 = -60.0;
+
+/// A shown peak (`shown_db`, held for `held_s`) after a new reading `peak_db` over `dt`
+/// seconds: a higher reading is taken at once, a lower one after [`PEAK_HOLD_S`], the
+/// display falling toward it at [`PEAK_FALL_DB_PER_S`]. (The output bars and the
+/// input figures of `loudness.rs` alike.)
+pub fn hold_peak(shown_db: &mut f32, held_s: &mut f32, peak_db: f32, dt: f32) {
+    if peak_db >= *shown_db {
+        (*shown_db, *held_s) = (peak_db, 0.0);
+    } else {
+        *held_s += dt;
+        if *held_s > PEAK_HOLD_S {
+            *shown_db = peak_db.max(shown_db.max(FLOOR_DB) - PEAK_FALL_DB_PER_S * dt);
+        }
+    }
+}
+
+/// A running mean square after `frames` new frames whose mean square is `block`: an
+/// exponential average over [`RMS_SECONDS`] of audio.
+pub fn average_mean_square(mean_square: &mut f64, block: f64, frames: f64, sample_rate_hz: f64) {
+    if frames > 0.0 {
+        let share = (frames / (RMS_SECONDS * sample_rate_hz.max(1.0))).min(1.0);
+        *mean_square += share * (block.max(0.0) - *mean_square);
+    }
+}
 
 /// Per channel: what is shown.
 #[derive(Clone, Copy)]
@@ -46,22 +70,12 @@ impl Meters {
     /// Reads the audio thread's figures; `dt` is the time since the last frame.
     pub fn update(&mut self, t: &Telemetry, dt: f32, sample_rate_hz: f64) {
         for (s, m) in self.shown.iter_mut().zip(&t.meters) {
-            let peak = db(f64::from(m.take_peak()));
-            if peak >= s.peak_db {
-                (s.peak_db, s.held_s) = (peak, 0.0);
-            } else {
-                s.held_s += dt;
-                if s.held_s > PEAK_HOLD_S {
-                    s.peak_db = peak.max(s.peak_db.max(FLOOR_DB) - PEAK_FALL_DB_PER_S * dt);
-                }
-            }
+            hold_peak(&mut s.peak_db, &mut s.held_s, db(f64::from(m.take_peak())), dt);
             let (sum, frames) = m.sums();
             let (d_sum, d_frames) = (sum - s.last.0, frames.saturating_sub(s.last.1));
             s.last = (sum, frames);
             if d_frames > 0 {
-                // Exponential average over RMS_SECONDS of audio.
-                let share = (d_frames as f64 / (RMS_SECONDS * sample_rate_hz.max(1.0))).min(1.0);
-                s.mean_square += share * ((d_sum / d_frames as f64).max(0.0) - s.mean_square);
+                average_mean_square(&mut s.mean_square, d_sum / d_frames as f64, d_frames as f64, sample_rate_hz);
             }
             s.rms_db = db(s.mean_square.sqrt());
         }
