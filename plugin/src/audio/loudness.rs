@@ -3,7 +3,7 @@
 //! rings while the editor wants them. Nothing is measured here; the audio thread never
 //! allocates, locks or waits: a block that does not fit is left out and counted.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use rtrb::{Producer, RingBuffer};
@@ -22,7 +22,7 @@ pub struct LoudnessTap {
 pub fn channel() -> (LoudnessTap, LoudnessFeed) {
     let (input, input_out) = RingBuffer::new(RING_SAMPLES);
     let (output, output_out) = RingBuffer::new(RING_SAMPLES);
-    let feed = LoudnessFeed { wanted: AtomicBool::new(false), dropped_blocks: AtomicU64::new(0), rings: Mutex::new(Some((input_out, output_out))) };
+    let feed = LoudnessFeed { rings: Mutex::new(Some((input_out, output_out))), ..LoudnessFeed::default() };
     (LoudnessTap { input, output, open: false }, feed)
 }
 
@@ -54,13 +54,10 @@ impl LoudnessTap {
 /// One record (header, then the frames interleaved) into `ring`, which has room for it.
 fn write(ring: &mut Producer<f32>, buffers: &[&mut [f32]], frames: usize, sample_rate_hz: f32) -> bool {
     let channels = buffers.len();
-    let Ok(mut chunk) = ring.write_chunk(HEADER + channels * frames) else { return false };
-    let (first, second) = chunk.as_mut_slices();
+    let need = HEADER + channels * frames;
+    let Ok(chunk) = ring.write_chunk_uninit(need) else { return false };
     let header = [channels as f32, frames as f32, sample_rate_hz];
     let samples = (0..frames).flat_map(|i| buffers.iter().map(move |b| b[i]));
-    for (slot, v) in first.iter_mut().chain(second.iter_mut()).zip(header.into_iter().chain(samples)) {
-        *slot = v;
-    }
-    chunk.commit_all();
-    true
+    // Every slot is written once and committed (no default values written first).
+    chunk.fill_from_iter(header.into_iter().chain(samples)) == need
 }

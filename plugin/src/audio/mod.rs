@@ -4,7 +4,7 @@
 //! the audio thread; `process` and everything it calls work in what was allocated there
 //! (nice-plug's debug bundles abort on any allocation inside `process`).
 //!
-//! - `state.rs`: [`state::AudioState`], the one owner of the audio-thread state and its
+//! - `state/`: [`state::AudioState`], the one owner of the audio-thread state and its
 //!   per-block work (the latency it reports, the bypass, the output stage);
 //! - the bands: `equaliser/` (the 24 bands fused into one cascade), `svf/` (their
 //!   modulation-safe form), `routing.rs` (per-band channels), `dynamics.rs` (dynamic

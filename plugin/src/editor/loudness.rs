@@ -107,11 +107,11 @@ impl Loudness {
         self.layout = Some((channels, rate));
     }
 
-    /// Asks the audio thread for samples while `shown`, takes every complete record it
-    /// handed over and advances the displays by `dt` seconds. Returns whether samples
-    /// arrived.
-    pub fn update(&mut self, feed: &LoudnessFeed, dt: f32, shown: bool) -> bool {
-        feed.wanted.store(shown, std::sync::atomic::Ordering::Relaxed);
+    /// Asks the audio thread for samples (until the editor closes), takes every complete
+    /// record it handed over and advances the displays by `dt` seconds. Returns whether
+    /// samples arrived.
+    pub fn update(&mut self, feed: &LoudnessFeed, dt: f32) -> bool {
+        feed.wanted.store(true, std::sync::atomic::Ordering::Relaxed);
         self.dropped_blocks = feed.dropped_blocks.load(std::sync::atomic::Ordering::Relaxed);
         let mut arrived = false;
         {
@@ -121,8 +121,9 @@ impl Loudness {
             // its header is read without taking it.
             while let Ok(head) = output.read_chunk(HEADER) {
                 let (a, b) = head.as_slices();
-                let h: Vec<f32> = a.iter().chain(b).copied().collect();
-                let (channels, frames, rate) = (h[0] as usize, h[1] as usize, h[2] as u32);
+                let mut h = a.iter().chain(b).copied();
+                let mut next = || h.next().unwrap_or(0.0);
+                let (channels, frames, rate) = (next() as usize, next() as usize, next() as u32);
                 let need = HEADER + channels * frames;
                 if output.slots() < need || input.slots() < need {
                     break;

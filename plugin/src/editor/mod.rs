@@ -197,7 +197,7 @@ impl EditorApp {
         self.meters.update(&self.telemetry, dt, f64::from(fs));
         // Every frame of audio goes through the loudness meters while the editor is open:
         // drawn often enough that the hand-over's ring never fills.
-        self.loudness.update(&self.telemetry.loudness, dt, true);
+        self.loudness.update(&self.telemetry.loudness, dt);
         ui.ctx().request_repaint_after(std::time::Duration::from_millis(40));
         self.load.update(&self.telemetry, f64::from(fs));
 
@@ -289,11 +289,9 @@ impl EditorApp {
         let channels = self.telemetry.channels.load(Ordering::Relaxed);
         let stereo = channels == 2 || channels == 0;
         let linear = self.params.phase.value().taps();
+        // (The open editor redraws every 40 ms for the meters, so a moving dynamic band's
+        // gain is drawn as it moves.)
         let live = self.telemetry.dynamic_gain_db();
-        if live.iter().any(|&d| d != 0.0) {
-            // The dynamics move while audio plays: keep drawing.
-            ui.ctx().request_repaint_after(std::time::Duration::from_millis(30));
-        }
         let r = curve::responses(&axes, &bands, &self.params.dynamics(), &live, chain_h, self.params.output_gain_db.value(), f64::from(fs), group_delay, stereo, linear);
         let painter = ui.painter_at(rect);
         curve::draw_grid(&painter, &axes);
