@@ -43,11 +43,11 @@ pub struct WgpuChain {
     pub(super) sections: wgpu::Buffer,
     pub(super) taps: wgpu::Buffer,
     params: wgpu::Buffer,
-    work: wgpu::Buffer,
+    pub(super) work: wgpu::Buffer,
     tmp: wgpu::Buffer,
     tables: wgpu::Buffer,
-    states: wgpu::Buffer,
-    history: wgpu::Buffer,
+    pub(super) states: wgpu::Buffer,
+    pub(super) history: wgpu::Buffer,
     hist_out: wgpu::Buffer,
     /// Two read-back buffers, so a job can be submitted while the previous one's
     /// output is still to be read ([`WgpuChain::submit`], [`WgpuChain::collect`]).
@@ -336,7 +336,49 @@ impl WgpuChain {
             return Err(GpuError::DeviceLost { why: "the device was lost earlier".into() });
         }
         let queue = self.ctx.queue.clone();
-        let (chunks, chunk_len) = chunking(frames, self.sequential_max);
+        // Input and state in. The shader's state layout is the engine's ([stage][channel]
+        // [section]), converted to each section's delta form.
+        queue.write_buffer(&self.work, 0, bytemuck::cast_slice(&data[..channels * frames]));
+        if let Some(state) = state {
+            self.convert_states_in(state);
+            if !self.state_f32.is_empty() {
+                queue.write_buffer(&self.states, 0, bytemuck::cast_slice(&self.state_f32));
+            }
+            if !state.fir.is_empty() {
+                queue.write_buffer(&self.history, 0, bytemuck::cast_slice(&state.fir));
+            }
+        }
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("job") });
+        let block_bytes = (channels * frames * 4) as u64;
+        self.encode_stages(&mut encoder, frames, chunking(frames, self.sequential_max));
+        let readback = &self.readback[slot];
+        encoder.copy_buffer_to_buffer(&self.work, 0, readback, 0, block_bytes);
+        if read_state {
+            let state_bytes = (self.state_f32.len() * 8) as u64;
+            let hist_bytes = (self.fir_len * 4) as u64;
+            if state_bytes > 0 {
+                encoder.copy_buffer_to_buffer(&self.states, 0, readback, block_bytes, state_bytes);
+            }
+            if hist_bytes > 0 {
+                encoder.copy_buffer_to_buffer(&self.history, 0, readback, block_bytes + state_bytes, hist_bytes);
+            }
+        }
+        {
+            let _turn = self.ctx.gate.lock().unwrap_or_else(|e| e.into_inner());
+            queue.submit([encoder.finish()]);
+        }
+        self.slots[slot] = Some(SlotJob { frames, with_state: read_state });
+        Ok(())
+    }
+
+    /// Writes the stages' parameters for a block of `frames` frames (packed: channel
+    /// stride `frames`, in `work`) cut into `(chunks, chunk_len)` for the scan, and
+    /// encodes the stages' passes into `encoder`. The parameters are queue writes: they
+    /// take effect before the next submission, so one submission holds blocks of one
+    /// length and chunking only.
+    pub(super) fn encode_stages(&mut self, encoder: &mut wgpu::CommandEncoder, frames: usize, (chunks, chunk_len): (usize, usize)) {
+        let (channels, total) = (self.channels, self.realizations.len());
+        let queue = self.ctx.queue.clone();
         if chunks > 1 && chunk_len != self.table_chunk_len && total > 0 {
             for (r, out) in self.realizations.iter().zip(self.table_scratch.chunks_exact_mut(SCAN_STEPS)) {
                 out.copy_from_slice(&r.scan_table(chunk_len));
@@ -363,19 +405,6 @@ impl WgpuChain {
             };
             queue.write_buffer(&self.params, i as u64 * PARAM_SLOT, bytemuck::cast_slice(&words));
         }
-        // Input and state in. The shader's state layout is the engine's ([stage][channel]
-        // [section]), converted to each section's delta form.
-        queue.write_buffer(&self.work, 0, bytemuck::cast_slice(&data[..channels * frames]));
-        if let Some(state) = state {
-            self.convert_states_in(state);
-            if !self.state_f32.is_empty() {
-                queue.write_buffer(&self.states, 0, bytemuck::cast_slice(&self.state_f32));
-            }
-            if !state.fir.is_empty() {
-                queue.write_buffer(&self.history, 0, bytemuck::cast_slice(&state.fir));
-            }
-        }
-        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("job") });
         let block_bytes = (channels * frames * 4) as u64;
         for stage in &self.stages {
             match stage {
@@ -415,24 +444,6 @@ impl WgpuChain {
                 }
             }
         }
-        let readback = &self.readback[slot];
-        encoder.copy_buffer_to_buffer(&self.work, 0, readback, 0, block_bytes);
-        if read_state {
-            let state_bytes = (self.state_f32.len() * 8) as u64;
-            let hist_bytes = (self.fir_len * 4) as u64;
-            if state_bytes > 0 {
-                encoder.copy_buffer_to_buffer(&self.states, 0, readback, block_bytes, state_bytes);
-            }
-            if hist_bytes > 0 {
-                encoder.copy_buffer_to_buffer(&self.history, 0, readback, block_bytes + state_bytes, hist_bytes);
-            }
-        }
-        {
-            let _turn = self.ctx.gate.lock().unwrap_or_else(|e| e.into_inner());
-            queue.submit([encoder.finish()]);
-        }
-        self.slots[slot] = Some(SlotJob { frames, with_state: read_state });
-        Ok(())
     }
 
     /// Waits for the job in read-back `slot` and reads its output into `data` (planar,

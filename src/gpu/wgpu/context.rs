@@ -118,6 +118,38 @@ impl WgpuContext {
         self.pipelines().fft(&self.device)
     }
 
+    /// The device, for making buffers that [`super::WgpuResident`] filters. Submit and
+    /// wait through [`WgpuContext::submit`] and [`WgpuContext::wait`] (wgpu-core 30 trips
+    /// on a submit in one thread during a poll in another; these take turns).
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The queue, for writing those buffers.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Submits the caller's own commands (uploads, read-backs), taking turns with
+    /// FerroFX's other users of this device.
+    pub fn submit(&self, encoder: wgpu::CommandEncoder) -> wgpu::SubmissionIndex {
+        let _turn = self.gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.queue.submit([encoder.finish()])
+    }
+
+    /// Waits until the device has finished `submission` (or all work, with `None`),
+    /// taking turns with FerroFX's other users of this device.
+    pub fn wait(&self, submission: Option<wgpu::SubmissionIndex>) -> Result<(), GpuError> {
+        if self.is_lost() {
+            return Err(GpuError::DeviceLost { why: "the device was lost earlier".into() });
+        }
+        let _turn = self.gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.device
+            .poll(wgpu::PollType::Wait { submission_index: submission, timeout: Some(super::JOB_TIMEOUT) })
+            .map(|_| ())
+            .map_err(|e| GpuError::DeviceLost { why: e.to_string() })
+    }
+
     /// True once the device reported loss.
     pub fn is_lost(&self) -> bool {
         self.lost.load(Ordering::Acquire)

@@ -17,7 +17,9 @@
 //! Files: `context.rs` (adapter and device), `chain.rs` ([`WgpuChain`]: buffers, bind
 //! groups, one job's round trip), `pipelines.rs` (pipelines and layouts, built once per
 //! device), `fir.rs` (the FFT-partitioned FIR path), `stream.rs`
-//! ([`WgpuStream`], pipelined blocks for offline use) and `executor.rs` (the offload
+//! ([`WgpuStream`], pipelined blocks for offline use), `resident.rs` ([`WgpuResident`]:
+//! buffers that already live on the device, state kept there, a stream of calls equal to
+//! one call bit for bit) and `executor.rs` (the offload
 //! worker's executor), `backend.rs` (all of it as a `run::backend::Backend`).
 
 mod backend;
@@ -26,12 +28,14 @@ mod context;
 mod executor;
 mod fir;
 mod pipelines;
+mod resident;
 mod stream;
 mod update;
 
 pub use backend::{open_backend, WgpuBackend};
 pub use chain::WgpuChain;
 pub use context::{AdapterReport, WgpuContext};
+pub use resident::WgpuResident;
 pub use stream::WgpuStream;
 
 use std::time::Duration;
