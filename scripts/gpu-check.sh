@@ -41,6 +41,9 @@ step() { # name, seconds, command...
 # retunes), then what only CUDA has.
 step gpu_backends 180 ./gpu_backends --nocapture --test-threads=1 > "$OUT/gpu_backends.log" 2>&1
 step gpu_cuda 120 ./gpu_cuda --nocapture --test-threads=1 > "$OUT/gpu_cuda.log" 2>&1
+# Device memory in and out (CUDA; wgpu on the card too): splits equal one call bit for bit.
+step gpu_cuda_resident 90 ./gpu_cuda_resident --nocapture --test-threads=1 >> "$OUT/gpu_cuda.log" 2>&1
+[ "$mode" = all ] && step gpu_resident 90 ./gpu_resident --nocapture --test-threads=1 >> "$OUT/gpu_cuda.log" 2>&1
 # The plugin's GPU path (CUDA first, as the plugin opens it) taking new coefficients.
 step gpu_retune 60 ./gpu_retune --nocapture >> "$OUT/gpu_cuda.log" 2>&1
 [ "$mode" = all ] && step gpu_wgpu 120 ./gpu_wgpu --nocapture --test-threads=1 > "$OUT/gpu_wgpu.log" 2>&1

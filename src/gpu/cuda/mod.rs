@@ -13,6 +13,9 @@
 //!   shape are written in place without a new capture. Offline streams keep two blocks
 //!   in flight on three CUDA streams (uploads, kernels, downloads), the state on the
 //!   device.
+//!   [`CudaResident`] filters buffers that already live on the device (the caller's
+//!   pointers, on the caller's stream), the state kept there, a stream of calls equal to
+//!   one call bit for bit (the grid of `gpu::wgpu::WgpuResident`).
 //! - [`backend`]: [`CudaBackend`], the [`crate::run::backend::Backend`] the router lists.
 //!
 //! The arithmetic is the wgpu backend's (the delta state-space form of
@@ -29,7 +32,7 @@ pub mod chain;
 pub mod context;
 
 pub use backend::{open_backend, CudaBackend};
-pub use chain::CudaChain;
+pub use chain::{CudaChain, CudaResident};
 pub use context::CudaDevice;
 
 use crate::gpu::GpuError;

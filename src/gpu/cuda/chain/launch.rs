@@ -132,11 +132,12 @@ impl CudaChain {
         Ok(unsafe { base.add(slot * n) })
     }
 
-    /// The chunking of a block of `frames` frames; the scan tables for its chunk length
-    /// written to the device first where they changed.
+    /// The chunking of a block of `frames` frames (a resident chain's is fixed: its
+    /// unit's); the scan tables for its chunk length written to the device first where
+    /// they changed.
     fn scan_tables_for(&mut self, frames: usize) -> Result<(usize, usize), CudaError> {
         let total = self.realizations.len();
-        let (chunks, chunk_len) = chunking(frames, self.sequential_max);
+        let (chunks, chunk_len) = self.fixed_chunking.unwrap_or_else(|| chunking(frames, self.sequential_max));
         if chunks > 1 && chunk_len != self.table_chunk_len && total > 0 {
             for (r, out) in self.realizations.iter().zip(self.table_scratch.chunks_exact_mut(SCAN_STEPS * 4)) {
                 for (k, m) in r.scan_table(chunk_len).iter().enumerate() {

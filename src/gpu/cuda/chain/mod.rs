@@ -11,6 +11,8 @@
 
 mod launch;
 mod overlap;
+mod resident;
+pub use resident::CudaResident;
 pub use overlap::OVERLAP_DEPTH;
 mod staging;
 mod update;
@@ -67,6 +69,9 @@ pub struct CudaChain {
     table_chunk_len: usize,
     table_scratch: Vec<f32>,
     sequential_max: usize,
+    /// Every block's scan chunking, where fixed (a resident chain: its unit's, so a
+    /// stream of calls equals one call bit for bit); otherwise each block's own.
+    fixed_chunking: Option<(usize, usize)>,
     /// Captured graphs by block length; `None` once capture failed (plain launches then).
     graphs: Option<Vec<((usize, usize), Graph)>>,
     graph_note: String,
@@ -188,6 +193,7 @@ impl CudaChain {
             table_chunk_len: 0,
             table_scratch: vec![0.0; total * SCAN_STEPS * 4],
             sequential_max,
+            fixed_chunking: None,
             graphs: Some(Vec::new()),
             graph_note: String::new(),
             captures: 0,

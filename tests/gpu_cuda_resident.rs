@@ -1,0 +1,145 @@
+//! Device memory in, device memory out on CUDA ([`ferrofx::gpu::cuda::CudaResident`]):
+//! the checks of `gpu_resident.rs` (wgpu) on the CUDA backend. One call against the CPU
+//! engine within the reference tolerance; any split of the stream into calls, in place
+//! and out of place, against one call bit for bit (seeded sweep); the caller's stream
+//! ordering; addresses that are not device memory, or too short, refused by name.
+//!
+//! Without an NVIDIA driver and device these tests print why and return (this machine's
+//! CI); `FERROFX_REQUIRE_CUDA=1` (scripts/gpu-check.sh on the lent GPU machine) makes
+//! skipping a failure.
+#![cfg(feature = "cuda")]
+
+use cudarc::driver::{CudaSlice, DevicePtr};
+use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Elliptic, Fir};
+use ferrofx::engine::EngineOptions;
+use ferrofx::gpu::cuda::{CudaDevice, CudaError, CudaResident};
+use ferrofx::gpu::GpuError;
+use ferrofx_testkit::engine::{rel_error, run_engine};
+use ferrofx_testkit::Rng;
+use std::sync::{Arc, OnceLock};
+
+const TIME_TOLERANCE: f64 = 1e-4;
+
+fn device() -> Option<&'static Arc<CudaDevice>> {
+    static D: OnceLock<Option<Arc<CudaDevice>>> = OnceLock::new();
+    D.get_or_init(|| match CudaDevice::open(0) {
+        Ok(d) => {
+            println!("cuda device: {}", d.describe());
+            Some(d)
+        }
+        Err(e) => {
+            assert!(std::env::var("FERROFX_REQUIRE_CUDA").as_deref() != Ok("1"), "FERROFX_REQUIRE_CUDA is set but: {e}");
+            println!("SKIPPED (no CUDA device): {e}");
+            None
+        }
+    })
+    .as_ref()
+}
+
+fn flat(rows: &[Vec<f32>]) -> Vec<f32> {
+    rows.iter().flatten().copied().collect()
+}
+
+/// The stream through `resident` in calls cut at `cuts`, each call on device buffers of
+/// its own (or one, in place).
+fn run_split(resident: &mut CudaResident, input: &[Vec<f32>], cuts: &[usize], in_place: bool) -> Vec<Vec<f32>> {
+    let stream = resident.stream().clone();
+    let mut out = vec![Vec::new(); input.len()];
+    let mut bounds = vec![0];
+    bounds.extend(cuts.iter().copied());
+    bounds.push(input[0].len());
+    for w in bounds.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let piece: Vec<Vec<f32>> = input.iter().map(|r| r[a..b].to_vec()).collect();
+        let src: CudaSlice<f32> = stream.clone_htod(&flat(&piece)).unwrap();
+        let result = if in_place {
+            let (ptr, raw) = (src.device_ptr(&stream).0, stream.cu_stream() as u64);
+            // SAFETY: `src` holds rows x frames floats and lives past the read-back below,
+            // which is ordered after the job on the same stream.
+            unsafe { resident.process_raw(ptr, ptr, b - a, raw) }.map(|()| src)
+        } else {
+            let mut dst: CudaSlice<f32> = stream.clone_htod(&vec![f32::NAN; input.len() * (b - a)]).unwrap();
+            resident.process(&src, Some(&mut dst), b - a).map(|()| dst)
+        };
+        let host = stream.clone_dtoh(&result.unwrap()).unwrap();
+        for (o, r) in out.iter_mut().zip(host.chunks(b - a)) {
+            o.extend_from_slice(r);
+        }
+    }
+    out
+}
+
+fn assert_bits(a: &[Vec<f32>], b: &[Vec<f32>], what: &str) {
+    for (r, (x, y)) in a.iter().zip(b).enumerate() {
+        if let Some(n) = (0..x.len()).find(|&n| x[n].to_bits() != y[n].to_bits()) {
+            panic!("{what}: row {r} differs first at frame {n}: {} against {}", x[n], y[n]);
+        }
+    }
+}
+
+#[test]
+fn a_stream_of_calls_equals_one_call_bit_for_bit_and_the_cpu_within_tolerance() {
+    let Some(dev) = device() else { return };
+    let mut rng = Rng::new(4302);
+    for case in 0..8u64 {
+        let fs = 48_000.0;
+        let f = |rng: &mut Rng, lo: f64, hi: f64| lo * (hi / lo).powf(rng.unit());
+        let mut chain = Chain::from(Butterworth::highpass(f(&mut rng, 10.0, 200.0), 1 + rng.below(4)))
+            | Chebyshev1::lowpass(f(&mut rng, 2000.0, 15_000.0), 2 + rng.below(4), 0.5)
+            | Elliptic::lowpass(f(&mut rng, 3000.0, 18_000.0), 4, 0.1, 70.0)
+            | Biquad::peaking(f(&mut rng, 40.0, 15_000.0), 1.0, 6.0);
+        if case % 2 == 1 {
+            chain = chain | Fir::lowpass(101, 12_000.0);
+        }
+        let designed = chain.design(fs).unwrap();
+        let rows = *rng.pick(&[1usize, 2, 8, 33]);
+        let unit = *rng.pick(&[64usize, 1000, 8192, 65_536]);
+        let frames = 5000 + rng.below(100_000);
+        let input = ferrofx_testkit::noise_channels(rows, frames, 200 + case, 1.0);
+        let mut resident = match CudaResident::new(dev, &designed, rows, unit) {
+            Ok(r) => r,
+            Err(CudaError::Gpu(GpuError::Precision { .. })) => continue,
+            Err(e) => panic!("case {case}: {e}"),
+        };
+        let one = run_split(&mut resident, &input, &[], false);
+        let e = rel_error(&one, &run_engine(&designed, &input, 4096, EngineOptions::default()));
+        println!("case {case}: {rows} rows, unit {unit}, {frames} frames: {e:.2e} of the peak from the CPU");
+        assert!(e <= TIME_TOLERANCE, "case {case}: {e:.3e}");
+        for (split, in_place) in [(0, false), (1, true)] {
+            resident.reset();
+            let mut cuts = Vec::new();
+            let mut at = 0;
+            loop {
+                at += 1 + rng.below(2 * unit);
+                if at >= frames {
+                    break;
+                }
+                cuts.push(at);
+            }
+            let y = run_split(&mut resident, &input, &cuts, in_place);
+            assert_bits(&y, &one, &format!("case {case}, split {split} ({} calls)", cuts.len() + 1));
+        }
+    }
+}
+
+#[test]
+fn addresses_that_are_not_device_memory_or_too_short_are_refused() {
+    let Some(dev) = device() else { return };
+    let designed = Chain::from(Butterworth::lowpass(1000.0, 2)).design(48_000.0).unwrap();
+    let mut resident = CudaResident::new(dev, &designed, 2, 4096).unwrap();
+    let stream = resident.stream().clone();
+    let good: CudaSlice<f32> = stream.alloc_zeros(2000).unwrap();
+    let short: CudaSlice<f32> = stream.alloc_zeros(100).unwrap();
+    let host = vec![0.0f32; 2000];
+    let (g, s) = (good.device_ptr(&stream).0, short.device_ptr(&stream).0);
+    let raw = stream.cu_stream() as u64;
+    let why = |r: Result<(), CudaError>| match r {
+        Err(CudaError::Gpu(GpuError::Job { why })) => why,
+        other => panic!("expected a job error, got {other:?}"),
+    };
+    // SAFETY: the stream is the chain's own; the refused calls enqueue nothing.
+    let w = why(unsafe { resident.process_raw(host.as_ptr() as u64, g, 1000, raw) });
+    assert!(w.contains("input address") && w.contains("not device memory"), "{w}");
+    let w = why(unsafe { resident.process_raw(g, s, 1000, raw) });
+    assert!(w.contains("output allocation holds 400 bytes") && w.contains("need 8000"), "{w}");
+}
