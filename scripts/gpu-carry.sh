@@ -21,7 +21,10 @@ for l in sys.stdin:
     | while read -r name exe; do cp "$exe" "$out/$name"; done
 cargo build --release -p xtask
 cp "$CARGO_TARGET_DIR/release/xtask" "$out/xtask"
-strip "$out"/* 2>/dev/null || true
+# The Python package as a wheel (device arrays through CUDA; the machine has PyTorch and
+# CuPy but reaches no registry).
+"$HOME/.cache/ferrofx/venv/bin/maturin" build --release --quiet -m python/Cargo.toml -o "$out/wheels"
+strip "$out"/gpu_* "$out"/xtask 2>/dev/null || true
 ref="$CARGO_TARGET_DIR/ferrofx-generated/reference"
 [ -f "$ref/index.json" ] || ~/.cache/ferrofx/venv/bin/python scripts/scipy_reference.py vectors "$ref"
 cp -r "$ref" "$out/reference"

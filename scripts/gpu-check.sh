@@ -44,6 +44,11 @@ step gpu_cuda 120 ./gpu_cuda --nocapture --test-threads=1 > "$OUT/gpu_cuda.log" 
 # Device memory in and out (CUDA; wgpu on the card too): splits equal one call bit for bit.
 step gpu_cuda_resident 90 ./gpu_cuda_resident --nocapture --test-threads=1 >> "$OUT/gpu_cuda.log" 2>&1
 [ "$mode" = all ] && step gpu_resident 90 ./gpu_resident --nocapture --test-threads=1 >> "$OUT/gpu_cuda.log" 2>&1
+# The Python package on CUDA tensors and CuPy arrays (its wheel from gpu-carry.sh).
+if ls wheels/*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/ffx wheels/*.whl 2>> "$OUT/gpu_cuda.log"
+    PYTHONPATH=/tmp/ffx step python_device 120 python3 "$root/tests/python/test_device.py" >> "$OUT/gpu_cuda.log" 2>&1
+fi
 # The plugin's GPU path (CUDA first, as the plugin opens it) taking new coefficients.
 step gpu_retune 60 ./gpu_retune --nocapture >> "$OUT/gpu_cuda.log" 2>&1
 [ "$mode" = all ] && step gpu_wgpu 120 ./gpu_wgpu --nocapture --test-threads=1 > "$OUT/gpu_wgpu.log" 2>&1

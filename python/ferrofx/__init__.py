@@ -14,6 +14,10 @@ state; within 1e-4 of SciPy's float64 result, typically far closer); float64 dat
 to `Chain.process` is filtered in float64 with SciPy's arithmetic. Chain errors raise
 ValueError with the chain-format contract's message (stage index and field).
 
+Device arrays (torch CUDA tensors, CuPy arrays; float32) given to `Chain.process` and
+`Stream.process` are filtered on their CUDA device with no host copy and come back as the
+same kind on the same device (see `Chain.process`).
+
 `ferrofx.signal` holds SciPy's filtering functions with SciPy's signatures and semantics
 (`sosfilt`, `sosfilt_zi`, `sosfiltfilt`, `lfilter`, `lfilter_zi`, `filtfilt`; SciPy's own
 test classes run against them), also here at the top level: a script switches from
@@ -52,6 +56,100 @@ def _to_numpy(x: Any) -> tuple[np.ndarray, Any]:
             raise ValueError(f"ferrofx processes CPU tensors; this one is on {x.device} (use .cpu())")
         return x.detach().numpy(), (torch, x.dtype)
     return np.asarray(x), None
+
+
+# Frames per unit of a device stream's grid (see `DeviceStream` in python/src/device.rs):
+# calls on the device run in whole units where they can; a call that ends inside one
+# recomputes at most one unit later. Device memory per resident chain: about four times
+# rows x unit floats.
+_DEVICE_UNIT_FRAMES = 1 << 16
+
+
+class _DeviceArray:
+    """A CUDA array seen through `__cuda_array_interface__`: its address, rows and frames
+    (all axes but the last are rows), the CUDA device and the caller's current stream."""
+
+    def __init__(self, x: Any, cai: dict, kind: str, ordinal: int, stream: int):
+        self.x, self.kind, self.ordinal, self.stream = x, kind, ordinal, stream
+        shape = tuple(int(n) for n in cai["shape"])
+        typestr = cai["typestr"]
+        if typestr[1:] == "f8":
+            raise ValueError(
+                "float64 device arrays are not filtered on the device yet (its kernels are float32, "
+                "declined where float32 would miss the tolerance): give float32, or a CPU array "
+                "(float64 there runs SciPy's arithmetic)")
+        if typestr not in ("<f4", "=f4", "|f4"):
+            raise ValueError(f"device arrays must be float32, got typestr {typestr!r}")
+        if not 1 <= len(shape) <= 3:
+            raise ValueError(f"a device array is shaped (frames,), (channels, frames) or (batch, channels, frames), got {shape}")
+        strides = cai.get("strides")
+        if strides is not None:
+            want, step = [], 4
+            for n in reversed(shape):
+                want.append(step)
+                step *= n
+            want = tuple(reversed(want))
+            if any(n > 1 and st != w for n, st, w in zip(shape, strides, want)):
+                raise ValueError(f"the device array must be C-contiguous (strides {tuple(strides)} for shape {shape}): "
+                                 "use .contiguous() / cupy.ascontiguousarray")
+        if cai.get("mask") is not None:
+            raise ValueError("masked device arrays are not filtered")
+        self.shape, self.ptr, self.readonly = shape, int(cai["data"][0]), bool(cai["data"][1])
+        self.frames = shape[-1]
+        self.rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
+
+
+def _device_array(x: Any) -> "_DeviceArray | None":
+    """`x` as a CUDA array (a torch CUDA tensor, a CuPy array, anything offering
+    `__cuda_array_interface__`), or None for host data."""
+    if _is_torch(x):
+        if x.device.type == "cpu":
+            return None
+        if x.device.type != "cuda":
+            raise ValueError(f"ferrofx filters tensors on the CPU or on CUDA devices; this one is on {x.device}")
+        import torch
+
+        t = x.detach()
+        return _DeviceArray(t, t.__cuda_array_interface__, "torch", t.device.index or 0,
+                            torch.cuda.current_stream(t.device).cuda_stream)
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is None:
+        dl = getattr(x, "__dlpack_device__", None)
+        if dl is not None and int(dl()[0]) not in (1, 3):  # kDLCPU, kDLCUDAHost
+            raise ValueError(f"a device array without __cuda_array_interface__ (DLPack device {dl()}): "
+                             "pass it through torch.from_dlpack or cupy.from_dlpack first")
+        return None
+    if type(x).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        return _DeviceArray(x, cai, "cupy", int(x.device.id), int(cupy.cuda.get_current_stream().ptr))
+    # Another producer: its interface's stream (version 3), else the legacy default stream.
+    stream = cai.get("stream")
+    return _DeviceArray(x, cai, "other", 0, int(stream) if isinstance(stream, int) and stream > 2 else 0)
+
+
+def _device_output(d: _DeviceArray, out: Any) -> _DeviceArray:
+    """Where a device call writes: `out` (the same shape, float32, on the same device), or
+    a new array of the input's kind."""
+    if out is None:
+        if d.kind == "torch":
+            import torch
+
+            out = torch.empty(d.shape, dtype=torch.float32, device=d.x.device)
+        elif d.kind == "cupy":
+            import cupy
+
+            with cupy.cuda.Device(d.ordinal):
+                out = cupy.empty(d.shape, dtype=cupy.float32)
+        else:
+            raise ValueError(f"{type(d.x).__name__} is a device array ferrofx cannot allocate: pass out= "
+                             "(a device array of the same shape), or give a torch tensor or CuPy array")
+    o = _device_array(out)
+    if o is None or o.shape != d.shape or o.ordinal != d.ordinal:
+        raise ValueError(f"out must be a float32 device array shaped {d.shape} on cuda:{d.ordinal}")
+    if o.readonly:
+        raise ValueError("out is read-only")
+    return o
 
 
 def _back(y: np.ndarray, how: Any) -> Any:
@@ -104,9 +202,16 @@ class Chain:
         """The complex response at `freqs_hz`."""
         return self._core.response(np.ascontiguousarray(freqs_hz, dtype=np.float64), float(fs))
 
-    def process(self, x: Any, fs: float, threads: int | None = None) -> Any:
+    def process(self, x: Any, fs: float, threads: int | None = None, out: Any = None) -> Any:
         """Filters `x` shaped `(channels, samples)` or `(batch, channels, samples)` from
         zero state (each batch item separately, spread over `threads`, default all cores).
+
+        Device arrays (a torch CUDA tensor, a CuPy array; float32, C-contiguous, also
+        shaped `(samples,)`) are filtered on their device, on the caller's current stream,
+        with no host copy, into a new array of the same kind on the same device (or into
+        `out`, which may be `x` itself); the call returns before the device is done, as
+        the frameworks' own calls do. Where no CUDA driver or device is, or the chain's
+        float32 form would miss the tolerance, the error says so.
         float32 data runs the engine; float64 data is filtered in float64 with SciPy's
         arithmetic (`sosfilt`/`lfilter` on the designed processors). Returns the same type,
         dtype and shape.
@@ -115,6 +220,11 @@ class Chain:
         run side by side in the SIMD lanes (eight mono items at once), and long items run
         in time segments (see docs/perf-history.md); every item's output is the same bits as when
         filtered alone, whatever the batch."""
+        d = _device_array(x)
+        if d is not None:
+            return self._process_device(d, fs, out)
+        if out is not None:
+            raise ValueError("out= is for device arrays; host arrays come back as a new array")
         arr, how = _to_numpy(x)
         if arr.ndim not in (2, 3):
             raise ValueError(f"x must be shaped (channels, samples) or (batch, channels, samples), got {arr.shape}")
@@ -137,32 +247,87 @@ class Chain:
         y = y if arr.ndim == 3 else y[0]
         return _back(y, how)
 
+    def _device_stream(self, fs: float, rows: int, ordinal: int, frames: int):
+        """A resident chain for (fs, rows, device), kept for the next call of that shape."""
+        unit = max(1, min(frames, _DEVICE_UNIT_FRAMES))
+        cache = self.__dict__.setdefault("_device_streams", {})
+        key = (float(fs), rows, ordinal, unit)
+        ds = cache.get(key)
+        if ds is None:
+            if len(cache) >= 4:
+                cache.pop(next(iter(cache)))
+            ds = cache[key] = self._core.device_stream(float(fs), rows, unit, ordinal)
+        return ds
+
+    def _process_device(self, d: _DeviceArray, fs: float, out: Any) -> Any:
+        o = _device_output(d, out)
+        if d.frames == 0 or d.rows == 0:
+            return o.x
+        ds = self._device_stream(fs, d.rows, d.ordinal, d.frames)
+        ds.reset()
+        ds.process_ptr(d.ptr, o.ptr, d.frames, d.stream)
+        return out if out is not None else o.x
+
     def stream(self, fs: float, channels: int) -> "Stream":
-        """A stateful stream of blocks through this chain."""
-        return Stream(self._core.stream(float(fs), int(channels)))
+        """A stateful stream of blocks through this chain (host arrays, or device arrays:
+        the state then lives on that device; see `Stream.process`)."""
+        return Stream(self._core.stream(float(fs), int(channels)), self, float(fs))
 
 
 class Stream:
     """Block-by-block filtering with state (create with `Chain.stream`)."""
 
-    def __init__(self, core: "_ferrofx.Stream"):
+    def __init__(self, core: "_ferrofx.Stream", chain: "Chain | None" = None, fs: float | None = None):
         self._core = core
+        self._chain, self._fs = chain, fs
+        # Where the state lives once blocks came: "cpu", or a device stream (CUDA).
+        self._where: Any = None
 
     @property
     def channels(self) -> int:
         return self._core.channels
 
     def process(self, block: Any) -> Any:
-        """Filters the next block, shaped `(channels, samples)`; returns the same type."""
+        """Filters the next block, shaped `(channels, samples)`; returns the same type.
+
+        Device blocks (torch CUDA tensors, CuPy arrays, float32) are filtered on their
+        device, the state kept there between blocks: any split of a signal into blocks
+        gives the same bits as one block. A stream stays where its first block was until
+        `reset`."""
+        d = _device_array(block)
+        if d is not None:
+            return self._process_device(d)
+        if self._where not in (None, "cpu"):
+            raise ValueError(f"this stream's state lives on cuda:{self._where.device}; give it blocks there, or reset() it")
+        self._where = "cpu"
         arr, how = _to_numpy(block)
         if arr.ndim != 2:
             raise ValueError(f"a block is shaped (channels, samples), got {arr.shape}")
         y = self._core.process(np.ascontiguousarray(arr, dtype=np.float32))
         return _back(y.astype(arr.dtype if arr.dtype in (np.float32, np.float64) else np.float32, copy=False), how)
 
+    def _process_device(self, d: _DeviceArray) -> Any:
+        if len(d.shape) != 2 or d.rows != self.channels:
+            raise ValueError(f"a block is shaped (channels, samples) with {self.channels} channels, got {d.shape}")
+        if self._chain is None:
+            raise ValueError("this stream was not made by Chain.stream, so it cannot move to a device")
+        if self._where == "cpu":
+            raise ValueError("this stream's state lives on the CPU; give it host blocks, or reset() it")
+        if self._where is None:
+            self._where = self._chain._core.device_stream(self._fs, self.channels, _DEVICE_UNIT_FRAMES, d.ordinal)
+        elif self._where.device != d.ordinal:
+            raise ValueError(f"this stream's state lives on cuda:{self._where.device}, the block on cuda:{d.ordinal}")
+        o = _device_output(d, None)
+        if d.frames:
+            self._where.process_ptr(d.ptr, o.ptr, d.frames, d.stream)
+        return o.x
+
     def reset(self) -> None:
-        """Clears the filter state."""
+        """Clears the filter state (and lets the stream move between host and device)."""
         self._core.reset()
+        if self._where not in (None, "cpu"):
+            self._where.reset()
+        self._where = None
 
 
 def _torch_wrapped(f):

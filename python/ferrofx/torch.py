@@ -35,9 +35,9 @@ def _host_only(*tensors: torch.Tensor) -> None:
     for t in tensors:
         if t.device.type != "cpu":
             raise NotImplementedError(
-                f"ferrofx.torch filters CPU tensors only for now; got a tensor on {t.device}. "
-                "The GPU path (device tensors in and out) is not built yet: move it with .cpu(), "
-                "or use TorchFX/torchaudio on the GPU meanwhile"
+                f"ferrofx.torch's layers (gradients, torch.compile) take CPU tensors only for now; got a "
+                f"tensor on {t.device}. To filter CUDA tensors on their device without gradients use "
+                "ferrofx.Chain.process or Stream.process (float32); or move it with .cpu()"
             )
 
 

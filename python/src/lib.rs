@@ -6,6 +6,8 @@
 //! - `Chain`: a validated chain file; `design`, `response`, `process` (float32, the
 //!   engine; batches spread over threads), `stream`.
 //! - `Stream`: block-by-block filtering with state.
+//! - `DeviceStream` (`Chain.device_stream`): a chain resident on a CUDA device over the
+//!   caller's device memory (`device.rs`).
 //! - `sosfilt64`, `fir64`: float64 arithmetic with SciPy's semantics (`sosfilt`, and
 //!   `lfilter` with `a == [1]`), for float64 data: the engine's I/O is float32.
 
@@ -20,6 +22,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+mod device;
 mod signal;
 
 fn chain_error(e: ferrofx::ChainError) -> PyErr {
@@ -138,6 +141,16 @@ impl Chain {
         let out = Array3::from_shape_vec((items, channels, frames), data)
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         Ok(out.into_pyarray(py))
+    }
+
+    /// This chain at `fs` resident on CUDA device `device` for `rows` rows, in units of
+    /// `unit_frames` frames (see `DeviceStream`); errors name the device and what is
+    /// missing (no driver, no device, a cascade float32 would miss).
+    fn device_stream(&self, fs: f64, rows: usize, unit_frames: usize, device: usize) -> PyResult<device::DeviceStream> {
+        if rows == 0 || unit_frames == 0 {
+            return Err(PyValueError::new_err(format!("{rows} rows of {unit_frames} frames")));
+        }
+        device::DeviceStream::open(&self.designed(fs)?, rows, unit_frames, device)
     }
 
     /// A stream of blocks through this chain at `fs` for `channels` channels.
@@ -374,6 +387,7 @@ fn _ferrofx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("STAGE_TYPES", ferrofx::chain::STAGE_TYPES.to_vec())?;
     m.add_class::<Chain>()?;
     m.add_class::<Stream>()?;
+    m.add_class::<device::DeviceStream>()?;
     m.add_function(wrap_pyfunction!(signal::sosfilt64, m)?)?;
     m.add_function(wrap_pyfunction!(signal::lfilter64, m)?)?;
     m.add_function(wrap_pyfunction!(signal::sosfilt_backward64, m)?)?;

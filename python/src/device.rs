@@ -1,0 +1,83 @@
+//! Device arrays: a chain on a CUDA device over memory the caller owns (a PyTorch CUDA
+//! tensor, a CuPy array: their `__cuda_array_interface__` gives the address), on the
+//! caller's stream, the state kept on the device (`ferrofx::gpu::cuda::CudaResident`).
+//! The package (`python/ferrofx/__init__.py`) reads the interface, checks dtype, shape and
+//! layout, allocates the output of the input's kind and passes addresses here; this
+//! module checks that the addresses are device memory large enough before any copy.
+
+use ferrofx::chain::DesignedChain;
+use ferrofx::gpu::cuda::{CudaDevice, CudaResident};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use std::sync::{Arc, Mutex};
+
+/// Devices opened so far, by ordinal (opening loads the kernels: once per process).
+fn device(ordinal: usize) -> PyResult<Arc<CudaDevice>> {
+    static OPEN: Mutex<Vec<(usize, Arc<CudaDevice>)>> = Mutex::new(Vec::new());
+    let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, d)) = open.iter().find(|(o, _)| *o == ordinal) {
+        return Ok(d.clone());
+    }
+    let d = CudaDevice::open(ordinal).map_err(|e| PyRuntimeError::new_err(format!("cuda:{ordinal}: {e}")))?;
+    open.push((ordinal, d.clone()));
+    Ok(d)
+}
+
+/// A chain resident on one CUDA device for a number of rows.
+#[pyclass(module = "ferrofx._ferrofx")]
+pub struct DeviceStream {
+    /// Behind a lock: Python may call from any thread (one call at a time runs).
+    resident: Mutex<CudaResident>,
+    ordinal: usize,
+}
+
+impl DeviceStream {
+    pub fn open(designed: &DesignedChain, rows: usize, unit_frames: usize, ordinal: usize) -> PyResult<DeviceStream> {
+        let dev = device(ordinal)?;
+        let resident = CudaResident::new(&dev, designed, rows, unit_frames).map_err(|e| PyRuntimeError::new_err(format!("cuda:{ordinal}: {e}")))?;
+        Ok(DeviceStream { resident: Mutex::new(resident), ordinal })
+    }
+}
+
+#[pymethods]
+impl DeviceStream {
+    /// Filters `frames` frames of every row from device address `input` into `output`
+    /// (equal: in place), continuing from the state on the device, ordered on the CUDA
+    /// stream `stream` (a raw `cudaStream_t`; 0: the legacy default stream). Returns
+    /// without waiting for the device.
+    fn process_ptr(&mut self, py: Python<'_>, input: u64, output: u64, frames: usize, stream: u64) -> PyResult<()> {
+        if input == 0 || output == 0 {
+            return Err(PyValueError::new_err("a null device address"));
+        }
+        let ordinal = self.ordinal;
+        let mut guard = self.resident.lock().unwrap_or_else(|e| e.into_inner());
+        let resident: &mut CudaResident = &mut guard;
+        // SAFETY: the addresses are checked by the call itself (device memory of this
+        // context, allocations long enough); the stream comes from the array's framework
+        // on this device (the package takes it from torch or CuPy for the array's device),
+        // and the package holds the input and output arrays until the call returns, after
+        // which their frameworks order any later use on that same stream.
+        py.allow_threads(|| unsafe { resident.process_raw(input, output, frames, stream) })
+            .map_err(|e| PyRuntimeError::new_err(format!("cuda:{ordinal}: {e}")))
+    }
+
+    /// Back to silence.
+    fn reset(&mut self) {
+        self.resident.lock().unwrap_or_else(|e| e.into_inner()).reset();
+    }
+
+    #[getter]
+    fn rows(&self) -> usize {
+        self.resident.lock().unwrap_or_else(|e| e.into_inner()).rows()
+    }
+
+    #[getter]
+    fn unit_frames(&self) -> usize {
+        self.resident.lock().unwrap_or_else(|e| e.into_inner()).unit_frames()
+    }
+
+    #[getter]
+    fn device(&self) -> usize {
+        self.ordinal
+    }
+}

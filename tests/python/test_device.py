@@ -1,0 +1,166 @@
+"""Device arrays in `Chain.process` and `Stream.process`: CUDA tensors and CuPy arrays
+filtered where they live (`__cuda_array_interface__`, no host copy).
+
+On a machine without CUDA (this project's CI) the checks of what is refused before any
+device is touched run (dtype, shape, layout, a missing `out=`), and a device call gives a
+clear error naming the device and what is missing, never a crash. With PyTorch or CuPy on
+a CUDA machine (scripts/gpu-check.sh on the lent GPU machine) the results are checked
+against SciPy's float64 `sosfilt`, and a stream split into blocks against one call, bit
+for bit. Runs under pytest, or as `python3 tests/python/test_device.py` where pytest is
+missing (the GPU machine)."""
+
+import numpy as np
+import scipy.signal as ss
+
+import ferrofx
+
+try:
+    import pytest
+
+    raises = pytest.raises
+except ImportError:  # the GPU machine may have no pytest
+    import contextlib
+    import re
+
+    pytest = None
+
+    @contextlib.contextmanager
+    def raises(kind, match=None):
+        try:
+            yield
+        except kind as e:
+            assert match is None or re.search(match, str(e)), f"{e!r} does not match {match!r}"
+        else:
+            raise AssertionError(f"{kind} not raised")
+
+
+CHAIN = ferrofx.Butterworth.highpass(30, 4) | ferrofx.Elliptic.lowpass(9000, 6, ripple_db=0.1, attenuation_db=70) | ferrofx.Biquad.peaking(1000, 1.4, -6)
+FS = 48_000.0
+
+
+class FakeDeviceArray:
+    """A producer of `__cuda_array_interface__` whose address is no device memory."""
+
+    def __init__(self, shape, typestr="<f4", strides=None, ptr=0x7F0000001000):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False),
+                                         "strides": strides, "version": 3, "stream": 1}
+
+
+def _cuda_present():
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+def test_float64_device_arrays_are_refused_by_name():
+    with raises(ValueError, match="float64 device arrays"):
+        CHAIN.process(FakeDeviceArray((2, 100), "<f8"), FS, out=FakeDeviceArray((2, 100)))
+
+
+def test_other_dtypes_shapes_and_layouts_are_refused():
+    with raises(ValueError, match="must be float32"):
+        CHAIN.process(FakeDeviceArray((2, 100), "<i2"), FS)
+    with raises(ValueError, match="shaped"):
+        CHAIN.process(FakeDeviceArray((1, 2, 3, 100)), FS)
+    with raises(ValueError, match="C-contiguous"):
+        CHAIN.process(FakeDeviceArray((2, 100), strides=(4, 8)), FS)
+
+
+def test_a_producer_ferrofx_cannot_allocate_for_needs_out():
+    with raises(ValueError, match="pass out="):
+        CHAIN.process(FakeDeviceArray((2, 100)), FS)
+    with raises(ValueError, match="out must be"):
+        CHAIN.process(FakeDeviceArray((2, 100)), FS, out=FakeDeviceArray((2, 99)))
+
+
+def test_dlpack_only_device_arrays_are_refused_with_the_way_in():
+    class DlpackOnly:
+        def __dlpack_device__(self):
+            return (2, 0)  # kDLCUDA
+
+    with raises(ValueError, match="torch.from_dlpack or cupy.from_dlpack"):
+        CHAIN.process(DlpackOnly(), FS)
+
+
+def test_a_device_call_without_a_device_is_a_clear_error():
+    # Without a driver: "CUDA unavailable: ..."; with one, the fake address is refused.
+    with raises(RuntimeError, match=r"cuda:0: (CUDA unavailable|.*not device memory)"):
+        CHAIN.process(FakeDeviceArray((2, 100)), FS, out=FakeDeviceArray((2, 100)))
+    # and the host path goes on working
+    x = np.random.default_rng(1).standard_normal((2, 1000)).astype(np.float32)
+    y = CHAIN.process(x, FS)
+    assert y.shape == x.shape
+
+
+def _reference(x64):
+    y = x64
+    for d in CHAIN.design(FS):
+        y = ss.sosfilt(d["sos"], y, axis=-1)
+    return y
+
+
+def test_torch_cuda_tensors_in_and_out():
+    if not _cuda_present():
+        if pytest:
+            pytest.skip("no CUDA device with PyTorch here")
+        return
+    import torch
+
+    rng = np.random.default_rng(2)
+    for shape in [(48_000,), (2, 100_000), (3, 2, 30_000)]:
+        x64 = rng.standard_normal(shape)
+        x = torch.from_numpy(x64.astype(np.float32)).cuda()
+        y = CHAIN.process(x, FS)
+        assert y.device == x.device and y.dtype == torch.float32 and tuple(y.shape) == shape
+        ref = _reference(x64)
+        err = np.abs(y.cpu().numpy() - ref).max() / np.abs(ref).max()
+        print(f"torch {shape}: {err:.2e} of the peak from SciPy's float64")
+        assert err <= 1e-4, err
+    # in place, into `out` = x
+    x = torch.from_numpy(rng.standard_normal((2, 5000)).astype(np.float32)).cuda()
+    want = CHAIN.process(x, FS)
+    CHAIN.process(x, FS, out=x)
+    assert torch.equal(x, want)
+
+
+def test_a_device_stream_split_into_blocks_equals_one_call_bit_for_bit():
+    if not _cuda_present():
+        if pytest:
+            pytest.skip("no CUDA device with PyTorch here")
+        return
+    import torch
+
+    x = torch.from_numpy(np.random.default_rng(3).standard_normal((2, 200_000)).astype(np.float32)).cuda()
+    one = CHAIN.stream(FS, 2).process(x)
+    s = CHAIN.stream(FS, 2)
+    cuts = [0, 1, 4096, 70_000, 70_001, 150_000, 200_000]
+    parts = [s.process(x[:, a:b].contiguous()) for a, b in zip(cuts, cuts[1:])]
+    assert torch.equal(torch.cat(parts, dim=1), one)
+    with raises(ValueError, match="lives on cuda"):
+        s.process(x[:, :100].cpu().numpy())
+
+
+def test_cupy_arrays_in_and_out():
+    try:
+        import cupy
+    except ImportError:
+        if pytest:
+            pytest.skip("CuPy is not installed")
+        return
+    if not _cuda_present():
+        return
+    x64 = np.random.default_rng(4).standard_normal((2, 50_000))
+    y = CHAIN.process(cupy.asarray(x64.astype(np.float32)), FS)
+    assert isinstance(y, cupy.ndarray)
+    ref = _reference(x64)
+    assert np.abs(cupy.asnumpy(y) - ref).max() / np.abs(ref).max() <= 1e-4
+
+
+if __name__ == "__main__":
+    for name, f in list(globals().items()):
+        if name.startswith("test_") and callable(f):
+            f()
+            print(f"{name}: ok")
