@@ -17,6 +17,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${OUT:-/tmp/gpu-check}"
 mkdir -p "$OUT"
 cd "$root/.gpu-carry"
+[ -f pack.tar.gz ] && tar xzf pack.tar.gz && rm pack.tar.gz
 info="$OUT/info.log"
 # The Vulkan loader for wgpu (the device image has the NVIDIA ICD but maybe no loader).
 if [ -d "$root/.gl" ] && ! ldconfig -p | grep -q libvulkan.so.1; then

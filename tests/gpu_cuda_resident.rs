@@ -51,15 +51,12 @@ fn run_split(resident: &mut CudaResident, input: &[Vec<f32>], cuts: &[usize], in
     for w in bounds.windows(2) {
         let (a, b) = (w[0], w[1]);
         let piece: Vec<Vec<f32>> = input.iter().map(|r| r[a..b].to_vec()).collect();
-        let src: CudaSlice<f32> = stream.clone_htod(&flat(&piece)).unwrap();
+        let mut src: CudaSlice<f32> = stream.clone_htod(&flat(&piece)).unwrap();
         let result = if in_place {
-            let (ptr, raw) = (src.device_ptr(&stream).0, stream.cu_stream() as u64);
-            // SAFETY: `src` holds rows x frames floats and lives past the read-back below,
-            // which is ordered after the job on the same stream.
-            unsafe { resident.process_raw(ptr, ptr, b - a, raw) }.map(|()| src)
+            resident.process_in_place(&mut src, b - a).map(|()| src)
         } else {
             let mut dst: CudaSlice<f32> = stream.clone_htod(&vec![f32::NAN; input.len() * (b - a)]).unwrap();
-            resident.process(&src, Some(&mut dst), b - a).map(|()| dst)
+            resident.process(&src, &mut dst, b - a).map(|()| dst)
         };
         let host = stream.clone_dtoh(&result.unwrap()).unwrap();
         for (o, r) in out.iter_mut().zip(host.chunks(b - a)) {

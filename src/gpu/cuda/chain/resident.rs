@@ -87,20 +87,32 @@ impl CudaResident {
     }
 
     /// [`CudaResident::process_raw`] over buffers of this process's own, on the chain's
-    /// stream; in place when `output` is `None`.
-    pub fn process(&mut self, input: &CudaSlice<f32>, output: Option<&mut CudaSlice<f32>>, frames: usize) -> Result<(), CudaError> {
-        let need = self.rows() * frames;
+    /// stream: `input` into `output`.
+    pub fn process(&mut self, input: &CudaSlice<f32>, output: &mut CudaSlice<f32>, frames: usize) -> Result<(), CudaError> {
         let stream = self.chain.stream.clone();
-        if input.len() < need || output.as_ref().is_some_and(|o| o.len() < need) {
-            return Err(job(format!("buffers of {} and {:?} floats for {} rows x {frames} frames", input.len(), output.as_ref().map(|o| o.len()), self.rows())));
-        }
-        let src = input.device_ptr(&stream).0;
-        let dst = output.map_or(src, |o| o.device_ptr(&stream).0);
+        self.check_len(input.len().min(output.len()), frames)?;
+        let (src, dst) = (input.device_ptr(&stream).0, output.device_ptr(&stream).0);
         // SAFETY: both pointers come from live allocations of this context holding at least
         // rows x frames floats (checked above), the stream is the chain's own, and the
         // borrows keep the buffers alive for the call; the copies that use them are
         // ordered on that stream before any later use of the buffers on it.
         unsafe { self.process_raw(src, dst, frames, stream.cu_stream() as u64) }
+    }
+
+    /// The same in place.
+    pub fn process_in_place(&mut self, data: &mut CudaSlice<f32>, frames: usize) -> Result<(), CudaError> {
+        let stream = self.chain.stream.clone();
+        self.check_len(data.len(), frames)?;
+        let ptr = data.device_ptr(&stream).0;
+        // SAFETY: as in `process`; `data` is borrowed mutably for the call.
+        unsafe { self.process_raw(ptr, ptr, frames, stream.cu_stream() as u64) }
+    }
+
+    fn check_len(&self, len: usize, frames: usize) -> Result<(), CudaError> {
+        if len < self.rows() * frames {
+            return Err(job(format!("a buffer of {len} floats for {} rows x {frames} frames", self.rows())));
+        }
+        Ok(())
     }
 
     /// Filters `frames` frames of every row from device memory at `input` into `output`
