@@ -2,7 +2,9 @@
 generated corpus (mono, stereo and 6-channel files, int16 and float32, three rates, one
 broken file): every output file equals the single-process result of the same chain,
 sample for sample, the Parquet-manifest mode too, and the broken file is reported while
-the others are written. Skipped without ray (scripts/install-deps.sh installs it) unless
+the others are written. The GPU mode (`--gpus 1`) on this machine, which has no GPU,
+falls back to CPU actors in the same three-stage pipeline (decode, stacked filtering,
+encode) and says so, with the same outputs. Skipped without ray (scripts/install-deps.sh installs it) unless
 FERROFX_REQUIRE_PYTHON_PACKAGE=1."""
 
 import os
@@ -68,7 +70,7 @@ def test_ray_output_equals_single_process_file_for_file(tmp_path):
     print(r.stdout[-2000:], r.stderr[-2000:])
     assert r.returncode == 1, "the broken file fails the run"
     assert "broken.wav: ValueError: not a readable WAV file" in r.stderr and "6 files filtered, 1 failed" in r.stdout
-    assert "on 2 workers" in r.stdout
+    assert "on 2 workers" in r.stdout and "hours of audio per second" in r.stdout
     check_outputs(files, str(out))
     assert not (out / "broken.wav").exists()
 
@@ -87,3 +89,24 @@ def test_parquet_manifest(tmp_path):
     print(r.stdout[-2000:], r.stderr[-2000:])
     assert r.returncode == 0, r.stderr[-2000:]
     check_outputs(files, str(out))
+
+
+def test_gpu_mode_without_a_gpu_falls_back_to_cpu_actors_with_the_same_outputs(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    files = make_corpus(str(corpus))
+    # two more files of one rate and shape: stacked into one call in the filter stage
+    rng = np.random.default_rng(12)
+    for i in range(2):
+        path = os.path.join(str(corpus), f"same{i}.wav")
+        wavfile.write(path, 48_000, (rng.standard_normal((30_000, 2)) * 0.2).astype(np.float32))
+        files.append(path)
+    out = tmp_path / "out"
+    r = run(["--input", str(corpus), "--output", str(out), "--gpus", "1", "--batch-size", "16"])
+    print(r.stdout[-2000:], r.stderr[-2000:])
+    assert r.returncode == 1, "the broken file fails the run"
+    assert "no GPU in the Ray cluster: the filter stage runs on CPU actors" in r.stderr
+    assert "broken.wav: ValueError: not a readable WAV file" in r.stderr and "8 files filtered, 1 failed" in r.stdout
+    assert "CPU actors" in r.stdout and "per CPU core" in r.stdout
+    check_outputs(files, str(out))
+    assert not (out / "broken.wav").exists()
