@@ -15,6 +15,7 @@ pub mod analog;
 pub mod elliptic_fn;
 pub mod fir;
 pub mod matched;
+pub mod natural;
 pub mod rbj;
 pub mod transform;
 
