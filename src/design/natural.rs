@@ -21,7 +21,7 @@
 
 use super::matched::analog_prototype;
 use super::{analog, BiquadKind, Response, Sos};
-use realfft::num_complex::Complex64;
+pub use realfft::num_complex::Complex64;
 use realfft::RealFftPlanner;
 
 /// Above this share of Nyquist the correction fades to a pure delay (the accuracy holds

@@ -40,14 +40,22 @@ impl LinearAudio {
         }
     }
 
-    /// The running FIR's length: `None` in natural phase.
+    /// The running FIR's key (its length in linear phase, `ANALOG_KEY` in analog
+    /// phase): `None` in natural phase.
     pub fn taps(&self) -> Option<usize> {
         self.current.as_ref().map(|f| f.taps)
     }
 
-    /// The latency: half the running FIR's length, 0 in natural phase.
+    /// The latency: half the running FIR's length in linear phase, the correction's delay
+    /// in analog phase, 0 in natural phase.
     pub fn latency(&self) -> usize {
-        self.taps().map_or(0, |n| n / 2)
+        self.current.as_ref().map_or(0, |f| f.latency)
+    }
+
+    /// Whether the running FIR carries bands in the IIR equaliser's place (linear phase;
+    /// not analog phase's correction, nor natural phase).
+    pub fn replaces_bands(&self) -> bool {
+        self.taps().is_some_and(crate::control::linear::replaces_bands)
     }
 
     /// How many designs have been swapped in (for tests and the editor).
@@ -141,7 +149,7 @@ impl LinearAudio {
         if let Some(current) = self.current.as_mut() {
             current.process(buffers);
         }
-        let Some(taps) = self.next.as_ref().map(|n| n.taps) else { return };
+        let Some(taps) = self.next.as_ref().map(|n| n.length) else { return };
         // Warm-up: the incoming FIR's history fills; the output stays the current one's.
         let mut start = 0;
         if self.warm < taps {

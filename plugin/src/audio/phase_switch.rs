@@ -33,7 +33,7 @@
 use crate::shared::bands::{Band, BANDS};
 use crate::audio::delay::DelayLine;
 use crate::audio::linear::LinearAudio;
-use crate::control::linear::{LinearFir, CROSSFADE_MS};
+use crate::control::linear::{latency_of, LinearFir, CROSSFADE_MS};
 use crate::audio::routing::RoutedEqualiser;
 
 /// How long a natural-phase band stage runs before it is faded in, at least: its IIR
@@ -63,7 +63,7 @@ pub struct PhaseSwitch {
     pub eq: RoutedEqualiser,
     /// The incoming mode's FIR (linear targets, once designed).
     fir: Option<Box<LinearFir>>,
-    /// The incoming mode: its FIR length, `None` for natural phase.
+    /// The incoming mode: its FIR's key (`PhaseChoice::fir_key`), `None` for natural phase.
     target: Option<usize>,
     step: Step,
     /// The incoming stage's signal, one buffer per channel of `max_block`.
@@ -71,6 +71,8 @@ pub struct PhaseSwitch {
     /// The outgoing stage's output, delayed by the latency difference while fading.
     delay: DelayLine,
     fade_len: usize,
+    /// The sample rate (a mode's latency depends on it in analog phase).
+    fs: f64,
     /// Warm-up bounds in frames ([`NATURAL_WARM_MS`], [`MAX_WARM_MS`]).
     min_warm: usize,
     max_warm: usize,
@@ -102,6 +104,7 @@ impl PhaseSwitch {
             scratch: vec![vec![0.0; max_block.max(1)]; channels],
             delay: DelayLine::new(channels, MAX_LINEAR_LATENCY),
             fade_len: ((CROSSFADE_MS * 1e-3 * fs) as usize).max(1),
+            fs,
             min_warm: ((NATURAL_WARM_MS * 1e-3 * fs) as usize).max(1),
             max_warm: ((MAX_WARM_MS * 1e-3 * fs) as usize).max(1),
             fixed,
@@ -128,7 +131,7 @@ impl PhaseSwitch {
     /// while active: always where the latency follows the mode, within the reserve with
     /// a fixed latency.
     pub fn reachable(&self, taps: Option<usize>) -> bool {
-        self.fixed.is_none_or(|l| taps.map_or(0, |n| n / 2) <= l)
+        self.fixed.is_none_or(|l| latency_of(taps, self.fs) <= l)
     }
 
     /// Whether the latency is fixed for this activation.
@@ -194,11 +197,11 @@ impl PhaseSwitch {
         }
         self.target = wanted;
         if let Some(fixed) = self.fixed {
-            self.next_pad.set_len(fixed.saturating_sub(wanted.map_or(0, |n| n / 2)));
+            self.next_pad.set_len(fixed.saturating_sub(latency_of(wanted, self.fs)));
             self.next_pad.clear();
         }
         for (i, band) in bands.iter().enumerate() {
-            self.eq.set_band(i, stage_band(band, wanted.is_some(), stereo));
+            self.eq.set_band(i, stage_band(band, wanted.is_some_and(crate::control::linear::replaces_bands), stereo));
         }
         self.eq.snap();
         self.eq.reset();
@@ -217,7 +220,7 @@ impl PhaseSwitch {
             return;
         }
         fir.reset();
-        self.step = Step::Warming { done: 0, need: self.warm_frames(fir.taps) };
+        self.step = Step::Warming { done: 0, need: self.warm_frames(fir.length) };
         if let Some(old) = self.fir.replace(fir) {
             linear.give_back(old);
         }
@@ -240,7 +243,7 @@ impl PhaseSwitch {
         if done < need {
             return None;
         }
-        let new_latency = self.target.map_or(0, |n| n / 2);
+        let new_latency = latency_of(self.target, self.fs);
         // With a fixed latency both outputs are padded to it: no delay between them.
         let grow = if self.fixed.is_some() { 0 } else { new_latency.saturating_sub(old_latency) };
         self.delay.set_len(grow);

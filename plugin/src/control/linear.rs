@@ -20,7 +20,11 @@
 //!   the mode switch (`audio/phase_switch.rs`), which runs the whole band stage of the
 //!   new mode beside the old one and installs it (`LinearAudio::install`). Nothing is
 //!   allocated, freed or locked there.
-//! - **Latency**: `n / 2` samples while a linear mode runs, 0 in natural phase.
+//! - **Analog phase** ([`design_analog`]): the same hand-over carries a short correction
+//!   FIR that runs after the IIR equaliser (which keeps its bands) so the bands follow
+//!   their analog prototypes in magnitude and phase; its key is [`ANALOG_KEY`].
+//! - **Latency**: `n / 2` samples while a linear mode runs, the correction's delay in
+//!   analog phase (4 ms), 0 in natural phase ([`latency_of`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -34,6 +38,57 @@ use rtrb::{Consumer, Producer, RingBuffer};
 
 use crate::shared::bands::{Band, Route, BANDS, MAX_SECTIONS_PER_BAND};
 use crate::control::params::FerroParams;
+
+/// Analog phase's key in the FIR hand-over (see [`crate::control::params::PhaseChoice::fir_key`]):
+/// no linear FIR has one tap.
+pub const ANALOG_KEY: usize = 1;
+
+/// Whether the FIR of `key` carries its bands in place of the IIR equaliser (linear
+/// phase), rather than after it (analog phase: a correction).
+pub fn replaces_bands(key: usize) -> bool {
+    key != ANALOG_KEY
+}
+
+/// The latency of the mode of `key` at `fs` (`None`: natural phase, 0): half a linear
+/// FIR, analog phase's correction delay.
+pub fn latency_of(key: Option<usize>, fs: f64) -> usize {
+    match key {
+        None => 0,
+        Some(ANALOG_KEY) => ferrofx::design::natural::natural_length(fs).1,
+        Some(n) => n / 2,
+    }
+}
+
+/// The FIR of the mode of `key` for `bands` at `fs`: [`design`] for a linear mode,
+/// [`design_analog`] for analog phase. Allocates.
+pub fn design_for(key: usize, bands: &[Band; BANDS], fs: f64, stereo: bool) -> Vec<f64> {
+    if key == ANALOG_KEY {
+        design_analog(bands, fs, stereo)
+    } else {
+        design(bands, fs, key, stereo)
+    }
+}
+
+/// Analog phase's correction FIR: after the IIR equaliser (which keeps every band), the
+/// bands it carries ([`in_fir`]) follow their analog prototypes in magnitude and phase up
+/// to 0.9 of Nyquist, behind [`latency_of`]'s delay (`ferrofx::design::natural`; within
+/// 0.1 dB and 5 degrees where the bands are analog-matched, the default: the cookbook's
+/// band-pass and notch vanish at Nyquist and cannot be corrected close to it). Allocates.
+pub fn design_analog(bands: &[Band; BANDS], fs: f64, stereo: bool) -> Vec<f64> {
+    use ferrofx::design::natural::{correction_fir, natural_length};
+    let mut sections = Vec::new();
+    let mut carried = Vec::new();
+    for b in bands.iter().filter(|b| in_fir(b, stereo)) {
+        let b = b.clamped(fs);
+        let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
+        let k = b.design_into(fs, &mut buf);
+        sections.extend_from_slice(&buf[..k]);
+        carried.push(b);
+    }
+    let target = |f: f64| carried.iter().map(|b| b.analog_response(f)).product();
+    let (taps, delay) = natural_length(fs);
+    correction_fir(&target, &sections, fs, taps, delay)
+}
 
 /// Cross-fade between two designs.
 pub const CROSSFADE_MS: f64 = 20.0;
@@ -90,20 +145,27 @@ pub fn design(bands: &[Band; BANDS], fs: f64, n: usize, stereo: bool) -> Vec<f64
     taps
 }
 
-/// A linear-phase FIR ready to run: its length (the phase mode it belongs to) and the
-/// engine that runs it on every channel.
+/// A phase mode's FIR ready to run: the mode's key (`taps`: a linear FIR's length, or
+/// [`ANALOG_KEY`]), its real length and latency, and the engine that runs it on every
+/// channel.
 pub struct LinearFir {
     pub taps: usize,
+    /// Taps of the FIR (a new design warms up for this many samples).
+    pub length: usize,
+    /// The latency the mode reports ([`latency_of`]).
+    pub latency: usize,
     engine: Engine,
 }
 
 impl LinearFir {
-    /// Builds the engine that runs `coefficients` (an `n`-tap design) on `channels`
-    /// channels. Allocates; `None` when the taps do not design (never for [`design`]'s).
+    /// Builds the engine that runs `coefficients` (the design of the mode of key `taps`)
+    /// on `channels` channels. Allocates; `None` when the taps do not design (never for
+    /// [`design_for`]'s).
     pub fn build(taps: usize, coefficients: Vec<f64>, fs: f64, channels: usize, max_block: usize) -> Option<Box<LinearFir>> {
+        let length = coefficients.len();
         let chain: Chain = Fir::coefficients(coefficients).into();
         let engine = Engine::new(&chain.design(fs).ok()?, channels, max_block);
-        Some(Box::new(LinearFir { taps, engine }))
+        Some(Box::new(LinearFir { taps, length, latency: latency_of(Some(taps), fs), engine }))
     }
 
     /// Filters planar buffers in place (at most the `max_block` it was built for). No
@@ -194,11 +256,11 @@ impl Designer {
         // What a design depends on: the length and the bands it carries.
         let key = move |p: &FerroParams| -> (Option<usize>, [Band; BANDS]) {
             let bands = p.bands();
-            let taps = p.phase.value().taps();
+            let taps = p.phase.value().fir_key();
             (taps, std::array::from_fn(move |i| if in_fir(&bands[i], stereo) { bands[i].clamped(setup.fs) } else { Band::default() }))
         };
         let mut last = key(&params);
-        let first = last.0.map(|n| (n, design(&last.1, setup.fs, n, stereo)));
+        let first = last.0.map(|n| (n, design_for(n, &last.1, setup.fs, stereo)));
         let (mut sender, audio) = link(setup, first);
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -214,7 +276,7 @@ impl Designer {
                     }
                     // Natural phase needs no design; the next linear choice designs anew.
                     if let Some(n) = now.0 {
-                        if !sender.send(n, design(&now.1, setup.fs, n, stereo)) {
+                        if !sender.send(n, design_for(n, &now.1, setup.fs, stereo)) {
                             continue;
                         }
                     }

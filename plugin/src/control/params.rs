@@ -239,6 +239,12 @@ impl ShapeChoice {
 pub enum PhaseChoice {
     #[id = "natural"]
     Natural,
+    /// Natural phase in Pro-Q's and ZL Equalizer's sense: the bands' magnitude and phase
+    /// follow their analog prototypes up to 0.9 of Nyquist (the IIR bands followed by a
+    /// short correction FIR, `control/linear.rs`), behind a few milliseconds of latency.
+    #[id = "analog"]
+    #[name = "Analog"]
+    Analog,
     #[id = "linear_4096"]
     #[name = "Linear 4096"]
     Linear4096,
@@ -251,12 +257,15 @@ pub enum PhaseChoice {
 }
 
 impl PhaseChoice {
-    pub const ALL: [PhaseChoice; 4] = [PhaseChoice::Natural, PhaseChoice::Linear4096, PhaseChoice::Linear16384, PhaseChoice::Linear65536];
+    pub const ALL: [PhaseChoice; 5] = [PhaseChoice::Natural, PhaseChoice::Analog, PhaseChoice::Linear4096, PhaseChoice::Linear16384, PhaseChoice::Linear65536];
 
-    /// The FIR length, or `None` for natural phase.
-    pub fn taps(self) -> Option<usize> {
+    /// The mode's FIR, by key (`None`: natural phase, no FIR): a linear mode's key is its
+    /// FIR length, analog phase's [`crate::control::linear::ANALOG_KEY`] (its FIR's length
+    /// depends on the rate). The key names the mode everywhere a FIR is handed over.
+    pub fn fir_key(self) -> Option<usize> {
         match self {
             PhaseChoice::Natural => None,
+            PhaseChoice::Analog => Some(crate::control::linear::ANALOG_KEY),
             PhaseChoice::Linear4096 => Some(4096),
             PhaseChoice::Linear16384 => Some(16_384),
             PhaseChoice::Linear65536 => Some(65_536),
@@ -266,6 +275,7 @@ impl PhaseChoice {
     pub fn name(self) -> &'static str {
         match self {
             PhaseChoice::Natural => "Natural",
+            PhaseChoice::Analog => "Analog",
             PhaseChoice::Linear4096 => "Linear 4096",
             PhaseChoice::Linear16384 => "Linear 16384",
             PhaseChoice::Linear65536 => "Linear 65536",

@@ -99,6 +99,8 @@ pub fn responses(
             continue;
         }
         let in_fir = linear_taps.is_some() && crate::control::linear::in_fir(b, stereo);
+        // Analog phase: the band with its correction is the analog prototype.
+        let analog = in_fir && linear_taps == Some(crate::control::linear::ANALOG_KEY);
         let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
         // A bypassed band is designed as if it acted (its own curve is drawn), but left
         // out of the total.
@@ -112,8 +114,15 @@ pub fn responses(
         for (k, (t, &f)) in total.iter_mut().zip(&freqs).enumerate() {
             let h = sos_response(&buf[..n], f, fs);
             if !b.bypassed && !routed[i] {
-                // In linear phase the FIR carries this band's magnitude, not its phase.
-                *t *= if in_fir { Complex64::new(h.norm(), 0.0) } else { h };
+                // In linear phase the FIR carries this band's magnitude, not its phase;
+                // in analog phase the band follows its analog prototype.
+                *t *= if analog {
+                    now.analog_response(f)
+                } else if in_fir {
+                    Complex64::new(h.norm(), 0.0)
+                } else {
+                    h
+                };
             }
             if k < POINTS {
                 mags.push(db(h.norm()));
@@ -128,9 +137,9 @@ pub fn responses(
             extremes.push((i, freqs[..POINTS.min(freqs.len())].iter().map(|&f| db(sos_response(&buf[..n], f, fs).norm())).collect()));
         }
     }
-    // Linear phase delays everything by half the FIR.
-    if let Some(taps) = linear_taps {
-        let delay_s = (taps / 2) as f64 / fs;
+    // Linear phase delays everything by half the FIR, analog phase by its correction's delay.
+    if linear_taps.is_some() {
+        let delay_s = crate::control::linear::latency_of(linear_taps, fs) as f64 / fs;
         for (t, &f) in total.iter_mut().zip(&freqs) {
             *t *= Complex64::from_polar(1.0, -2.0 * std::f64::consts::PI * f * delay_s);
         }

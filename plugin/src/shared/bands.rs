@@ -280,6 +280,39 @@ impl Band {
     }
 }
 
+impl Band {
+    /// The band's analog prototype at `f_hz` (magnitude and phase; 1 when the band does
+    /// not act): what natural (analog) phase follows. Call with settings from
+    /// [`Band::clamped`].
+    pub fn analog_response(&self, f_hz: f64) -> ferrofx::design::natural::Complex64 {
+        use ferrofx::design::natural::{analog_biquad_response, analog_butterworth_response, Complex64};
+        if !self.active() {
+            return Complex64::new(1.0, 0.0);
+        }
+        let (f, q, g) = (self.freq_hz, self.q, self.gain_db);
+        let biquad = |kind, g| analog_biquad_response(kind, f, q, g, f_hz);
+        match self.shape {
+            Shape::Peak => biquad(BiquadKind::Peaking, g),
+            Shape::LowShelf => biquad(BiquadKind::LowShelf, g),
+            Shape::HighShelf => biquad(BiquadKind::HighShelf, g),
+            Shape::Notch => biquad(BiquadKind::Notch, 0.0),
+            Shape::BandPass => biquad(BiquadKind::Bandpass, 0.0),
+            Shape::AllPass => biquad(BiquadKind::Allpass, 0.0),
+            Shape::TiltShelf => biquad(BiquadKind::LowShelf, -g / 2.0) * biquad(BiquadKind::HighShelf, g / 2.0),
+            Shape::LowCut | Shape::HighCut => {
+                let response = if self.shape == Shape::LowCut { Response::Highpass } else { Response::Lowpass };
+                let order = self.cut_order();
+                if self.slope.linkwitz_riley {
+                    let h = analog_butterworth_response(response, (order / 2).max(1), f, f_hz);
+                    h * h
+                } else {
+                    analog_butterworth_response(response, order, f, f_hz)
+                }
+            }
+        }
+    }
+}
+
 /// The sine and cosine of a cookbook design's `w0` at the last frequency and rate asked
 /// for ([`Band::design_into_with`]): an automated gain re-designs a band every 32
 /// samples at one frequency. No allocation.

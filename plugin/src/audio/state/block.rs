@@ -194,7 +194,7 @@ impl AudioState {
                 std::mem::swap(eq, &mut sw.eq);
                 linear.install(finished.fir);
             }
-            self.band_cache_linear = Some(self.linear_running());
+            self.band_cache_linear = Some(self.fir_replaces_bands());
         }
         // On the GPU path the stream delays (and, with an offload, filters) the signal; a
         // chain the offload does not take runs on the CPU engine after the delay, so the

@@ -165,9 +165,9 @@ impl AudioState {
             }
             _ => RoutedEqualiser::new(f64::from(fs), channels, max_block),
         };
-        let linear_running = linear.as_ref().is_some_and(|l| l.taps().is_some());
+        let replaced = linear.as_ref().is_some_and(|l| l.replaces_bands());
         for (i, band) in params.bands().iter().enumerate() {
-            eq.set_band(i, stage_band(band, linear_running, channels == 2));
+            eq.set_band(i, stage_band(band, replaced, channels == 2));
         }
         eq.snap();
         self.eq = Some(eq);
@@ -224,9 +224,14 @@ impl AudioState {
         &self.chain
     }
 
-    /// Whether a linear-phase FIR runs now.
+    /// Whether a phase mode's FIR (linear, or analog's correction) runs now.
     fn linear_running(&self) -> bool {
         self.linear.as_ref().is_some_and(|l| l.taps().is_some())
+    }
+
+    /// Whether the running FIR carries bands in the equaliser's place (linear phase).
+    pub(crate) fn fir_replaces_bands(&self) -> bool {
+        self.linear.as_ref().is_some_and(|l| l.replaces_bands())
     }
 
     /// The host's reset: the equaliser snaps to the current bands, filters are cleared.
@@ -235,7 +240,7 @@ impl AudioState {
         if let (Some(sw), Some(l)) = (self.switch.as_mut(), self.linear.as_mut()) {
             sw.abort(l);
         }
-        let (linear, stereo) = (self.linear_running(), self.config.is_some_and(|c| c.channels == 2));
+        let (linear, stereo) = (self.fir_replaces_bands(), self.config.is_some_and(|c| c.channels == 2));
         if let Some(eq) = self.eq.as_mut() {
             for (i, band) in params.bands().iter().enumerate() {
                 eq.set_band(i, stage_band(band, linear, stereo));
@@ -339,7 +344,7 @@ impl AudioState {
             telemetry.latency_samples.store(self.reported_latency, Ordering::Relaxed);
         }
         telemetry.restart_pending.store(self.restart_asked.is_some(), Ordering::Relaxed);
-        let linear = self.linear_running();
+        let linear = self.fir_replaces_bands();
         if bands_moved || self.band_cache_linear != Some(linear) {
             if let Some(eq) = self.eq.as_mut() {
                 for (i, band) in self.band_cache.iter().enumerate() {
@@ -350,7 +355,7 @@ impl AudioState {
         }
         // A phase switch's incoming equaliser follows the bands too, as its mode runs them.
         if let Some(sw) = self.switch.as_mut().filter(|sw| bands_moved && sw.busy()) {
-            let to_linear = sw.target().flatten().is_some();
+            let to_linear = sw.target().flatten().is_some_and(crate::control::linear::replaces_bands);
             for (i, band) in self.band_cache.iter().enumerate() {
                 sw.eq.set_band(i, stage_band(band, to_linear, stereo));
             }
