@@ -1,8 +1,11 @@
-//! The egui editor. The response view is the interface: each band is a node to drag,
-//! wheel or right-click, double-click adds one; the curve shows every band and the total
-//! of everything the plugin runs (bands, chain stages, output gain) over the analyser's
-//! spectrum. Around it: the engine line (route, latency, processing time, meters),
-//! undo/redo and A/B, and three panels: the chain stages, the band table, the presets.
+//! The egui editor. The response view is the interface and takes most of the window:
+//! each band is a node to drag, wheel or right-click, double-click adds one, and the
+//! selected band's controls float beside its node; the curve shows every band and the
+//! total of everything the plugin runs (bands, chain stages, output gain) over the
+//! analyser's spectrum. Above it one bar of global controls (bypass, output, phase, undo,
+//! A/B, the engine's settings and the view's in menus); below it a drawer that opens
+//! and closes (chain stages, band table, presets), the status line (route, latency,
+//! format, processing time) and the meters.
 //!
 //! One widget per file: [`axes`] (coordinates), [`curve`] (responses and their picture),
 //! [`nodes`] (band nodes and their gestures), [`analyser`] (spectrum), [`stages`] and
@@ -46,8 +49,11 @@ use crate::shared::telemetry::Telemetry;
 
 pub use status::gpu_line;
 
-/// Height of the response view in points.
-pub const VIEW_HEIGHT: f32 = 260.0;
+/// The response view's least height in points (the window's least size keeps it).
+pub const MIN_VIEW_HEIGHT: f32 = 200.0;
+
+/// The drawer's share of the window's height when open.
+pub const DRAWER_SHARE: f32 = 0.4;
 
 /// The panels below the response view, one at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +90,12 @@ pub struct EditorApp {
     pub loudness: loudness::Loudness,
     pub load: load::Load,
     pub tab: Tab,
+    /// Whether the drawer (the panels of [`Tab`]) is open; closed by default, so the
+    /// response view has the window.
+    pub drawer: bool,
+    /// A press that began on the view is held (a node dragged, a selection drawn): the
+    /// floating band controls wait for its end rather than sit under the pointer.
+    view_pressed: bool,
     pub history: history::History,
     pub range: axes::DbRange,
     /// The chain's response at the view's frequencies (`None`: it does not design), keyed
@@ -134,6 +146,8 @@ impl EditorApp {
             loudness: loudness::Loudness::default(),
             load: load::Load::default(),
             tab: Tab::Stages,
+            drawer: false,
+            view_pressed: false,
             history: history::History::default(),
             range: axes::DbRange::default(),
             axes: None,
@@ -201,15 +215,10 @@ impl EditorApp {
         ui.ctx().request_repaint_after(std::time::Duration::from_millis(40));
         self.load.update(&self.telemetry, f64::from(fs));
 
-        status::status_bar(ui, &self.params, &self.telemetry, &setter);
-        ui.horizontal_wrapped(|ui| {
-            ui.label(load::describe(self.load.figures(f64::from(fs))));
+        // One bar of global controls.
+        ui.horizontal(|ui| {
+            status::global_bar(ui, &self.params, &self.telemetry, &setter);
             ui.separator();
-            self.meters.show(ui, &self.telemetry);
-        });
-        // Its own row, of a fixed size: figures arriving never move the view.
-        ui.horizontal(|ui| self.loudness.show(ui));
-        ui.horizontal_wrapped(|ui| {
             if ui.add_enabled(self.history.can_undo(), egui::Button::new("Undo")).clicked() {
                 self.history.undo(&self.params, &setter);
             }
@@ -219,31 +228,24 @@ impl EditorApp {
             ui.separator();
             self.ab.show(ui, &self.params, &setter);
             ui.separator();
-            ui.label("Range");
-            for r in axes::DbRange::ALL {
-                if ui.selectable_label(self.range == r, format!("±{} dB", r.db())).clicked() {
-                    self.range = r;
-                }
-            }
-            for o in curve::Overlay::ALL {
-                if ui.selectable_label(self.overlay == o, o.title()).clicked() {
-                    self.overlay = o;
+            ui.menu_button("View", |ui| self.view_menu(ui));
+        });
+        // Below the view: the drawer's tab row (and the drawer when open), the status
+        // line and the meters' row, each one line high; the view takes the rest.
+        let line = ui.spacing().interact_size.y + ui.spacing().item_spacing.y;
+        let drawer_h = if self.drawer { (DRAWER_SHARE * ui.ctx().content_rect().height()).round() } else { 0.0 };
+        let view_h = (ui.available_height() - drawer_h - 3.5 * line).max(MIN_VIEW_HEIGHT);
+        self.response_view(ui, &setter, view_h);
+        self.band_controls(ui, &setter);
+        ui.horizontal(|ui| {
+            for tab in Tab::ALL {
+                // A tab opens the drawer on it; the open tab's click closes it.
+                if ui.selectable_label(self.drawer && self.tab == tab, tab.title()).clicked() {
+                    self.drawer = !(self.drawer && self.tab == tab);
+                    self.tab = tab;
                 }
             }
             ui.separator();
-            ui.label("Analyser");
-            for m in analyser::Mode::ALL {
-                if ui.selectable_label(self.analyser.mode == m, m.title()).clicked() {
-                    self.analyser.mode = m;
-                }
-            }
-            ui.checkbox(&mut self.analyser.tilt, "Tilt").on_hover_text("4.5 dB/octave around 1 kHz: pink noise reads flat");
-            if ui.checkbox(&mut self.analyser.peak_hold, "Peak hold").changed() || (self.analyser.peak_hold && ui.small_button("Reset").clicked()) {
-                self.analyser.reset_peaks();
-            }
-        });
-        // Its own line, always there, so a message never moves the view.
-        ui.horizontal(|ui| {
             if let Some(b) = self.params.solo.get() {
                 ui.colored_label(egui::Color32::from_rgb(240, 200, 90), format!("Listening to band {} (solo)", b + 1));
                 if ui.small_button("Stop listening").clicked() {
@@ -252,31 +254,97 @@ impl EditorApp {
             }
             ui.label(if self.message.is_empty() { " " } else { &self.message });
         });
-        self.response_view(ui, &setter);
-        ui.horizontal_wrapped(|ui| {
-            for tab in Tab::ALL {
-                if ui.selectable_label(self.tab == tab, tab.title()).clicked() {
-                    self.tab = tab;
-                }
-            }
+        if self.drawer {
+            let fs = f64::from(self.sample_rate());
+            egui::ScrollArea::vertical().max_height(drawer_h).min_scrolled_height(drawer_h).auto_shrink([false, false]).show(ui, |ui| match self.tab {
+                Tab::Stages => self.stages.show(ui, &self.params, &self.chain, fs),
+                Tab::Bands => table::bands_table(ui, &self.params, &setter),
+                Tab::Files => self.presets.show(ui, &self.params, &setter, fs),
+            });
+        }
+        ui.horizontal(|ui| {
+            status::status_line(ui, &self.params, &self.telemetry);
+            ui.separator();
+            ui.label(load::describe(self.load.figures(f64::from(fs))));
         });
-        ui.separator();
-        let fs = f64::from(self.sample_rate());
-        egui::ScrollArea::vertical().auto_shrink([false, false]).show(ui, |ui| match self.tab {
-            Tab::Stages => self.stages.show(ui, &self.params, &self.chain, fs),
-            Tab::Bands => table::bands_table(ui, &self.params, &setter),
-            Tab::Files => self.presets.show(ui, &self.params, &setter, fs),
+        // The meters in a row of a fixed size: figures arriving never move the view.
+        ui.horizontal(|ui| {
+            self.meters.show(ui, &self.telemetry);
+            ui.separator();
+            self.loudness.show(ui);
         });
 
         let held = ui.input(|i| i.pointer.any_down());
         self.history.after_frame(&self.params, held);
     }
 
-    fn response_view(&mut self, ui: &mut egui::Ui, setter: &ParamSetter) {
+    /// The view's settings: the dB range, the phase or group-delay overlay, the analyser.
+    fn view_menu(&mut self, ui: &mut egui::Ui) {
+        ui.label("Range");
+        for r in axes::DbRange::ALL {
+            if ui.selectable_label(self.range == r, format!("±{} dB", r.db())).clicked() {
+                self.range = r;
+            }
+        }
+        ui.separator();
+        for o in curve::Overlay::ALL {
+            if ui.selectable_label(self.overlay == o, o.title()).clicked() {
+                self.overlay = o;
+            }
+        }
+        ui.separator();
+        ui.label("Analyser");
+        for m in analyser::Mode::ALL {
+            if ui.selectable_label(self.analyser.mode == m, m.title()).clicked() {
+                self.analyser.mode = m;
+            }
+        }
+        ui.checkbox(&mut self.analyser.tilt, "Tilt").on_hover_text("4.5 dB/octave around 1 kHz: pink noise reads flat");
+        if ui.checkbox(&mut self.analyser.peak_hold, "Peak hold").changed() || (self.analyser.peak_hold && ui.small_button("Reset").clicked()) {
+            self.analyser.reset_peaks();
+        }
+    }
+
+    /// The selected band's controls (when one band is selected), floating beside its node
+    /// inside the view.
+    fn band_controls(&mut self, ui: &mut egui::Ui, setter: &ParamSetter) {
+        let Some(axes) = self.axes else { return };
+        // The band table shows the same controls (and names) already.
+        // (Nor over a menu: a node's context menu opens at the node.)
+        if (self.drawer && self.tab == Tab::Bands) || self.view_pressed || egui::Popup::is_any_open(ui.ctx()) {
+            return;
+        }
+        let mut chosen = self.nodes.selected.iter().enumerate().filter(|(_, s)| **s).map(|(i, _)| i);
+        let (Some(i), None) = (chosen.next(), chosen.next()) else { return };
+        let band = self.params.bands()[i];
+        if !band.enabled {
+            return;
+        }
+        let node = nodes::node_pos(&axes, &band.clamped(f64::from(self.sample_rate())));
+        // Centred under the node (above it in the view's lower half), a little apart, so a
+        // drag that starts on the node does not run into it; kept inside the view.
+        let size = Vec2::new(250.0, 118.0);
+        let gap = 36.0;
+        let y = if node.y < axes.rect.center().y { node.y + gap } else { node.y - gap - size.y };
+        let y = y.clamp(axes.rect.top() + 4.0, (axes.rect.bottom() - size.y - 4.0).max(axes.rect.top()));
+        let x = (node.x - size.x / 2.0).clamp(axes.rect.left() + 4.0, (axes.rect.right() - size.x - 4.0).max(axes.rect.left()));
+        let pos = egui::pos2(x, y);
+        egui::Area::new(egui::Id::unique("band controls"))
+            .fixed_pos(pos)
+            .order(egui::Order::Foreground)
+            .show(ui.ctx(), |ui| {
+                egui::Frame::popup(ui.style()).show(ui, |ui| {
+                    table::band_controls(ui, &self.params, setter, i);
+                });
+            });
+    }
+
+    fn response_view(&mut self, ui: &mut egui::Ui, setter: &ParamSetter, height: f32) {
         let fs = self.sample_rate();
-        let (rect, response) = ui.allocate_exact_size(Vec2::new(ui.available_width(), VIEW_HEIGHT), egui::Sense::click_and_drag());
+        let (rect, response) = ui.allocate_exact_size(Vec2::new(ui.available_width(), height), egui::Sense::click_and_drag());
         let axes = axes::Axes::new(rect, f64::from(fs), self.range);
         self.axes = Some(axes);
+        self.view_pressed = response.is_pointer_button_down_on();
         if let Some(note) = self.nodes.interact(ui, &response, &axes, &self.params, setter) {
             self.message = note;
         }

@@ -1,5 +1,6 @@
-//! The engine line at the top: bypass, output gain, backend choice, and what runs where
-//! (router figures, latency, rate, block sizes).
+//! The global controls' bar at the top (bypass, output gain, phase mode, the engine's
+//! settings in a menu) and the status line at the bottom (what runs where: router
+//! figures, latency, rate, block sizes).
 
 use std::sync::atomic::Ordering;
 
@@ -11,17 +12,33 @@ use crate::shared::telemetry::Telemetry;
 
 use super::edits::set_param;
 
-pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter: &ParamSetter) {
-    ui.horizontal_wrapped(|ui| {
-        ui.strong("FerroFX");
-        ui.separator();
-        let bypass = params.bypass.value();
-        if ui.selectable_label(bypass, "Bypass").clicked() {
-            set_param(setter, &params.bypass, !bypass);
-        }
-        ui.label("Output");
-        ui.add(ParamSlider::for_param(&params.output_gain_db, setter).with_width(120.0));
-        ui.separator();
+/// The global controls in one bar, left of the view's own toggles: bypass, output gain and
+/// phase mode in sight; the engine's settings (backend, GPU block, auto gain, latency
+/// reserve, analog-matched bands, delta) in the "Settings" menu.
+pub fn global_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter: &ParamSetter) {
+    ui.strong("FerroFX");
+    let bypass = params.bypass.value();
+    if ui.selectable_label(bypass, "Bypass").clicked() {
+        set_param(setter, &params.bypass, !bypass);
+    }
+    ui.label("Output");
+    ui.add(ParamSlider::for_param(&params.output_gain_db, setter).with_width(100.0));
+    ui.separator();
+    let label = ui.label("Phase");
+    let phase = params.phase.value();
+    egui::ComboBox::from_id_salt("phase")
+        .selected_text(phase.name())
+        .show_ui(ui, |ui| {
+            for choice in PhaseChoice::ALL {
+                if ui.selectable_label(phase == choice, choice.name()).clicked() {
+                    set_param(setter, &params.phase, choice);
+                }
+            }
+        })
+        .response
+        .on_hover_text("Analog: the bands follow their analog prototypes in magnitude and phase (natural phase; a few ms of latency). Linear: the bands on every channel as one linear-phase FIR (half its length in latency). A mode switches while playing where the plugin format takes a new latency then (VST3), or within the latency reserve; otherwise when the host restarts the plugin")
+        .labelled_by(label.id);
+    ui.menu_button("Settings", |ui| {
         let label = ui.label("Backend");
         let current = params.backend.value();
         egui::ComboBox::from_id_salt("backend")
@@ -37,9 +54,6 @@ pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter
             .labelled_by(label.id);
         ui.label("GPU min block");
         ui.add(ParamSlider::for_param(&params.gpu_min_block, setter).with_width(90.0));
-    });
-    // Loudness and listening: its own row, so the first one keeps its width.
-    ui.horizontal_wrapped(|ui| {
         let label = ui.label("Auto gain");
         let auto = params.auto_gain.value();
         let name = |c: AutoGainChoice| match c {
@@ -62,20 +76,6 @@ pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter
             let db = f32::from_bits(t.auto_gain_db_bits.load(Ordering::Relaxed));
             ui.label(format!("{db:+.1} dB"));
         }
-        let label = ui.label("Phase");
-        let phase = params.phase.value();
-        egui::ComboBox::from_id_salt("phase")
-            .selected_text(phase.name())
-            .show_ui(ui, |ui| {
-                for choice in PhaseChoice::ALL {
-                    if ui.selectable_label(phase == choice, choice.name()).clicked() {
-                        set_param(setter, &params.phase, choice);
-                    }
-                }
-            })
-            .response
-            .on_hover_text("Linear: the bands on every channel as one linear-phase FIR (half its length in latency). It switches while playing where the plugin format takes a new latency then (VST3), or within the latency reserve; otherwise when the host restarts the plugin")
-            .labelled_by(label.id);
         let label = ui.label("Latency reserve");
         let reserve = params.latency_reserve.value();
         egui::ComboBox::from_id_salt("latency_reserve")
@@ -103,36 +103,37 @@ pub fn status_bar(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry, setter
             set_param(setter, &params.delta, !delta);
         }
     });
-    ui.horizontal_wrapped(|ui| {
-        ui.label(gpu_line(params, t));
-        ui.separator();
-        let latency = t.latency_samples.load(Ordering::Relaxed);
-        let fs_hz = f64::from(f32::from_bits(t.sample_rate_bits.load(Ordering::Relaxed)));
-        let ms = if fs_hz > 0.0 { format!(" ({:.2} ms)", 1e3 * f64::from(latency) / fs_hz) } else { String::new() };
-        ui.label(format!("latency {latency} samples{ms}"));
-        if t.restart_pending.load(Ordering::Relaxed) {
-            ui.colored_label(
-                ui.visuals().warn_fg_color,
-                "the new setting waits for the host to restart the plugin (it needs another latency, which this plugin format takes only then; a latency reserve avoids it for the phase mode)",
-            );
-        }
-        ui.separator();
-        let fs = f32::from_bits(t.sample_rate_bits.load(Ordering::Relaxed));
-        ui.label(format!(
-            "{:.1} kHz, {} ch, block {} (max {}), {} EQ sections",
-            fs / 1000.0,
-            t.channels.load(Ordering::Relaxed),
-            t.last_block_frames.load(Ordering::Relaxed),
-            t.max_block_frames.load(Ordering::Relaxed),
-            t.eq_sections.load(Ordering::Relaxed),
-        ));
-        let top_hz = f64::from(fs) * crate::shared::bands::NYQUIST_SHARE;
-        if fs > 0.0 && top_hz < crate::shared::bands::ranges::freq_hz().1 {
-            ui.label(format!("bands above {top_hz:.0} Hz are clamped to it at this sample rate"));
-        }
-    });
 }
 
+/// The engine's state in one line: where the chain's blocks go, the latency, the format.
+pub fn status_line(ui: &mut egui::Ui, params: &FerroParams, t: &Telemetry) {
+    ui.label(gpu_line(params, t));
+    ui.separator();
+    let latency = t.latency_samples.load(Ordering::Relaxed);
+    let fs_hz = f64::from(f32::from_bits(t.sample_rate_bits.load(Ordering::Relaxed)));
+    let ms = if fs_hz > 0.0 { format!(" ({:.2} ms)", 1e3 * f64::from(latency) / fs_hz) } else { String::new() };
+    ui.label(format!("latency {latency} samples{ms}"));
+    if t.restart_pending.load(Ordering::Relaxed) {
+        ui.colored_label(
+            ui.visuals().warn_fg_color,
+            "the new setting waits for the host to restart the plugin (it needs another latency, which this plugin format takes only then; a latency reserve avoids it for the phase mode)",
+        );
+    }
+    ui.separator();
+    let fs = f32::from_bits(t.sample_rate_bits.load(Ordering::Relaxed));
+    ui.label(format!(
+        "{:.1} kHz, {} ch, block {} (max {}), {} EQ sections",
+        fs / 1000.0,
+        t.channels.load(Ordering::Relaxed),
+        t.last_block_frames.load(Ordering::Relaxed),
+        t.max_block_frames.load(Ordering::Relaxed),
+        t.eq_sections.load(Ordering::Relaxed),
+    ));
+    let top_hz = f64::from(fs) * crate::shared::bands::NYQUIST_SHARE;
+    if fs > 0.0 && top_hz < crate::shared::bands::ranges::freq_hz().1 {
+        ui.label(format!("bands above {top_hz:.0} Hz are clamped to it at this sample rate"));
+    }
+}
 
 /// Where the chain stages' blocks go now, and why, with the router's figures.
 pub fn gpu_line(params: &FerroParams, t: &Telemetry) -> String {

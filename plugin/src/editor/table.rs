@@ -62,3 +62,45 @@ pub fn bands_table(ui: &mut egui::Ui, params: &FerroParams, setter: &ParamSetter
         });
     });
 }
+
+/// One band's controls, for the view's floating panel beside its node: shape, frequency,
+/// gain, Q (the slope for cuts) and bypass; named after their parameters like the
+/// table's (the panel is hidden while the table shows).
+pub fn band_controls(ui: &mut egui::Ui, params: &FerroParams, setter: &ParamSetter, i: usize) {
+    let bp = &params.bands[i];
+    ui.horizontal(|ui| {
+        ui.strong(format!("Band {}", i + 1));
+        let shape = bp.shape.value();
+        let combo = egui::ComboBox::from_id_salt(("floating shape", i))
+            .width(84.0)
+            .selected_text(shape_name(shape))
+            .show_ui(ui, |ui| {
+                for s in SHAPES {
+                    if ui.selectable_label(s == shape, shape_name(s)).clicked() {
+                        set_param(setter, &bp.shape, s);
+                    }
+                }
+            })
+            .response;
+        name_combo(&combo, bp.shape.name(), shape_name(shape));
+        param_checkbox(ui, setter, &bp.bypassed);
+        ui.label("Bypass");
+    });
+    egui::Grid::new(("floating band", i)).spacing([6.0, 2.0]).show(ui, |ui| {
+        ui.label("Frequency");
+        param_slider(ui, setter, &bp.freq_hz, 140.0);
+        ui.end_row();
+        let cut = matches!(bp.shape.value(), crate::control::params::ShapeChoice::LowCut | crate::control::params::ShapeChoice::HighCut);
+        if cut {
+            ui.label("Slope");
+            param_slider(ui, setter, &bp.slope_poles, 140.0);
+        } else {
+            ui.label("Gain");
+            param_slider(ui, setter, &bp.gain_db, 140.0);
+        }
+        ui.end_row();
+        ui.label("Q");
+        param_slider(ui, setter, &bp.q, 140.0);
+        ui.end_row();
+    });
+}

@@ -206,6 +206,7 @@ fn rendered_snapshots_of_four_states() {
     let mut r = rig_rendered(Arc::new(FerroParams::default()), Arc::new(Telemetry::default()), true);
     load_text(FACTORY[0].1, &r.params, &r.gui.param_setter(), 48_000.0).unwrap();
     r.harness.state_mut().tab = Tab::Bands;
+    r.harness.state_mut().drawer = true;
     r.harness.run();
     shots.push(("mastering-6-band", r));
 
@@ -221,6 +222,8 @@ fn rendered_snapshots_of_four_states() {
     // And one dynamic band (its dashed curve shows how far its 6 dB range takes it).
     ferrofx_plugin::editor::edits::set_param(&setter, &r.params.bands[enabled[3]].dyn_on, true);
     ferrofx_plugin::editor::edits::set_param(&setter, &r.params.phase, ferrofx_plugin::control::params::PhaseChoice::Linear16384);
+    // One band selected: its controls float beside its node.
+    r.harness.state_mut().nodes.selected[enabled[0]] = true;
     r.harness.run();
     shots.push(("mastering-routed", r));
 
@@ -240,6 +243,8 @@ fn rendered_snapshots_of_four_states() {
     r.add_stage("Elliptic");
     r.harness.state_mut().stages.add_impulse_response(&ir, &r.params, 48_000.0);
     r.harness.state_mut().overlay = ferrofx_plugin::editor::curve::Overlay::GroupDelay;
+    r.harness.state_mut().tab = Tab::Stages;
+    r.harness.state_mut().drawer = true;
     r.harness.run();
     assert_eq!(r.chain().stages.len(), 2);
     shots.push(("chain-elliptic-ir", r));

@@ -4,11 +4,13 @@
 //! (a log frequency axis and a linear dB axis), not from the editor's own arithmetic.
 //!
 //! One file per subject: `rig.rs` (the harness and host), `nodes.rs`, `stages.rs`,
-//! `audio.rs` (with an audio state), `meters.rs` (loudness and the dynamic bands' gain
+//! `audio.rs` (with an audio state), `layout.rs` (the curve first: the view's share, the
+//! drawer, the floating band controls, every control reachable), `meters.rs` (loudness and the dynamic bands' gain
 //! as audio plays), `presets.rs`.
 
 mod audio;
 mod every_setting;
+mod layout;
 mod meters;
 mod nodes;
 mod presets;

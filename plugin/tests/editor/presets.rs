@@ -62,6 +62,7 @@ fn presets_load_save_and_refuse_bad_files_without_changes() {
     let mut r = rig();
     r.harness.state_mut().presets = PresetsPanel::with_folder(Some(folder.clone()));
     r.harness.state_mut().tab = Tab::Files;
+    r.harness.state_mut().drawer = true;
     r.harness.run();
 
     // Every factory preset loads: its bands and stages are what the chain file says.

@@ -122,11 +122,18 @@ impl Rig {
     /// Opens the "Add stage" menu and picks `item`.
     pub(crate) fn add_stage(&mut self, item: &str) {
         self.pause();
+        self.open_drawer(ferrofx_plugin::editor::Tab::Stages);
         self.harness.get_by_label("Add stage").click();
         self.harness.run();
         self.harness.get_by_label(item).click();
         self.harness.run();
         self.pause();
+    }
+    /// Opens the drawer on `tab` (as its tab's click does).
+    pub(crate) fn open_drawer(&mut self, tab: ferrofx_plugin::editor::Tab) {
+        self.harness.state_mut().tab = tab;
+        self.harness.state_mut().drawer = true;
+        self.harness.run();
     }
     pub(crate) fn chain(&self) -> Chain {
         self.params.chain.chain()
@@ -158,6 +165,12 @@ pub(crate) fn rig_with_file_dialog() -> Rig {
 /// An editor rig; `chain` is the chain slot of an audio state on the same parameters
 /// (one slot builds a chain file), else the editor gets a slot of its own.
 pub(crate) fn rig_built(params: Arc<FerroParams>, chain: Option<ChainSlot>, telemetry: Arc<Telemetry>, wgpu: bool, a11y_check: bool) -> Rig {
+    let size = if wgpu { [1000.0, 720.0] } else { [920.0, 1000.0] };
+    rig_sized(params, chain, telemetry, wgpu, a11y_check, size)
+}
+
+/// [`rig_built`] in a window of `size` points.
+pub(crate) fn rig_sized(params: Arc<FerroParams>, chain: Option<ChainSlot>, telemetry: Arc<Telemetry>, wgpu: bool, a11y_check: bool, size: [f32; 2]) -> Rig {
     telemetry.sample_rate_bits.store(48_000f32.to_bits(), Ordering::Relaxed);
     telemetry.channels.store(2, Ordering::Relaxed);
     telemetry.max_block_frames.store(512, Ordering::Relaxed);
@@ -172,7 +185,7 @@ pub(crate) fn rig_built(params: Arc<FerroParams>, chain: Option<ChainSlot>, tele
         builder = builder.wgpu();
     }
     let mut harness = builder
-        .with_size(if wgpu { [1000.0, 720.0] } else { [920.0, 1000.0] })
+        .with_size(size)
         .with_step_dt(1.0 / 60.0)
         .with_accessibility_check(a11y_check)
         .build_ui_state(|ui, app: &mut EditorApp| app.show(ui), app);

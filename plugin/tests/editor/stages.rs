@@ -26,6 +26,7 @@ fn every_input_widget_on_every_tab_has_a_name() {
     r.peak(1, 1000.0, -3.0);
     for tab in Tab::ALL {
         r.harness.state_mut().tab = tab;
+        r.harness.state_mut().drawer = true;
         r.harness.run();
         let unnamed = r.harness.unnamed_widgets();
         assert!(unnamed.is_empty(), "{tab:?}: {unnamed:#?}");
