@@ -89,6 +89,8 @@ for b in $backends; do
     [ "$b" = cpu ] && kill "$clocks" 2>/dev/null
     step "bench_$b" 90 ./xtask bench --backend "$b" --duration-s 60 --runs 3 --json > "$OUT/bench_$b.json" 2>> "$OUT/bench.err"
     # The offline stream without the overlap (one stream), for the comparison in one run.
+    # Data already on the device: the resident path beside a device copy and the whole CPU.
+    [ "$b" = cuda ] && step bench_resident 120 ./xtask bench --resident --backend cuda --backend wgpu --runs 5 --json > "$OUT/bench_resident.json" 2>> "$OUT/bench.err"
     [ "$b" = cuda ] && step bench_cuda_staged 90 ./xtask bench --backend cuda --cuda-overlap off --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_staged.json" 2>> "$OUT/bench.err"
 done
 kill "$clocks" 2>/dev/null

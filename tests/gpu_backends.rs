@@ -168,3 +168,24 @@ fn the_offload_worker_takes_new_coefficients_on_every_gpu_backend() {
         assert!(r.stats.offloaded > r.stats.blocks / 2, "{}: {:?}", b.name(), r.stats);
     }
 }
+
+/// The device-resident path through the neutral trait (`Backend::time_resident`, what
+/// `cargo xtask bench --resident` times): on every GPU backend its output equals the CPU
+/// engine's within the tolerance, across several units of the grid (a stream longer than
+/// one unit, not a multiple of it), and both timings are real (positive, finite).
+#[test]
+fn the_device_resident_path_matches_the_cpu_on_every_gpu_backend() {
+    let designed = mixed_chain(48_000.0, 63);
+    let (rows, frames, unit) = (3, 20_000, 4096);
+    let input = ferrofx_testkit::noise_channels(rows, frames, 77, 1.0);
+    let cpu = run_engine(&designed, &input, 4096, EngineOptions::default());
+    let flat: Vec<f32> = input.concat();
+    for b in backends() {
+        let t = b.time_resident(&designed, &flat, rows, frames, unit, 2).unwrap_or_else(|e| panic!("{}: {e}", b.name()));
+        let got: Vec<Vec<f32>> = t.output.chunks(frames).map(|r| r.to_vec()).collect();
+        let e = rel_error(&got, &cpu);
+        println!("{}: resident {:.3} ms, copy {:.3} ms, {e:.2e} of the peak from the CPU", b.name(), t.filter_s * 1e3, t.copy_s * 1e3);
+        assert!(e <= TIME_TOLERANCE, "{}: {e:.3e}", b.name());
+        assert!(t.filter_s.is_finite() && t.filter_s > 0.0 && t.copy_s.is_finite() && t.copy_s > 0.0, "{}: {t:?}", b.name());
+    }
+}

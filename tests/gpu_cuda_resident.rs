@@ -16,24 +16,12 @@ use ferrofx::gpu::cuda::{CudaDevice, CudaError, CudaResident};
 use ferrofx::gpu::GpuError;
 use ferrofx_testkit::engine::{rel_error, run_engine};
 use ferrofx_testkit::Rng;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 const TIME_TOLERANCE: f64 = 1e-4;
 
 fn device() -> Option<&'static Arc<CudaDevice>> {
-    static D: OnceLock<Option<Arc<CudaDevice>>> = OnceLock::new();
-    D.get_or_init(|| match CudaDevice::open(0) {
-        Ok(d) => {
-            println!("cuda device: {}", d.describe());
-            Some(d)
-        }
-        Err(e) => {
-            assert!(std::env::var("FERROFX_REQUIRE_CUDA").as_deref() != Ok("1"), "FERROFX_REQUIRE_CUDA is set but: {e}");
-            println!("SKIPPED (no CUDA device): {e}");
-            None
-        }
-    })
-    .as_ref()
+    ferrofx_testkit::gpu::cuda_device()
 }
 
 fn flat(rows: &[Vec<f32>]) -> Vec<f32> {

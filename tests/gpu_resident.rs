@@ -15,24 +15,11 @@ use ferrofx::gpu::GpuError;
 use ferrofx::DesignedChain;
 use ferrofx_testkit::engine::{rel_error, run_engine};
 use ferrofx_testkit::Rng;
-use std::sync::OnceLock;
 
 const TIME_TOLERANCE: f64 = 1e-4;
 
 fn context() -> Option<&'static WgpuContext> {
-    static CTX: OnceLock<Option<WgpuContext>> = OnceLock::new();
-    CTX.get_or_init(|| match WgpuContext::new() {
-        Ok(ctx) => {
-            println!("wgpu adapter: {}", ctx.report());
-            Some(ctx)
-        }
-        Err(e) => {
-            assert!(std::env::var_os("FERROFX_REQUIRE_GPU").is_none(), "FERROFX_REQUIRE_GPU is set but: {e}");
-            println!("skipped: {e}");
-            None
-        }
-    })
-    .as_ref()
+    ferrofx_testkit::gpu::wgpu_context()
 }
 
 /// A device buffer holding `rows` (row-major), usable as input and output.

@@ -16,7 +16,6 @@ use ferrofx::engine::{ChainState, Engine, EngineOptions};
 use ferrofx::dsp::fir::FirMode;
 use ferrofx::gpu::wgpu::{WgpuChain, WgpuStream, WgpuContext};
 use ferrofx::DesignedChain;
-use std::sync::OnceLock;
 
 /// Counts allocations inside `assert_no_alloc` (the audio side of the offload).
 #[global_allocator]
@@ -25,19 +24,7 @@ static ALLOCATOR: assert_no_alloc::AllocDisabler = assert_no_alloc::AllocDisable
 const TIME_TOLERANCE: f64 = 1e-4;
 
 fn context() -> Option<&'static WgpuContext> {
-    static CTX: OnceLock<Option<WgpuContext>> = OnceLock::new();
-    CTX.get_or_init(|| match WgpuContext::new() {
-        Ok(ctx) => {
-            println!("wgpu adapter: {}", ctx.report());
-            Some(ctx)
-        }
-        Err(e) => {
-            assert!(std::env::var_os("FERROFX_REQUIRE_GPU").is_none(), "FERROFX_REQUIRE_GPU is set but: {e}");
-            println!("skipped: {e}");
-            None
-        }
-    })
-    .as_ref()
+    ferrofx_testkit::gpu::wgpu_context()
 }
 
 /// Runs `input` through the GPU in blocks of `block` frames, state carried between jobs.

@@ -85,6 +85,34 @@ pub trait Backend: Send + Sync {
         let _ = (chain, channels, block);
         Ok(())
     }
+    /// Times the backend's device-resident path (`cargo xtask bench --resident`): `input`
+    /// (`rows x frames`, row-major) is put on the device once; then, `runs` times each,
+    /// one call filters it there from zero state into another device buffer (in units of
+    /// `unit_frames`), waited for, and a device-to-device copy of the same bytes, waited
+    /// for. Backends without a resident path decline.
+    fn time_resident(&self, chain: &DesignedChain, input: &[f32], rows: usize, frames: usize, unit_frames: usize, runs: usize) -> Result<ResidentTiming, RunError> {
+        let _ = (chain, input, rows, frames, unit_frames, runs);
+        Err(RunError::Declined { backend: self.name(), why: "no device-resident path".into() })
+    }
+}
+
+/// [`Backend::time_resident`]'s figures: the median of the runs, in seconds, and the
+/// first run's output (read back after the timing, for checking).
+#[derive(Clone, Debug)]
+pub struct ResidentTiming {
+    pub filter_s: f64,
+    pub copy_s: f64,
+    pub runs: usize,
+    pub output: Vec<f32>,
+}
+
+/// The median of `times` (seconds; empty: NaN).
+pub fn median_s(mut times: Vec<f64>) -> f64 {
+    if times.is_empty() {
+        return f64::NAN;
+    }
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
 }
 
 /// The CPU: the engine, with a file's channels split over up to `threads` engines that

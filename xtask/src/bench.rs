@@ -89,6 +89,11 @@ pub struct BenchArgs {
     /// 1/2/8 channels, 0/1/8/24 bands, static and automated (see `bench_plugin.rs`).
     #[arg(long, conflicts_with_all = ["workloads", "backends"])]
     plugin: bool,
+    /// The offline workloads with their data already on the device, on each GPU backend
+    /// given: the filter call beside a device-to-device copy of the same bytes and the CPU
+    /// engine on one core and on all cores (see `bench_resident.rs`).
+    #[arg(long, conflicts_with = "plugin")]
+    resident: bool,
     /// With --plugin: seconds of audio per case (after a 0.5 s warm-up).
     #[arg(long, default_value_t = 10.0, requires = "plugin")]
     seconds: f64,
@@ -209,7 +214,7 @@ impl Rng {
     }
 }
 
-fn noise(channels: usize, frames: usize, seed: u64) -> Vec<Vec<f32>> {
+pub(crate) fn noise(channels: usize, frames: usize, seed: u64) -> Vec<Vec<f32>> {
     let mut rng = Rng(seed | 1);
     (0..channels).map(|_| (0..frames).map(|_| rng.uniform() as f32).collect()).collect()
 }
@@ -576,6 +581,13 @@ fn run_inner(args: BenchArgs) -> Result<()> {
         }
     }
     let workloads = if args.workloads.is_empty() { Workload::ALL.to_vec() } else { args.workloads.clone() };
+    if args.resident {
+        let gpus: Vec<&dyn Backend> = opened.iter().map(|(_, b)| b.as_ref()).collect();
+        if gpus.is_empty() {
+            anyhow::bail!("--resident times GPU backends: name one or more with --backend (e.g. --backend cuda)");
+        }
+        return crate::bench_resident::run(&gpus, &workloads, args.quick, args.runs.unwrap_or(if args.quick { 2 } else { 5 }), args.json);
+    }
     if args.cpu_time && backends.iter().any(|b| b != "cpu") {
         anyhow::bail!("--cpu-time times the CPU backend only (a GPU's work is not this process's CPU time)");
     }

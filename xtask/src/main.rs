@@ -7,6 +7,7 @@
 mod audio;
 mod bench;
 mod bench_plugin;
+mod bench_resident;
 mod design;
 mod encode;
 mod header;

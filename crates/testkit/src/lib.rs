@@ -2,13 +2,14 @@
 //! a seeded random source and noise, the SciPy reference cases (`reference`), chains
 //! through the CPU engine and the error measures (`engine`), retunes on a GPU backend
 //! (`retune`), WAV files and commands (`files`), a mutator of chain files for fuzzing
-//! (`mutate`); with features, a small CLAP host (`clap-host`: `clap`), a minimal VST3
+//! (`mutate`), the GPU tests' devices (`gpu`); with features, a small CLAP host (`clap-host`: `clap`), a minimal VST3
 //! host (`vst3-host`: `vst3`); and the plugin's host tests' shared settings (`plugin`).
 
 #[cfg(feature = "clap-host")]
 pub mod clap;
 pub mod engine;
 pub mod files;
+pub mod gpu;
 pub mod mutate;
 pub mod plugin;
 pub mod reference;

@@ -239,12 +239,6 @@ impl ShapeChoice {
 pub enum PhaseChoice {
     #[id = "natural"]
     Natural,
-    /// Natural phase in Pro-Q's and ZL Equalizer's sense: the bands' magnitude and phase
-    /// follow their analog prototypes up to 0.9 of Nyquist (the IIR bands followed by a
-    /// short correction FIR, `control/linear.rs`), behind a few milliseconds of latency.
-    #[id = "analog"]
-    #[name = "Analog"]
-    Analog,
     #[id = "linear_4096"]
     #[name = "Linear 4096"]
     Linear4096,
@@ -254,6 +248,13 @@ pub enum PhaseChoice {
     #[id = "linear_65536"]
     #[name = "Linear 65536"]
     Linear65536,
+    /// (Last, so the earlier choices keep their indices: CLAP hosts automate a discrete
+    /// parameter by index.) Natural phase in Pro-Q's and ZL Equalizer's sense: the bands' magnitude and phase
+    /// follow their analog prototypes up to 0.9 of Nyquist (the IIR bands followed by a
+    /// short correction FIR, `control/linear.rs`), behind a few milliseconds of latency.
+    #[id = "analog"]
+    #[name = "Analog"]
+    Analog,
 }
 
 impl PhaseChoice {

@@ -14,6 +14,23 @@ pub(super) fn param_slider<P: Param>(ui: &mut egui::Ui, setter: &ParamSetter, p:
     response.widget_info(|| egui::WidgetInfo::slider(true, f64::from(p.modulated_normalized_value()), p.name()));
 }
 
+/// A band's shape as a combo box (its id from `salt`), named after the parameter.
+fn shape_combo(ui: &mut egui::Ui, setter: &ParamSetter, bp: &crate::control::params::BandParams, salt: (&str, usize)) {
+    let shape = bp.shape.value();
+    let combo = egui::ComboBox::from_id_salt(salt)
+        .width(84.0)
+        .selected_text(shape_name(shape))
+        .show_ui(ui, |ui| {
+            for s in SHAPES {
+                if ui.selectable_label(s == shape, shape_name(s)).clicked() {
+                    set_param(setter, &bp.shape, s);
+                }
+            }
+        })
+        .response;
+    name_combo(&combo, bp.shape.name(), shape_name(shape));
+}
+
 pub fn bands_table(ui: &mut egui::Ui, params: &FerroParams, setter: &ParamSetter) {
     // Scrolls both ways: the table never widens the window.
     egui::ScrollArea::both().auto_shrink([false, false]).show(ui, |ui| {
@@ -26,19 +43,7 @@ pub fn bands_table(ui: &mut egui::Ui, params: &FerroParams, setter: &ParamSetter
                 ui.label(format!("{}", i + 1));
                 param_checkbox(ui, setter, &bp.enabled);
                 param_checkbox(ui, setter, &bp.bypassed);
-                let shape = bp.shape.value();
-                let combo = egui::ComboBox::from_id_salt(("shape", i))
-                    .width(84.0)
-                    .selected_text(shape_name(shape))
-                    .show_ui(ui, |ui| {
-                        for s in SHAPES {
-                            if ui.selectable_label(s == shape, shape_name(s)).clicked() {
-                                set_param(setter, &bp.shape, s);
-                            }
-                        }
-                    })
-                    .response;
-                name_combo(&combo, bp.shape.name(), shape_name(shape));
+                shape_combo(ui, setter, bp, ("shape", i));
                 param_slider(ui, setter, &bp.freq_hz, 100.0);
                 param_slider(ui, setter, &bp.gain_db, 80.0);
                 param_slider(ui, setter, &bp.q, 64.0);
@@ -70,19 +75,7 @@ pub fn band_controls(ui: &mut egui::Ui, params: &FerroParams, setter: &ParamSett
     let bp = &params.bands[i];
     ui.horizontal(|ui| {
         ui.strong(format!("Band {}", i + 1));
-        let shape = bp.shape.value();
-        let combo = egui::ComboBox::from_id_salt(("floating shape", i))
-            .width(84.0)
-            .selected_text(shape_name(shape))
-            .show_ui(ui, |ui| {
-                for s in SHAPES {
-                    if ui.selectable_label(s == shape, shape_name(s)).clicked() {
-                        set_param(setter, &bp.shape, s);
-                    }
-                }
-            })
-            .response;
-        name_combo(&combo, bp.shape.name(), shape_name(shape));
+        shape_combo(ui, setter, bp, ("floating shape", i));
         param_checkbox(ui, setter, &bp.bypassed);
         ui.label("Bypass");
     });

@@ -10,6 +10,23 @@ use ferrofx::chain::{Biquad, Chain, Elliptic, Fir};
 use super::host::*;
 use super::settings::*;
 
+/// `settings` set in one instance, its state saved and loaded into a new one (a session
+/// reopened), which then plays an impulse at frame `t0` on both channels: its output
+/// (`frames` long) and the latency it reports.
+fn impulse_after_a_reopen(entry: &PluginEntry, settings: &[(String, Plain)], fs: f64, t0: usize, frames: usize) -> (Vec<Vec<f32>>, usize) {
+    let mut a = Plugin::new(entry);
+    let evs = events(&a, 0, settings);
+    a.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
+    let state = a.save();
+    let mut b = Plugin::new(entry);
+    assert!(b.load(&state));
+    let mut input = vec![vec![0.0f32; frames]; 2];
+    input[0][t0] = 1.0;
+    input[1][t0] = 1.0;
+    let (out, _) = b.run(fs, 256, &input, &[], |_, _, _| {});
+    (out, b.latency() as usize)
+}
+
 /// Linear phase (4,096 taps) through CLAP, chosen before activation: the reported
 /// latency is 2,048 samples, the impulse response is the bands' linear-phase FIR at the
 /// output gain, symmetric about the reported latency.
@@ -19,19 +36,9 @@ fn linear_phase_reports_its_latency_and_its_impulse_is_symmetric_about_it() {
     let fs = 48_000.0;
     let (mut settings, _) = settings();
     settings.push(("Phase".to_string(), Plain::Discrete(1.0)));
-    let mut a = Plugin::new(entry);
-    let evs = events(&a, 0, &settings);
-    a.run(fs, 64, &[vec![0.0; 64], vec![0.0; 64]], &evs, |_, _, _| {});
-    let state = a.save();
-    let mut b = Plugin::new(entry);
-    assert!(b.load(&state));
     let t0 = 1000;
     let frames = t0 + 4096 + 512;
-    let mut input = vec![vec![0.0f32; frames]; 2];
-    input[0][t0] = 1.0;
-    input[1][t0] = 1.0;
-    let (out, _) = b.run(fs, 256, &input, &[], |_, _, _| {});
-    let latency = b.latency() as usize;
+    let (out, latency) = impulse_after_a_reopen(entry, &settings, fs, t0, frames);
     assert_eq!(latency, 2048, "half the FIR length");
     let taps = ferrofx_plugin::control::linear::design(&settings_bands(), fs, 4096, true);
     let g = 10f64.powf(-3.0 / 20.0);
@@ -44,6 +51,43 @@ fn linear_phase_reports_its_latency_and_its_impulse_is_symmetric_about_it() {
         assert!(asym <= 1e-6, "channel {c}: not symmetric about the reported latency: {asym:e}");
         let peak = (t0..frames).max_by(|&i, &j| y[i].abs().total_cmp(&y[j].abs())).unwrap();
         assert_eq!(peak, centre, "channel {c}: the peak sits at the reported latency");
+    }
+}
+
+/// Analog phase through CLAP, chosen before activation (a saved state loaded into a new
+/// instance): the reported latency is the correction's (192 samples at 48 kHz), and the
+/// impulse response behind it follows the analog prototypes of the settings' bands (a
+/// low cut, a bell, a high shelf, a notch, a tilt shelf and a 48 dB/oct Linkwitz-Riley
+/// high cut, analog-matched) and the output gain, within 0.1 dB and 5 degrees up to 0.9
+/// Nyquist, where the total is within 60 dB of its peak.
+#[test]
+fn analog_phase_reports_its_latency_and_follows_the_analog_prototypes() {
+    use ferrofx::design::natural::{fir_response, Complex64};
+    use ferrofx_plugin::control::linear::{latency_of, ANALOG_KEY};
+    let Some(entry) = entry() else { return };
+    let fs = 48_000.0;
+    let (mut settings, _) = settings();
+    settings.push(("Phase".to_string(), Plain::Discrete(4.0)));
+    settings.push(("Analog-Matched Bands".to_string(), Plain::Discrete(1.0)));
+    let (t0, frames) = (1000, 1000 + (1 << 15));
+    let (out, latency) = impulse_after_a_reopen(entry, &settings, fs, t0, frames);
+    assert_eq!(latency, latency_of(Some(ANALOG_KEY), fs), "the correction's delay");
+    let bands: Vec<_> = settings_bands().iter().map(|b| b.clamped(fs)).collect();
+    let g = 10f64.powf(-3.0 / 20.0);
+    let target = |f: f64| bands.iter().map(|b| b.analog_response(f)).product::<Complex64>() * g;
+    let points: Vec<f64> = (0..400).map(|i| 20.0 * (0.45 * fs / 20.0).powf(i as f64 / 399.0)).collect();
+    let peak = points.iter().map(|&f| target(f).norm()).fold(0.0, f64::max);
+    for (c, y) in out.iter().enumerate().take(2) {
+        let h: Vec<f64> = y[t0..].iter().map(|&v| f64::from(v)).collect();
+        let (mut db, mut deg) = (0.0f64, 0.0f64);
+        for &f in points.iter().filter(|&&f| target(f).norm() >= 1e-3 * peak) {
+            let w = 2.0 * std::f64::consts::PI * f / fs;
+            let r = fir_response(&h, w) / (target(f) * Complex64::from_polar(1.0, -w * latency as f64));
+            db = db.max((20.0 * r.norm().log10()).abs());
+            deg = deg.max(r.arg().to_degrees().abs());
+        }
+        println!("channel {c}: worst {db:.4} dB, {deg:.3} degrees from the analog prototypes behind {latency} samples");
+        assert!(db <= 0.1 && deg <= 5.0, "channel {c}: {db:.3} dB, {deg:.2} degrees");
     }
 }
 

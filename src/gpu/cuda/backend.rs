@@ -1,10 +1,10 @@
 //! The CUDA backend as a [`Backend`]: [`CudaChain`] as the offload executor (each job
 //! carries its state) and, for streams, a chain that keeps its state between blocks.
 
-use super::{CudaChain, CudaDevice, CudaError};
+use super::{CudaChain, CudaDevice, CudaError, CudaResident};
 use crate::chain::DesignedChain;
 use crate::engine::ChainState;
-use crate::run::backend::{Backend, Prepared, RunError};
+use crate::run::backend::{median_s, Backend, Prepared, ResidentTiming, RunError};
 use crate::run::offload::{ExecError, Executor, Job};
 use std::sync::Arc;
 
@@ -57,6 +57,46 @@ impl Backend for CudaBackend {
     fn accepts(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<(), RunError> {
         CudaChain::accepts(&self.dev, chain, channels, block).map_err(declined)
     }
+    fn time_resident(&self, chain: &DesignedChain, input: &[f32], rows: usize, frames: usize, unit_frames: usize, runs: usize) -> Result<ResidentTiming, RunError> {
+        time_resident(&self.dev, chain, input, rows, frames, unit_frames, runs).map_err(declined)
+    }
+}
+
+/// [`Backend::time_resident`] on CUDA: device allocations in and out, [`CudaResident`] on
+/// its own stream, each run synchronised.
+fn time_resident(dev: &Arc<CudaDevice>, chain: &DesignedChain, input: &[f32], rows: usize, frames: usize, unit: usize, runs: usize) -> Result<ResidentTiming, CudaError> {
+    use std::time::Instant;
+    let n = rows * frames;
+    if input.len() < n {
+        return Err(CudaError::Gpu(crate::gpu::GpuError::Job { why: format!("{} samples for {rows} rows x {frames} frames", input.len()) }));
+    }
+    let mut resident = CudaResident::new(dev, chain, rows, unit)?;
+    let stream = resident.stream().clone();
+    let src = stream.clone_htod(&input[..n])?;
+    let mut dst = stream.alloc_zeros::<f32>(n.max(1))?;
+    stream.synchronize()?;
+    let (mut filter, mut copy) = (Vec::new(), Vec::new());
+    let mut output = Vec::new();
+    for run in 0..=runs {
+        resident.reset();
+        let t0 = Instant::now();
+        resident.process(&src, &mut dst, frames)?;
+        stream.synchronize()?;
+        let dt = t0.elapsed().as_secs_f64();
+        if run == 0 {
+            output = stream.clone_dtoh(&dst)?;
+        } else {
+            filter.push(dt);
+        }
+        let t0 = Instant::now();
+        stream.memcpy_dtod(&src, &mut dst)?;
+        stream.synchronize()?;
+        if run > 0 {
+            copy.push(t0.elapsed().as_secs_f64());
+        }
+    }
+    output.truncate(n);
+    Ok(ResidentTiming { filter_s: median_s(filter), copy_s: median_s(copy), runs, output })
 }
 
 impl Executor for CudaChain {

@@ -1,10 +1,10 @@
 //! The wgpu backend as a [`Backend`]: [`WgpuStream`] as the prepared chain, [`WgpuChain`]
 //! as the offload executor.
 
-use super::{WgpuChain, WgpuStream, WgpuContext};
+use super::{WgpuChain, WgpuContext, WgpuResident, WgpuStream};
 use crate::chain::DesignedChain;
 use crate::gpu::GpuError;
-use crate::run::backend::{Backend, Prepared, RunError};
+use crate::run::backend::{median_s, Backend, Prepared, ResidentTiming, RunError};
 use crate::run::offload::Executor;
 use std::sync::Arc;
 
@@ -55,6 +55,60 @@ impl Backend for WgpuBackend {
         let sequential_max = super::sequential_max_for(self.ctx.report());
         crate::gpu::design::GpuDesign::new(chain, channels.max(1), block.max(1), sequential_max, "wgpu").map(|_| ()).map_err(declined)
     }
+    fn time_resident(&self, chain: &DesignedChain, input: &[f32], rows: usize, frames: usize, unit_frames: usize, runs: usize) -> Result<ResidentTiming, RunError> {
+        time_resident(&self.ctx, chain, input, rows, frames, unit_frames, runs).map_err(declined)
+    }
+}
+
+/// [`Backend::time_resident`] on wgpu: storage buffers in and out, [`WgpuResident`].
+fn time_resident(ctx: &WgpuContext, chain: &DesignedChain, input: &[f32], rows: usize, frames: usize, unit: usize, runs: usize) -> Result<ResidentTiming, GpuError> {
+    use std::time::Instant;
+    use wgpu::BufferUsages as U;
+    let bytes = (rows * frames * 4) as u64;
+    if input.len() < rows * frames {
+        return Err(GpuError::Job { why: format!("{} samples for {rows} rows x {frames} frames", input.len()) });
+    }
+    let buffer = |label, usage| ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.max(4), usage, mapped_at_creation: false });
+    let src = buffer("resident bench in", U::STORAGE | U::COPY_SRC | U::COPY_DST);
+    let dst = buffer("resident bench out", U::STORAGE | U::COPY_SRC | U::COPY_DST);
+    let read = buffer("resident bench read", U::MAP_READ | U::COPY_DST);
+    ctx.queue.write_buffer(&src, 0, bytemuck::cast_slice(&input[..rows * frames]));
+    ctx.wait(Some(ctx.submit(ctx.device.create_command_encoder(&Default::default()))))?;
+    let mut resident = WgpuResident::new(ctx, chain, rows, unit)?;
+    let (mut filter, mut copy) = (Vec::new(), Vec::new());
+    let mut output = Vec::new();
+    for run in 0..=runs {
+        resident.reset();
+        let t0 = Instant::now();
+        let index = resident.process(&src, &dst, frames)?;
+        ctx.wait(index)?;
+        let dt = t0.elapsed().as_secs_f64();
+        if run == 0 {
+            // The first run warms up (and its output is read back, outside the timing).
+            let mut encoder = ctx.device.create_command_encoder(&Default::default());
+            encoder.copy_buffer_to_buffer(&dst, 0, &read, 0, bytes);
+            ctx.wait(Some(ctx.submit(encoder)))?;
+            let slice = read.slice(..bytes);
+            let (tx, rx) = std::sync::mpsc::channel();
+            slice.map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+            ctx.wait(None)?;
+            rx.recv().map_err(|e| GpuError::DeviceLost { why: e.to_string() })?.map_err(|e| GpuError::DeviceLost { why: e.to_string() })?;
+            output = bytemuck::cast_slice::<u8, f32>(&slice.get_mapped_range().map_err(|e| GpuError::DeviceLost { why: e.to_string() })?).to_vec();
+            read.unmap();
+        } else {
+            filter.push(dt);
+        }
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(&src, 0, &dst, 0, bytes);
+        let t0 = Instant::now();
+        ctx.wait(Some(ctx.submit(encoder)))?;
+        if run > 0 {
+            copy.push(t0.elapsed().as_secs_f64());
+        }
+    }
+    Ok(ResidentTiming { filter_s: median_s(filter), copy_s: median_s(copy), runs, output })
 }
 
 impl Prepared for WgpuStream {
