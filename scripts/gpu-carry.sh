@@ -33,10 +33,8 @@ cp -r "$ref" "$out/reference"
 tar czf pack.tar.gz -C "$out" . && rm -rf "$out" && mkdir -p "$out" && mv pack.tar.gz "$out/"
 du -sh "$out"
 cat <<'RUN'
-On the device (run tool, carry [".gpu-carry"]), one call:
-  cd .gpu-carry && export FERROFX_REFERENCE_DIR=$PWD/reference FERROFX_REQUIRE_CUDA=1 &&
-  nvidia-smi -L; ./gpu_backends --nocapture 2>&1 | tee $OUT/gpu_backends.log; ./gpu_cuda --nocapture 2>&1 | tee $OUT/gpu_cuda.log;
-  ./gpu_wgpu --nocapture 2>&1 | tee $OUT/gpu_wgpu.log;
-  ./xtask bench --backend cpu --backend wgpu --backend cuda --json | tee $OUT/bench.json
-(wgpu on the NVIDIA GPU needs the Vulkan loader there: see the device tool's README.)
+On the device (run tool, carry [".gpu-carry", ".gl"], timeout_s 540), one call:
+  bash scripts/gpu-check.sh resident   # the newest work first: data on the device, Python, peers
+  bash scripts/gpu-check.sh all        # everything (a longer call; the results come back packed)
+(wgpu on the NVIDIA GPU needs the Vulkan loader there, from .gl: see the device tool's README.)
 RUN

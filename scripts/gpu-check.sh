@@ -6,10 +6,11 @@
 # realtime blocks of 32-4096 frames; CUDA's offline workloads also without the copy
 # stream's overlap, --cuda-overlap off). Every step has its own time limit, so one
 # that hangs costs only its own share; logs go to $OUT (at most 8 files come back).
-#   scripts/gpu-check.sh [all|cuda]
+#   scripts/gpu-check.sh [all|cuda|resident]
 # `cuda` skips the wgpu tests and bench and the demo render (a rerun after a CUDA
 # change) and times realtime_block once more with every block on the scan kernel
-# (--cuda-sequential-max 0) into bench_cuda_scan.json. The GPU's SM clock is sampled
+# (--cuda-sequential-max 0) into bench_cuda_scan.json. `resident` runs only the
+# device-resident tests and benchmarks (see below). The GPU's SM clock is sampled
 # during the CUDA bench (info.log).
 set -u
 mode="${1:-all}"
@@ -37,6 +38,19 @@ step() { # name, seconds, command...
     timeout -k 5 "$limit" "$@"
     echo "== $name: exit $?, $((SECONDS - t0)) s" | tee -a "$info" >&2
 }
+# `resident`: only the device-resident path, first (the data-on-the-device tests, the
+# Python package on CUDA tensors, the resident benchmark and the Python peers), for a
+# device session that must measure the newest work within its minutes.
+if [ "$mode" = resident ]; then
+    step gpu_cuda_resident 90 ./gpu_cuda_resident --nocapture --test-threads=1 > "$OUT/gpu_resident.log" 2>&1
+    step gpu_resident 90 ./gpu_resident --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/ffx wheels/*.whl 2>> "$OUT/gpu_resident.log"
+    PYTHONPATH=/tmp/ffx step python_device 120 python3 "$root/tests/python/test_device.py" >> "$OUT/gpu_resident.log" 2>&1
+    step bench_resident 120 ./xtask bench --resident --backend cuda --backend wgpu --runs 5 --json > "$OUT/bench_resident.json" 2>> "$OUT/bench.err"
+    [ -d "$root/.whl" ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$root"/.whl/*.whl 2>> "$OUT/bench.err"
+    PYTHONPATH=/tmp/ffx:/tmp/site TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 step python_gpu 300 python3 "$root/benchmarks/python_gpu.py" --build-cuda-ext --seconds 60 --runs 5 > "$OUT/python_gpu.json" 2>> "$OUT/bench.err"
+    exit 0
+fi
 # One test at a time: the router test times real round trips.
 # The cases every GPU backend runs (reference cases, long FIRs, offload jobs and
 # retunes), then what only CUDA has.
@@ -103,3 +117,12 @@ if [ -d "$root/.whl" ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$root"/.whl/*.whl 2>> "$OUT/bench.err"
     PYTHONPATH=/tmp/site TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 step torchfx 240 python3 "$root/benchmarks/torchfx_gpu.py" --build-cuda-ext --seconds 60 --runs 5 > "$OUT/torchfx.json" 2>> "$OUT/bench.err"
 fi
+# The Python peers in one run (FerroFX's device path, TorchFX, torchaudio, CuPy), with the
+# wheel from gpu-carry.sh.
+if [ -d /tmp/ffx ]; then
+    PYTHONPATH=/tmp/ffx:/tmp/site TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 step python_gpu 300 python3 "$root/benchmarks/python_gpu.py" --build-cuda-ext --seconds 60 --runs 5 > "$OUT/python_gpu.json" 2>> "$OUT/bench.err"
+fi
+# At most 8 files come back from the device machine: more go back as one archive
+# (tar xzf results.tgz here).
+cd "$OUT" && [ "$(ls | wc -l)" -gt 8 ] && tar czf results.tgz --remove-files $(ls | grep -vx results.tgz)
+exit 0

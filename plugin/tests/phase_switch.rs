@@ -349,7 +349,7 @@ fn analog_phase_follows_the_analog_prototypes_behind_its_latency() {
             let _designer = activate_at(&mut audio, &params, LatencyPolicy::InProcess, fs);
             let latency = linear::latency_of(mode.fir_key(), fs);
             let frames = 1 << 15;
-            let mut h = vec![vec![0.0f32; frames], vec![0.0f32; frames]];
+            let mut h = [vec![0.0f32; frames], vec![0.0f32; frames]];
             h[0][0] = 1.0;
             h[1][0] = 1.0;
             for start in (0..frames).step_by(BLOCK) {

@@ -66,8 +66,8 @@ fn a_selected_band_has_its_controls_beside_its_node() {
     let slider = r.harness.get_by_label(&gain).rect();
     assert!(axes.rect.contains(slider.center()), "the controls float inside the view");
     assert!((slider.center().x - node.x).abs() < 200.0 && (slider.center().y - node.y).abs() < 180.0, "beside the node at {node:?}: {slider:?}");
-    r.harness.get_by_label(&r.params.bands[3].freq_hz.name().to_string());
-    r.harness.get_by_label(&r.params.bands[3].q.name().to_string());
+    r.harness.get_by_label(r.params.bands[3].freq_hz.name());
+    r.harness.get_by_label(r.params.bands[3].q.name());
     // They act on the band: its bypass, from the floating panel.
     r.harness.get_by_label(&bypass).click();
     r.harness.run();

@@ -117,6 +117,13 @@ impl CudaChain {
     /// Buffers and plan for `chain`, or why it does not run here (a cascade whose float32
     /// form misses the tolerance, a FIR longer than [`crate::gpu::design::MAX_FIR_TAPS`]).
     pub fn new(dev: &Arc<CudaDevice>, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<CudaChain, CudaError> {
+        Self::build(dev, chain, channels, max_frames, true)
+    }
+
+    /// [`CudaChain::new`]; without `staging` (a resident chain, whose data never passes
+    /// through host memory) the pinned host slots and the overlapped stream's second work
+    /// buffer are left out (one element each): only the kernels on `work` may run then.
+    pub(super) fn build(dev: &Arc<CudaDevice>, chain: &DesignedChain, channels: usize, max_frames: usize, staging: bool) -> Result<CudaChain, CudaError> {
         let channels = channels.max(1);
         let max_frames = max_frames.max(1);
         if channels > 65_535 {
@@ -152,12 +159,13 @@ impl CudaChain {
         if !flat.is_empty() {
             stream.memcpy_htod(&flat, &mut kernel)?;
         }
+        let staged = if staging { STAGING_SLOTS * (block + 2 * channels * total + fir_len) } else { 1 };
         // SAFETY: page-locked host memory for the staging buffer, three slots so the host
-        // stages one block and reads another back while the device runs a third. The host
-        // reads or writes a slot only while no copy that uses it is in flight: a slot's
-        // job is synchronised before the slot is read back or reused (`process`,
-        // `process_slices`).
-        let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(STAGING_SLOTS * (block + 2 * channels * total + fir_len)) }?;
+        // stages one block and reads another back while the device runs a third (one
+        // element, never touched, without staging). The host reads or writes a slot only
+        // while no copy that uses it is in flight: a slot's job is synchronised before the
+        // slot is read back or reused (`process`, `process_slices`).
+        let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(staged) }?;
         let event = || dev.ctx.new_event(None);
         let chain = CudaChain {
             copy_in: dev.stream()?,
@@ -168,7 +176,7 @@ impl CudaChain {
             downloaded: [event()?, event()?, event()?],
             flight: overlap::Flight::default(),
             overlap: dev.tuning.overlap,
-            work2: zeros(block)?,
+            work2: zeros(if staging { block } else { 1 })?,
             work: zeros(block)?,
             tmp: zeros(block)?,
             tables: zeros(total * SCAN_STEPS * 4)?,

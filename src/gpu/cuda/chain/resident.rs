@@ -51,7 +51,8 @@ impl CudaResident {
         if rows == 0 {
             return Err(job("a resident chain needs at least one row".into()));
         }
-        let mut chain = CudaChain::new(dev, chain, rows, unit_frames)?;
+        // No host staging: the data never passes through host memory here.
+        let mut chain = CudaChain::build(dev, chain, rows, unit_frames, false)?;
         let unit = chain.max_frames;
         chain.fixed_chunking = Some(chunking(unit, chain.sequential_max));
         // Resident calls run the kernels alone; the overlapped stream is not used.
