@@ -10,7 +10,7 @@ use ferrofx::run::backend::{median_s, Backend, CpuBackend};
 use serde_json::json;
 use std::time::Instant;
 
-use crate::bench::{api_chain, fir_chain, iir_chain, long_fir, Workload};
+use crate::workloads::{api_chain, fir_chain, iir_chain, long_fir, noise, Workload};
 
 const FS: f64 = 44_100.0;
 /// Frames per unit of the resident grid (the offline streams' block).
@@ -83,7 +83,7 @@ pub fn run(gpus: &[&dyn Backend], workloads: &[Workload], quick: bool, runs: usi
     for (workload, chain, channels, seconds) in cells(workloads, quick) {
         let designed = chain.design(FS)?;
         let frames = (seconds * FS) as usize;
-        let input: Vec<f32> = crate::bench::noise(channels, frames, 42).concat();
+        let input: Vec<f32> = noise(channels, frames, 42).concat();
         let (cpu_one_s, reference) = time_cpu(&designed, &input, channels, frames, 1, runs);
         let (cpu_all_s, _) = time_cpu(&designed, &input, channels, frames, threads, runs);
         let peak = reference.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-30);

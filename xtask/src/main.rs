@@ -14,6 +14,7 @@ mod header;
 mod output;
 mod render;
 mod soak;
+mod workloads;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
