@@ -201,7 +201,7 @@ impl Plugin for FerroFx {
         // Linear phase: the first FIR designed here, the designer thread follows the phase
         // mode and the bands (also in natural phase where the mode can switch in process).
         self.designer = None;
-        let linear = (self.params.phase.value().fir_key().is_some() || latency_policy != LatencyPolicy::Restart).then(|| {
+        let linear = (self.params.phase.value().fir_mode().is_some() || latency_policy != LatencyPolicy::Restart).then(|| {
             let setup = linear::Setup { fs: f64::from(fs), channels, max_block };
             let (designer, end) = linear::Designer::start(self.params.clone(), setup);
             self.designer = Some(designer);

@@ -5,7 +5,7 @@
 use ferrofx::design::{fir_response, sos_response, Sos};
 use ferrofx_plugin::shared::bands::{Band, Route, Shape, Slope, BANDS, MAX_SECTIONS_PER_BAND};
 use ferrofx_plugin::audio::linear::LinearAudio;
-use ferrofx_plugin::control::linear::{design, link, Setup};
+use ferrofx_plugin::control::linear::{design, link, FirMode, Setup};
 use nice_assert_no_alloc::{assert_no_alloc, violation_count};
 
 const FS: f64 = 48_000.0;
@@ -117,7 +117,7 @@ fn a_new_design_warms_up_cross_fades_and_ends_on_the_new_fir_without_allocating(
     let setup = Setup { fs: FS, channels: 1, max_block: block };
     let a = design(&random_bands(3), FS, n, true);
     let b = design(&random_bands(4), FS, n, true);
-    let (mut sender, end) = link(setup, Some((n, a.clone())));
+    let (mut sender, end) = link(setup, Some((FirMode::Linear { taps: n }, a.clone())));
     let mut audio = LinearAudio::new(end, setup);
     assert_eq!(audio.latency(), n / 2);
     let x = ferrofx_testkit::noise_amp(48_000, 5, 0.5);
@@ -126,7 +126,7 @@ fn a_new_design_warms_up_cross_fades_and_ends_on_the_new_fir_without_allocating(
     let before = violation_count();
     for (k, chunk) in y.chunks_mut(block).enumerate() {
         if k * block == switch_at {
-            assert!(sender.send(n, b.clone()), "the ring takes the design");
+            assert!(sender.send(FirMode::Linear { taps: n }, b.clone()), "the ring takes the design");
         }
         assert_no_alloc(|| {
             assert!(audio.poll(None).is_none(), "a design of the running length is not handed out");

@@ -68,7 +68,7 @@ fn activate_at(audio: &mut AudioState, params: &Arc<FerroParams>, policy: Latenc
     let linear = LinearAudio::new(end, setup);
     let config = AudioConfig { sample_rate_hz: fs as f32, channels: 2, max_block_frames: BLOCK, offload: false };
     let latency = audio.activate(params, config, None, Some(linear), 0, policy);
-    assert_eq!(latency as usize, linear::latency_of(params.phase.value().fir_key(), fs), "the latency reported at activation");
+    assert_eq!(latency as usize, linear::latency_of(params.phase.value().fir_mode(), fs), "the latency reported at activation");
     designer
 }
 
@@ -129,10 +129,10 @@ fn the_phase_mode_switches_in_process_and_reports_its_latency_at_the_switch() {
     let (analog_out, _) = play(&mut analog, &analog_params, &analog_telemetry, &x, &[]);
     let bands = params.bands();
     let reference = |mode: PhaseChoice| -> Vec<Vec<f32>> {
-        match mode.fir_key() {
+        match mode.fir_mode() {
             None => natural_out.clone(),
-            Some(linear::ANALOG_KEY) => analog_out.clone(),
-            Some(n) => {
+            Some(linear::FirMode::Analog) => analog_out.clone(),
+            Some(linear::FirMode::Linear { taps: n }) => {
                 let taps = linear::design(&bands, FS, n, true);
                 x.iter().map(|c| fir_output(&taps, FS, c)).collect()
             }
@@ -142,7 +142,7 @@ fn the_phase_mode_switches_in_process_and_reports_its_latency_at_the_switch() {
     // One report per switch, each after its request, none asking for a restart.
     let reports: Vec<(usize, u32)> = news.iter().enumerate().filter_map(|(k, n)| n.report.map(|l| (k, l))).collect();
     assert!(news.iter().all(|n| !n.restart), "in process, a phase switch needs no restart");
-    let expected: Vec<u32> = modes.iter().map(|(_, m)| linear::latency_of(m.fir_key(), FS) as u32).collect();
+    let expected: Vec<u32> = modes.iter().map(|(_, m)| linear::latency_of(m.fir_mode(), FS) as u32).collect();
     assert_eq!(reports.iter().map(|r| r.1).collect::<Vec<_>>(), expected, "one report per switch: {reports:?}");
     for ((k, _), (asked, _)) in reports.iter().zip(&modes) {
         assert!(k > asked, "reported at block {k}, asked at {asked}");
@@ -165,7 +165,7 @@ fn the_phase_mode_switches_in_process_and_reports_its_latency_at_the_switch() {
         let Some(&(_, next)) = modes.get(i) else { break };
         // The cross-fade: between the new output and the old one delayed by the growth.
         let new_ref = reference(next);
-        let grow = linear::latency_of(next.fir_key(), FS).saturating_sub(linear::latency_of(mode.fir_key(), FS));
+        let grow = linear::latency_of(next.fir_mode(), FS).saturating_sub(linear::latency_of(mode.fir_mode(), FS));
         for t in at..at + fade {
             for c in 0..2 {
                 let old = if t >= grow { want[c][t - grow] } else { 0.0 };
@@ -347,7 +347,7 @@ fn analog_phase_follows_the_analog_prototypes_behind_its_latency() {
             let (telemetry, taps) = connect();
             let mut audio = AudioState::new(ChainSlot::new(&params.chain), taps);
             let _designer = activate_at(&mut audio, &params, LatencyPolicy::InProcess, fs);
-            let latency = linear::latency_of(mode.fir_key(), fs);
+            let latency = linear::latency_of(mode.fir_mode(), fs);
             let frames = 1 << 15;
             let mut h = [vec![0.0f32; frames], vec![0.0f32; frames]];
             h[0][0] = 1.0;
@@ -361,14 +361,14 @@ fn analog_phase_follows_the_analog_prototypes_behind_its_latency() {
             let points: Vec<f64> = (0..400).map(|i| 20.0 * (0.45 * fs / 20.0).powf(i as f64 / 399.0)).collect();
             let peak = points.iter().map(|&f| target(f).norm()).fold(0.0, f64::max);
             let (mut db, mut deg) = (0.0f64, 0.0f64);
+            let taps: Vec<f64> = h[0].iter().map(|&v| f64::from(v)).collect();
             for &f in &points {
                 let t = target(f);
                 if t.norm() < 1e-3 * peak {
                     continue;
                 }
                 let w = 2.0 * std::f64::consts::PI * f / fs;
-                let taps: Vec<f64> = h[0].iter().map(|&v| f64::from(v)).collect();
-                let got = ferrofx::design::natural::fir_response(&taps, w);
+                let got = ferrofx::design::fir_response(&taps, f, fs);
                 let r = got / (t * ferrofx::design::natural::Complex64::from_polar(1.0, -w * latency as f64));
                 db = db.max((20.0 * r.norm().log10()).abs());
                 deg = deg.max(r.arg().to_degrees().abs());

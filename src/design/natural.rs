@@ -20,7 +20,7 @@
 //! 44.1-192 kHz (`tests/natural.rs`).
 
 use super::matched::analog_prototype;
-use super::{analog, BiquadKind, Response, Sos};
+use super::{analog, sos_response, BiquadKind, Response, Sos};
 pub use realfft::num_complex::Complex64;
 use realfft::RealFftPlanner;
 
@@ -67,11 +67,6 @@ pub fn analog_butterworth_response(response: Response, order: usize, cutoff_hz: 
     Complex64::new(proto.gain, 0.0) / den
 }
 
-/// The response of a cascade at `omega` (radians per sample).
-pub fn cascade_response(sections: &[Sos], omega: f64) -> Complex64 {
-    sections.iter().map(|s| s.response(omega)).product()
-}
-
 /// The correction FIR (`taps` taps) that makes `sections` followed by it equal
 /// `target(f_hz)` delayed by `delay` samples, up to 0.9 of Nyquist (see the module docs).
 /// `target` is the analog response at a frequency in Hz; where the cascade and the target
@@ -90,8 +85,8 @@ pub fn correction_fir(target: &dyn Fn(f64) -> Complex64, sections: &[Sos], fs: f
     for k in 0..=half {
         // At 0 Hz, the limit from just above (a cut's zeros cancel there).
         let omega = if k == 0 { 1e-4 * pi / half as f64 } else { pi * k as f64 / half as f64 };
-        let h = cascade_response(sections, omega);
-        let t = target(omega * fs / (2.0 * pi));
+        let f_hz = omega * fs / (2.0 * pi);
+        let (h, t) = (sos_response(sections, f_hz, fs), target(f_hz));
         levels[k] = if t.is_finite() { t.norm() } else { 0.0 };
         ratios[k] = if h.norm() > 1e-300 && h.is_finite() && t.is_finite() { t / h } else { Complex64::new(f64::NAN, 0.0) };
     }
@@ -180,9 +175,4 @@ pub fn correction_fir(target: &dyn Fn(f64) -> Complex64, sections: &[Sos], fs: f
             h[i] * scale * w
         })
         .collect()
-}
-
-/// The response of an FIR at `omega`.
-pub fn fir_response(taps: &[f64], omega: f64) -> Complex64 {
-    taps.iter().enumerate().map(|(i, &t)| Complex64::from_polar(t, -omega * i as f64)).sum()
 }

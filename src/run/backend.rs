@@ -102,7 +102,6 @@ pub trait Backend: Send + Sync {
 pub struct ResidentTiming {
     pub filter_s: f64,
     pub copy_s: f64,
-    pub runs: usize,
     pub output: Vec<f32>,
 }
 

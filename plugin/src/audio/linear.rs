@@ -5,7 +5,7 @@
 
 use rtrb::{Consumer, Producer};
 
-use crate::control::linear::{AudioEnd, LinearFir, Setup, CROSSFADE_MS};
+use crate::control::linear::{AudioEnd, FirMode, LinearFir, Setup, CROSSFADE_MS};
 
 /// The audio thread's side: the running FIR (none in natural phase), a new design of
 /// the same length while it warms up and fades in, and the rings.
@@ -40,10 +40,9 @@ impl LinearAudio {
         }
     }
 
-    /// The running FIR's key (its length in linear phase, `ANALOG_KEY` in analog
-    /// phase): `None` in natural phase.
-    pub fn taps(&self) -> Option<usize> {
-        self.current.as_ref().map(|f| f.taps)
+    /// The running FIR's mode: `None` in natural phase.
+    pub fn mode(&self) -> Option<FirMode> {
+        self.current.as_ref().map(|f| f.mode)
     }
 
     /// The latency: half the running FIR's length in linear phase, the correction's delay
@@ -55,7 +54,7 @@ impl LinearAudio {
     /// Whether the running FIR carries bands in the IIR equaliser's place (linear phase;
     /// not analog phase's correction, nor natural phase).
     pub fn replaces_bands(&self) -> bool {
-        self.taps().is_some_and(crate::control::linear::replaces_bands)
+        self.mode().is_some_and(FirMode::replaces_bands)
     }
 
     /// How many designs have been swapped in (for tests and the editor).
@@ -87,12 +86,12 @@ impl LinearAudio {
     /// is returned to the caller; any other goes back. Stops early rather than drop
     /// anything: a design is taken only while the return ring has room. No allocation,
     /// lock or free.
-    pub fn poll(&mut self, wanted: Option<usize>) -> Option<Box<LinearFir>> {
-        let running = self.taps();
+    pub fn poll(&mut self, wanted: Option<FirMode>) -> Option<Box<LinearFir>> {
+        let running = self.mode();
         while self.returning.slots() >= 2 {
             let Ok(front) = self.incoming.peek() else { break };
-            let taps = Some(front.taps);
-            if taps == running && taps != wanted {
+            let mode = Some(front.mode);
+            if mode == running && mode != wanted {
                 if self.next.is_some() && self.warm > 0 {
                     // A redesign is warming up or fading: the newer one waits for it.
                     break;
@@ -104,7 +103,7 @@ impl LinearAudio {
                 }
                 self.warm = 0;
                 self.fade_at = 0;
-            } else if taps == wanted {
+            } else if mode == wanted {
                 return self.incoming.pop().ok();
             } else if let Ok(stale) = self.incoming.pop() {
                 let _ = self.returning.push(stale);

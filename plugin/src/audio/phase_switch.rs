@@ -33,7 +33,7 @@
 use crate::shared::bands::{Band, BANDS};
 use crate::audio::delay::DelayLine;
 use crate::audio::linear::LinearAudio;
-use crate::control::linear::{latency_of, LinearFir, CROSSFADE_MS};
+use crate::control::linear::{latency_of, FirMode, LinearFir, CROSSFADE_MS};
 use crate::audio::routing::RoutedEqualiser;
 
 /// How long a natural-phase band stage runs before it is faded in, at least: its IIR
@@ -63,8 +63,8 @@ pub struct PhaseSwitch {
     pub eq: RoutedEqualiser,
     /// The incoming mode's FIR (linear targets, once designed).
     fir: Option<Box<LinearFir>>,
-    /// The incoming mode: its FIR's key (`PhaseChoice::fir_key`), `None` for natural phase.
-    target: Option<usize>,
+    /// The incoming mode's FIR, `None` for natural phase.
+    target: Option<FirMode>,
     step: Step,
     /// The incoming stage's signal, one buffer per channel of `max_block`.
     scratch: Vec<Vec<f32>>,
@@ -130,8 +130,8 @@ impl PhaseSwitch {
     /// Whether the mode of FIR length `taps` (`None`: natural phase) can be switched to
     /// while active: always where the latency follows the mode, within the reserve with
     /// a fixed latency.
-    pub fn reachable(&self, taps: Option<usize>) -> bool {
-        self.fixed.is_none_or(|l| latency_of(taps, self.fs) <= l)
+    pub fn reachable(&self, mode: Option<FirMode>) -> bool {
+        self.fixed.is_none_or(|l| latency_of(mode, self.fs) <= l)
     }
 
     /// Whether the latency is fixed for this activation.
@@ -171,7 +171,7 @@ impl PhaseSwitch {
 
     /// The FIR length the switch waits for from the designer (for
     /// [`LinearAudio::poll`]), if any.
-    pub fn wanted_fir(&self) -> Option<usize> {
+    pub fn wanted_fir(&self) -> Option<FirMode> {
         match self.step {
             Step::Waiting | Step::Warming { .. } => self.target,
             _ => None,
@@ -179,7 +179,7 @@ impl PhaseSwitch {
     }
 
     /// The incoming mode's FIR length while a switch is under way.
-    pub fn target(&self) -> Option<Option<usize>> {
+    pub fn target(&self) -> Option<Option<FirMode>> {
         self.busy().then_some(self.target)
     }
 
@@ -187,7 +187,7 @@ impl PhaseSwitch {
     /// natural phase) against the one running: starts, redirects or drops a switch.
     /// A switch that is fading finishes first. `bands` are the current band settings,
     /// set on the incoming equaliser as the new mode runs them. Once per host block.
-    pub fn follow(&mut self, wanted: Option<usize>, running: Option<usize>, bands: &[Band; BANDS], stereo: bool, linear: &mut LinearAudio) {
+    pub fn follow(&mut self, wanted: Option<FirMode>, running: Option<FirMode>, bands: &[Band; BANDS], stereo: bool, linear: &mut LinearAudio) {
         if self.fading() || (self.busy() && self.target == wanted) {
             return;
         }
@@ -201,7 +201,7 @@ impl PhaseSwitch {
             self.next_pad.clear();
         }
         for (i, band) in bands.iter().enumerate() {
-            self.eq.set_band(i, stage_band(band, wanted.is_some_and(crate::control::linear::replaces_bands), stereo));
+            self.eq.set_band(i, stage_band(band, wanted.is_some_and(FirMode::replaces_bands), stereo));
         }
         self.eq.snap();
         self.eq.reset();
@@ -215,7 +215,7 @@ impl PhaseSwitch {
     /// design arrives while warming, restarts) the warm-up.
     pub fn offer(&mut self, fir: Option<Box<LinearFir>>, linear: &mut LinearAudio) {
         let Some(mut fir) = fir else { return };
-        if self.wanted_fir() != Some(fir.taps) {
+        if self.wanted_fir() != Some(fir.mode) {
             linear.give_back(fir);
             return;
         }

@@ -22,9 +22,9 @@
 //!   allocated, freed or locked there.
 //! - **Analog phase** ([`design_analog`]): the same hand-over carries a short correction
 //!   FIR that runs after the IIR equaliser (which keeps its bands) so the bands follow
-//!   their analog prototypes in magnitude and phase; its key is [`ANALOG_KEY`].
+//!   their analog prototypes in magnitude and phase ([`FirMode::Analog`]).
 //! - **Latency**: `n / 2` samples while a linear mode runs, the correction's delay in
-//!   analog phase (4 ms), 0 in natural phase ([`latency_of`]).
+//!   analog phase (4 ms), 0 in natural phase ([`FirMode::latency`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -39,39 +39,47 @@ use rtrb::{Consumer, Producer, RingBuffer};
 use crate::shared::bands::{Band, Route, BANDS, MAX_SECTIONS_PER_BAND};
 use crate::control::params::FerroParams;
 
-/// Analog phase's key in the FIR hand-over (see [`crate::control::params::PhaseChoice::fir_key`]):
-/// no linear FIR has one tap.
-pub const ANALOG_KEY: usize = 1;
-
-/// Whether the FIR of `key` carries its bands in place of the IIR equaliser (linear
-/// phase), rather than after it (analog phase: a correction).
-pub fn replaces_bands(key: usize) -> bool {
-    key != ANALOG_KEY
+/// A phase mode's FIR, the name of the mode wherever a FIR is handed over: linear phase
+/// (the bands' magnitude as one FIR of this many taps, in the IIR equaliser's place), or
+/// analog phase (a correction after the equaliser, which keeps its bands). Natural phase
+/// has none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FirMode {
+    Linear { taps: usize },
+    Analog,
 }
 
-/// The latency of the mode of `key` at `fs` (`None`: natural phase, 0): half a linear
-/// FIR, analog phase's correction delay.
-pub fn latency_of(key: Option<usize>, fs: f64) -> usize {
-    match key {
-        None => 0,
-        Some(ANALOG_KEY) => ferrofx::design::natural::natural_length(fs).1,
-        Some(n) => n / 2,
+impl FirMode {
+    /// Whether the FIR carries its bands in place of the IIR equaliser.
+    pub fn replaces_bands(self) -> bool {
+        matches!(self, FirMode::Linear { .. })
+    }
+
+    /// The latency at `fs`: half a linear FIR, analog phase's correction delay.
+    pub fn latency(self, fs: f64) -> usize {
+        match self {
+            FirMode::Linear { taps } => taps / 2,
+            FirMode::Analog => ferrofx::design::natural::natural_length(fs).1,
+        }
+    }
+
+    /// The FIR for `bands` at `fs`: [`design`] or [`design_analog`]. Allocates.
+    pub fn design(self, bands: &[Band; BANDS], fs: f64, stereo: bool) -> Vec<f64> {
+        match self {
+            FirMode::Linear { taps } => design(bands, fs, taps, stereo),
+            FirMode::Analog => design_analog(bands, fs, stereo),
+        }
     }
 }
 
-/// The FIR of the mode of `key` for `bands` at `fs`: [`design`] for a linear mode,
-/// [`design_analog`] for analog phase. Allocates.
-pub fn design_for(key: usize, bands: &[Band; BANDS], fs: f64, stereo: bool) -> Vec<f64> {
-    if key == ANALOG_KEY {
-        design_analog(bands, fs, stereo)
-    } else {
-        design(bands, fs, key, stereo)
-    }
+/// The latency of `mode` at `fs` (`None`, natural phase: 0).
+pub fn latency_of(mode: Option<FirMode>, fs: f64) -> usize {
+    mode.map_or(0, |m| m.latency(fs))
 }
 
 /// Analog phase's correction FIR: after the IIR equaliser (which keeps every band), the
 /// bands it carries ([`in_fir`]) follow their analog prototypes in magnitude and phase up
-/// to 0.9 of Nyquist, behind [`latency_of`]'s delay (`ferrofx::design::natural`; within
+/// to 0.9 of Nyquist, behind [`FirMode::latency`]'s delay (`ferrofx::design::natural`; within
 /// 0.1 dB and 5 degrees where the bands are analog-matched, the default: the cookbook's
 /// band-pass and notch vanish at Nyquist and cannot be corrected close to it). Allocates.
 pub fn design_analog(bands: &[Band; BANDS], fs: f64, stereo: bool) -> Vec<f64> {
@@ -145,27 +153,26 @@ pub fn design(bands: &[Band; BANDS], fs: f64, n: usize, stereo: bool) -> Vec<f64
     taps
 }
 
-/// A phase mode's FIR ready to run: the mode's key (`taps`: a linear FIR's length, or
-/// [`ANALOG_KEY`]), its real length and latency, and the engine that runs it on every
-/// channel.
+/// A phase mode's FIR ready to run: its mode, its length and latency, and the engine
+/// that runs it on every channel.
 pub struct LinearFir {
-    pub taps: usize,
+    pub mode: FirMode,
     /// Taps of the FIR (a new design warms up for this many samples).
     pub length: usize,
-    /// The latency the mode reports ([`latency_of`]).
+    /// The latency the mode reports ([`FirMode::latency`]).
     pub latency: usize,
     engine: Engine,
 }
 
 impl LinearFir {
-    /// Builds the engine that runs `coefficients` (the design of the mode of key `taps`)
-    /// on `channels` channels. Allocates; `None` when the taps do not design (never for
-    /// [`design_for`]'s).
-    pub fn build(taps: usize, coefficients: Vec<f64>, fs: f64, channels: usize, max_block: usize) -> Option<Box<LinearFir>> {
+    /// Builds the engine that runs `coefficients` (a design of `mode`) on `channels`
+    /// channels. Allocates; `None` when the taps do not design (never for
+    /// [`FirMode::design`]'s).
+    pub fn build(mode: FirMode, coefficients: Vec<f64>, fs: f64, channels: usize, max_block: usize) -> Option<Box<LinearFir>> {
         let length = coefficients.len();
         let chain: Chain = Fir::coefficients(coefficients).into();
         let engine = Engine::new(&chain.design(fs).ok()?, channels, max_block);
-        Some(Box::new(LinearFir { taps, length, latency: latency_of(Some(taps), fs), engine }))
+        Some(Box::new(LinearFir { mode, length, latency: mode.latency(fs), engine }))
     }
 
     /// Filters planar buffers in place (at most the `max_block` it was built for). No
@@ -200,12 +207,12 @@ impl Sender {
     /// Builds the engine of the `n`-tap design `taps` and sends it; false when the ring
     /// is full (the audio thread has not taken the last ones yet) or the taps do not
     /// design. Allocates.
-    pub fn send(&mut self, n: usize, taps: Vec<f64>) -> bool {
+    pub fn send(&mut self, mode: FirMode, taps: Vec<f64>) -> bool {
         self.collect();
         if self.to_audio.is_full() {
             return false;
         }
-        match LinearFir::build(n, taps, self.setup.fs, self.setup.channels, self.setup.max_block) {
+        match LinearFir::build(mode, taps, self.setup.fs, self.setup.channels, self.setup.max_block) {
             Some(fir) => self.to_audio.push(fir).is_ok(),
             None => false,
         }
@@ -234,10 +241,10 @@ pub struct AudioEnd {
 
 /// The two ends of a hand-over, the audio side starting in the mode of `first`: an
 /// `(n, taps)` design (linear phase) or `None` (natural phase). Allocates.
-pub fn link(setup: Setup, first: Option<(usize, Vec<f64>)>) -> (Sender, AudioEnd) {
+pub fn link(setup: Setup, first: Option<(FirMode, Vec<f64>)>) -> (Sender, AudioEnd) {
     let (to_audio, incoming) = RingBuffer::<Box<LinearFir>>::new(4);
     let (returning, from_audio) = RingBuffer::<Box<LinearFir>>::new(8);
-    let first = first.and_then(|(n, taps)| LinearFir::build(n, taps, setup.fs, setup.channels, setup.max_block));
+    let first = first.and_then(|(mode, taps)| LinearFir::build(mode, taps, setup.fs, setup.channels, setup.max_block));
     (Sender { to_audio, from_audio, setup }, AudioEnd { incoming, returning, first })
 }
 
@@ -253,14 +260,14 @@ impl Designer {
     /// the bands. Allocates; not on the audio thread.
     pub fn start(params: Arc<FerroParams>, setup: Setup) -> (Designer, AudioEnd) {
         let stereo = setup.channels == 2;
-        // What a design depends on: the length and the bands it carries.
-        let key = move |p: &FerroParams| -> (Option<usize>, [Band; BANDS]) {
+        // What a design depends on: the mode and the bands it carries.
+        let key = move |p: &FerroParams| -> (Option<FirMode>, [Band; BANDS]) {
             let bands = p.bands();
-            let taps = p.phase.value().fir_key();
-            (taps, std::array::from_fn(move |i| if in_fir(&bands[i], stereo) { bands[i].clamped(setup.fs) } else { Band::default() }))
+            let mode = p.phase.value().fir_mode();
+            (mode, std::array::from_fn(move |i| if in_fir(&bands[i], stereo) { bands[i].clamped(setup.fs) } else { Band::default() }))
         };
         let mut last = key(&params);
-        let first = last.0.map(|n| (n, design_for(n, &last.1, setup.fs, stereo)));
+        let first = last.0.map(|m| (m, m.design(&last.1, setup.fs, stereo)));
         let (mut sender, audio) = link(setup, first);
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -275,8 +282,8 @@ impl Designer {
                         continue;
                     }
                     // Natural phase needs no design; the next linear choice designs anew.
-                    if let Some(n) = now.0 {
-                        if !sender.send(n, design_for(n, &now.1, setup.fs, stereo)) {
+                    if let Some(m) = now.0 {
+                        if !sender.send(m, m.design(&now.1, setup.fs, stereo)) {
                             continue;
                         }
                     }

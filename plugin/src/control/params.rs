@@ -2,6 +2,7 @@
 //! they never change once released. Band parameters are generated from the field IDs
 //! below with the band number appended (`freq_1` .. `freq_24`).
 
+use crate::control::linear::FirMode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -260,16 +261,14 @@ pub enum PhaseChoice {
 impl PhaseChoice {
     pub const ALL: [PhaseChoice; 5] = [PhaseChoice::Natural, PhaseChoice::Analog, PhaseChoice::Linear4096, PhaseChoice::Linear16384, PhaseChoice::Linear65536];
 
-    /// The mode's FIR, by key (`None`: natural phase, no FIR): a linear mode's key is its
-    /// FIR length, analog phase's [`crate::control::linear::ANALOG_KEY`] (its FIR's length
-    /// depends on the rate). The key names the mode everywhere a FIR is handed over.
-    pub fn fir_key(self) -> Option<usize> {
+    /// The mode's FIR (`None`: natural phase, no FIR).
+    pub fn fir_mode(self) -> Option<FirMode> {
         match self {
             PhaseChoice::Natural => None,
-            PhaseChoice::Analog => Some(crate::control::linear::ANALOG_KEY),
-            PhaseChoice::Linear4096 => Some(4096),
-            PhaseChoice::Linear16384 => Some(16_384),
-            PhaseChoice::Linear65536 => Some(65_536),
+            PhaseChoice::Analog => Some(FirMode::Analog),
+            PhaseChoice::Linear4096 => Some(FirMode::Linear { taps: 4096 }),
+            PhaseChoice::Linear16384 => Some(FirMode::Linear { taps: 16_384 }),
+            PhaseChoice::Linear65536 => Some(FirMode::Linear { taps: 65_536 }),
         }
     }
 

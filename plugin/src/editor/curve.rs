@@ -82,7 +82,7 @@ pub fn responses(
     fs: f64,
     group_delay: bool,
     stereo: bool,
-    linear_taps: Option<usize>,
+    fir: Option<crate::control::linear::FirMode>,
 ) -> Responses {
     let mut extremes = Vec::new();
     let mut live_nodes = Vec::new();
@@ -98,9 +98,9 @@ pub fn responses(
         if !b.enabled {
             continue;
         }
-        let in_fir = linear_taps.is_some() && crate::control::linear::in_fir(b, stereo);
+        let in_fir = fir.is_some() && crate::control::linear::in_fir(b, stereo);
         // Analog phase: the band with its correction is the analog prototype.
-        let analog = in_fir && linear_taps == Some(crate::control::linear::ANALOG_KEY);
+        let analog = in_fir && fir == Some(crate::control::linear::FirMode::Analog);
         let mut buf = [Sos::IDENTITY; MAX_SECTIONS_PER_BAND];
         // A bypassed band is designed as if it acted (its own curve is drawn), but left
         // out of the total.
@@ -138,8 +138,8 @@ pub fn responses(
         }
     }
     // Linear phase delays everything by half the FIR, analog phase by its correction's delay.
-    if linear_taps.is_some() {
-        let delay_s = crate::control::linear::latency_of(linear_taps, fs) as f64 / fs;
+    if let Some(mode) = fir {
+        let delay_s = mode.latency(fs) as f64 / fs;
         for (t, &f) in total.iter_mut().zip(&freqs) {
             *t *= Complex64::from_polar(1.0, -2.0 * std::f64::consts::PI * f * delay_s);
         }

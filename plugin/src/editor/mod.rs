@@ -356,7 +356,7 @@ impl EditorApp {
         // known yet, the default stereo one is assumed).
         let channels = self.telemetry.channels.load(Ordering::Relaxed);
         let stereo = channels == 2 || channels == 0;
-        let linear = self.params.phase.value().fir_key();
+        let linear = self.params.phase.value().fir_mode();
         // (The open editor redraws every 40 ms for the meters, so a moving dynamic band's
         // gain is drawn as it moves.)
         let live = self.telemetry.dynamic_gain_db();

@@ -62,8 +62,9 @@ fn linear_phase_reports_its_latency_and_its_impulse_is_symmetric_about_it() {
 /// Nyquist, where the total is within 60 dB of its peak.
 #[test]
 fn analog_phase_reports_its_latency_and_follows_the_analog_prototypes() {
-    use ferrofx::design::natural::{fir_response, Complex64};
-    use ferrofx_plugin::control::linear::{latency_of, ANALOG_KEY};
+    use ferrofx::design::fir_response;
+    use ferrofx::design::natural::Complex64;
+    use ferrofx_plugin::control::linear::FirMode;
     let Some(entry) = entry() else { return };
     let fs = 48_000.0;
     let (mut settings, _) = settings();
@@ -71,7 +72,7 @@ fn analog_phase_reports_its_latency_and_follows_the_analog_prototypes() {
     settings.push(("Analog-Matched Bands".to_string(), Plain::Discrete(1.0)));
     let (t0, frames) = (1000, 1000 + (1 << 15));
     let (out, latency) = impulse_after_a_reopen(entry, &settings, fs, t0, frames);
-    assert_eq!(latency, latency_of(Some(ANALOG_KEY), fs), "the correction's delay");
+    assert_eq!(latency, FirMode::Analog.latency(fs), "the correction's delay");
     let bands: Vec<_> = settings_bands().iter().map(|b| b.clamped(fs)).collect();
     let g = 10f64.powf(-3.0 / 20.0);
     let target = |f: f64| bands.iter().map(|b| b.analog_response(f)).product::<Complex64>() * g;
@@ -82,7 +83,7 @@ fn analog_phase_reports_its_latency_and_follows_the_analog_prototypes() {
         let (mut db, mut deg) = (0.0f64, 0.0f64);
         for &f in points.iter().filter(|&&f| target(f).norm() >= 1e-3 * peak) {
             let w = 2.0 * std::f64::consts::PI * f / fs;
-            let r = fir_response(&h, w) / (target(f) * Complex64::from_polar(1.0, -w * latency as f64));
+            let r = fir_response(&h, f, fs) / (target(f) * Complex64::from_polar(1.0, -w * latency as f64));
             db = db.max((20.0 * r.norm().log10()).abs());
             deg = deg.max(r.arg().to_degrees().abs());
         }

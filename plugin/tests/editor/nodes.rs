@@ -277,7 +277,7 @@ fn a_bypassed_band_keeps_its_node_and_stops_acting() {
     let a = r.axes();
     let resp = responses(&a, &r.params.bands(), &r.params.dynamics(), &[0.0; 24], None, 0.0, 48_000.0, false, true, None);
     // In linear phase (4,096 taps) the same bands show a flat group delay of 2,048 samples.
-    let lin = responses(&a, &r.params.bands(), &r.params.dynamics(), &[0.0; 24], None, 0.0, 48_000.0, true, true, Some(4096));
+    let lin = responses(&a, &r.params.bands(), &r.params.dynamics(), &[0.0; 24], None, 0.0, 48_000.0, true, true, Some(ferrofx_plugin::control::linear::FirMode::Linear { taps: 4096 }));
     for (f, gd) in lin.freqs_hz.iter().zip(&lin.group_delay_ms) {
         assert!((f64::from(*gd) - 2048.0 / 48.0).abs() < 0.05, "group delay at {f:.0} Hz: {gd} ms");
     }

@@ -108,7 +108,7 @@ fn time_resident(ctx: &WgpuContext, chain: &DesignedChain, input: &[f32], rows: 
             copy.push(t0.elapsed().as_secs_f64());
         }
     }
-    Ok(ResidentTiming { filter_s: median_s(filter), copy_s: median_s(copy), runs, output })
+    Ok(ResidentTiming { filter_s: median_s(filter), copy_s: median_s(copy), output })
 }
 
 impl Prepared for WgpuStream {

@@ -36,15 +36,15 @@ impl AudioState {
     /// activation cannot make (the GPU path; any change under `LatencyPolicy::Restart`).
     pub(super) fn follow_latency(&mut self, params: &FerroParams, config: AudioConfig) -> LatencyNews {
         let mut news = LatencyNews::default();
-        let wanted_taps = params.phase.value().fir_key();
+        let wanted = params.phase.value().fir_mode();
         let stereo = config.channels == 2;
         let gpu = self.gpu_latency;
         match (self.switch.as_mut(), self.linear.as_mut()) {
             (Some(sw), Some(linear)) => {
                 // A mode beyond a latency reserve is not switched to (it waits for a
                 // restart, below): the running mode stays.
-                let target = if sw.reachable(wanted_taps) { wanted_taps } else { linear.taps() };
-                sw.follow(target, linear.taps(), &self.band_cache, stereo, linear);
+                let target = if sw.reachable(wanted) { wanted } else { linear.mode() };
+                sw.follow(target, linear.mode(), &self.band_cache, stereo, linear);
                 let fir = linear.poll(sw.wanted_fir());
                 sw.offer(fir, linear);
                 let fixed = sw.fixed().is_some();
@@ -65,7 +65,7 @@ impl AudioState {
         }
         let wanted_gpu = self.wanted_gpu_latency(params, config.max_block_frames, self.side.has_stages());
         // What the phase mode adds that this activation cannot switch to by itself.
-        let wanted_mode = crate::control::linear::latency_of(wanted_taps, f64::from(config.sample_rate_hz)) as u32;
+        let wanted_mode = crate::control::linear::latency_of(wanted, f64::from(config.sample_rate_hz)) as u32;
         let reserve_now = params.latency_reserve.value().latency_samples() as u32;
         let reserve_then = if let LatencyPolicy::Fixed(l) = self.latency_policy { l } else { 0 };
         let phase_part = match self.latency_policy {

@@ -226,7 +226,7 @@ impl AudioState {
 
     /// Whether a phase mode's FIR (linear, or analog's correction) runs now.
     fn linear_running(&self) -> bool {
-        self.linear.as_ref().is_some_and(|l| l.taps().is_some())
+        self.linear.as_ref().is_some_and(|l| l.mode().is_some())
     }
 
     /// Whether the running FIR carries bands in the equaliser's place (linear phase).
@@ -355,7 +355,7 @@ impl AudioState {
         }
         // A phase switch's incoming equaliser follows the bands too, as its mode runs them.
         if let Some(sw) = self.switch.as_mut().filter(|sw| bands_moved && sw.busy()) {
-            let to_linear = sw.target().flatten().is_some_and(crate::control::linear::replaces_bands);
+            let to_linear = sw.target().flatten().is_some_and(crate::control::linear::FirMode::replaces_bands);
             for (i, band) in self.band_cache.iter().enumerate() {
                 sw.eq.set_band(i, stage_band(band, to_linear, stereo));
             }
