@@ -1,12 +1,13 @@
 //! The GPU's arithmetic, modelled on the CPU (`ferrofx::gpu::realize`), against every
 //! SciPy reference case: the delta state-space form in `f32`, sequential and scanned.
 //! Where the model misses the tolerance, the GPU path's own estimate must say so (it
-//! then declines the cascade and the CPU runs it): exact, or a clear refusal.
+//! then runs the cascade in float64 where the device has it, or declines it and the CPU
+//! runs it): exact, or a clear refusal.
 
 use ferrofx_testkit::engine::{chain_of, rel_error};
 use ferrofx_testkit::reference::load_cases;
 use ferrofx::chain::DesignedStage;
-use ferrofx::gpu::realize::{chunking, f32_error_estimate, model_section, Realization, GPU_ERROR_BUDGET};
+use ferrofx::gpu::realize::{chunking, error_estimate, f32_error_estimate, model_cascade, model_section, GpuPrecision, Realization, GPU_ERROR_BUDGET};
 use ferrofx::dsp::sos::SosCoefs;
 
 #[test]
@@ -61,5 +62,55 @@ fn model_meets_reference_tolerances_sequential_and_scanned() {
     println!("model worst {worst:.3e} where the GPU runs; declined: {declined:?}");
     // Declining is for the numerically hard cases, not a way out of the ordinary ones.
     assert!(declined.len() * 10 <= load_cases().len(), "the GPU declines too many reference cases: {declined:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The float64 form (a device with double precision): every reference case the float32
+/// form declines runs, within the tolerance, and its own estimate lets it. None is
+/// declined on such a device.
+#[test]
+fn float64_form_runs_every_reference_case_float32_declines() {
+    let mut ran = Vec::new();
+    let mut failures = Vec::new();
+    for case in load_cases() {
+        let designed = chain_of(case.given_stage()).design(case.fs).unwrap();
+        let cascades: Vec<Vec<SosCoefs>> = designed
+            .stages
+            .iter()
+            .filter_map(|s| if let DesignedStage::Sos(v) = s { Some(v.iter().map(SosCoefs::from).collect()) } else { None })
+            .collect();
+        let f32_estimate = cascades.iter().map(|c| f32_error_estimate(c, 4096, 512)).fold(0.0f64, f64::max);
+        #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN estimate declines too
+        if f32_estimate <= GPU_ERROR_BUDGET {
+            continue;
+        }
+        let estimate = cascades.iter().map(|c| error_estimate(c, 4096, 512, GpuPrecision::F64)).fold(0.0f64, f64::max);
+        #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN estimate declines too
+        if !(estimate <= GPU_ERROR_BUDGET) {
+            failures.push(format!("{}: declined in float64 too (estimate {estimate:.1e})", case.id));
+            continue;
+        }
+        for &frames in &[64usize, 4096, 16384] {
+            let mut y = case.input.clone();
+            for sections in &cascades {
+                let reals: Vec<Realization> = sections.iter().map(Realization::new).collect();
+                for ch in y.iter_mut() {
+                    let mut states = vec![[0.0f64; 2]; reals.len()];
+                    for block in ch.chunks_mut(frames) {
+                        let (_, chunk_len) = chunking(block.len(), 1024);
+                        model_cascade(&reals, GpuPrecision::F64, block, &mut states, chunk_len);
+                    }
+                }
+            }
+            let e = rel_error(&y, &case.expected);
+            if e.is_nan() || e > 1e-4 {
+                failures.push(format!("{} frames {frames}: {e:.3e} in float64 (estimate {estimate:.1e})", case.id));
+            }
+            if frames == 4096 {
+                ran.push(format!("{} (float32 {f32_estimate:.1e}, float64 {estimate:.1e}, error {e:.1e})", case.id));
+            }
+        }
+    }
+    println!("float64 runs what float32 declines: {ran:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

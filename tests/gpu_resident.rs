@@ -14,6 +14,7 @@ use ferrofx::gpu::wgpu::{WgpuContext, WgpuResident, WgpuStream};
 use ferrofx::gpu::GpuError;
 use ferrofx::DesignedChain;
 use ferrofx_testkit::engine::{rel_error, run_engine};
+use ferrofx_testkit::gpu::upload;
 use ferrofx_testkit::Rng;
 
 const TIME_TOLERANCE: f64 = 1e-4;
@@ -22,64 +23,8 @@ fn context() -> Option<&'static WgpuContext> {
     ferrofx_testkit::gpu::wgpu_context()
 }
 
-/// A device buffer holding `rows` (row-major), usable as input and output.
-fn upload(ctx: &WgpuContext, rows: &[Vec<f32>]) -> wgpu::Buffer {
-    use wgpu::BufferUsages as U;
-    let flat: Vec<f32> = rows.iter().flatten().copied().collect();
-    let buffer = ctx.device().create_buffer(&wgpu::BufferDescriptor {
-        label: Some("test rows"),
-        size: (flat.len() * 4).max(4) as u64,
-        usage: U::STORAGE | U::COPY_SRC | U::COPY_DST,
-        mapped_at_creation: false,
-    });
-    ctx.queue().write_buffer(&buffer, 0, bytemuck_f32(&flat));
-    buffer
-}
-
-fn bytemuck_f32(v: &[f32]) -> &[u8] {
-    // SAFETY: f32 has no padding and any alignment of u8 is satisfied; the slice covers
-    // exactly the floats' bytes.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-/// `rows x frames` floats read back from `buffer`.
-fn download(ctx: &WgpuContext, buffer: &wgpu::Buffer, rows: usize, frames: usize) -> Vec<Vec<f32>> {
-    let bytes = (rows * frames * 4) as u64;
-    let read = ctx.device().create_buffer(&wgpu::BufferDescriptor {
-        label: Some("test read-back"),
-        size: bytes.max(4),
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = ctx.device().create_command_encoder(&Default::default());
-    encoder.copy_buffer_to_buffer(buffer, 0, &read, 0, bytes);
-    let index = ctx.submit(encoder);
-    let slice = read.slice(..bytes);
-    slice.map_async(wgpu::MapMode::Read, |r| r.expect("map"));
-    ctx.wait(Some(index)).unwrap();
-    let view = slice.get_mapped_range().expect("mapped");
-    let flat: Vec<f32> = view.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-    flat.chunks(frames.max(1)).take(rows).map(|r| r.to_vec()).collect()
-}
-
-/// The stream `input` through `resident` in calls cut at `cuts` (each call its own input
-/// and output buffers, or one buffer in place).
 fn run_split(ctx: &WgpuContext, resident: &mut WgpuResident, input: &[Vec<f32>], cuts: &[usize], in_place: bool) -> Vec<Vec<f32>> {
-    let mut out = vec![Vec::new(); input.len()];
-    let mut bounds = vec![0];
-    bounds.extend(cuts.iter().copied());
-    bounds.push(input[0].len());
-    for w in bounds.windows(2) {
-        let (a, b) = (w[0], w[1]);
-        let piece: Vec<Vec<f32>> = input.iter().map(|r| r[a..b].to_vec()).collect();
-        let src = upload(ctx, &piece);
-        let dst = if in_place { src.clone() } else { upload(ctx, &vec![vec![f32::NAN; b - a]; input.len()]) };
-        resident.process(&src, &dst, b - a).unwrap();
-        for (o, r) in out.iter_mut().zip(download(ctx, &dst, input.len(), b - a)) {
-            o.extend_from_slice(&r);
-        }
-    }
-    out
+    ferrofx_testkit::gpu::resident_run(ctx, resident, input, cuts, in_place)
 }
 
 fn assert_bits(a: &[Vec<f32>], b: &[Vec<f32>], what: &str) {

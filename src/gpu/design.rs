@@ -6,7 +6,7 @@
 //! place. Pure host arithmetic, no device API.
 
 use crate::chain::{DesignedChain, DesignedStage};
-use crate::gpu::realize::{fft_partition_for, partition_spectra, realize_cascade, Realization};
+use crate::gpu::realize::{fft_partition_for, partition_spectra, realize_cascade, GpuPrecision, Realization};
 use crate::gpu::GpuError;
 
 /// FIRs up to this many taps run by direct convolution on every GPU backend, longer ones
@@ -35,8 +35,8 @@ impl FftForm {
 /// One stage's place in the uploaded buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StageForm {
-    /// Sections `first..first + count` of [`GpuDesign::realizations`].
-    Sos { first: usize, count: usize },
+    /// Sections `first..first + count` of [`GpuDesign::realizations`], run in `precision`.
+    Sos { first: usize, count: usize, precision: GpuPrecision },
     /// Taps `tap_base..tap_base + taps` of [`GpuDesign::taps`] (an empty FIR: one zero
     /// tap), its history at `hist_base` (`channels x (taps - 1)` samples).
     Fir { tap_base: usize, taps: usize, hist_base: usize, fft: Option<FftForm> },
@@ -59,15 +59,24 @@ impl GpuDesign {
     /// The design of `chain` for `channels` channels and blocks of up to `max_frames`
     /// frames on the backend named `backend`, or why it does not run there: a cascade
     /// whose float32 form would miss the tolerance (estimated for `sequential_max`, the
-    /// backend's channel-parallel limit), a FIR over [`MAX_FIR_TAPS`].
-    pub fn new(chain: &DesignedChain, channels: usize, max_frames: usize, sequential_max: usize, backend: &str) -> Result<GpuDesign, GpuError> {
+    /// backend's channel-parallel limit) and whose float64 form would too or cannot run
+    /// (`float64`: the backend and device run cascades in double precision), a FIR over
+    /// [`MAX_FIR_TAPS`].
+    pub fn new(
+        chain: &DesignedChain,
+        channels: usize,
+        max_frames: usize,
+        sequential_max: usize,
+        backend: &str,
+        float64: bool,
+    ) -> Result<GpuDesign, GpuError> {
         let mut d = GpuDesign { stages: Vec::new(), realizations: Vec::new(), taps: Vec::new(), spectra: Vec::new(), fir_len: 0, spec_len: 0 };
         for (index, stage) in chain.stages.iter().enumerate() {
             match stage {
                 DesignedStage::Sos(sections) => {
-                    // Exact or declined: the CPU keeps a cascade float32 would miss.
-                    let delta = realize_cascade(sections, index, max_frames, sequential_max)?;
-                    d.stages.push(StageForm::Sos { first: d.realizations.len(), count: sections.len() });
+                    // Exact or declined: float64 where float32 would miss, or the CPU.
+                    let (delta, precision) = realize_cascade(sections, index, max_frames, sequential_max, float64)?;
+                    d.stages.push(StageForm::Sos { first: d.realizations.len(), count: sections.len(), precision });
                     d.realizations.extend(delta);
                 }
                 DesignedStage::Fir(taps) => {
@@ -102,6 +111,17 @@ impl GpuDesign {
         self.realizations.iter().map(|r| r.to_gpu().words()).collect()
     }
 
+    /// The sections' float64 records (the float64 shader's `Section`), every section's
+    /// (the float32 stages' too, so both buffers are indexed alike).
+    pub fn section_records64(&self) -> Vec<[f64; 12]> {
+        self.realizations.iter().map(|r| r.to_gpu_as::<f64>().words()).collect()
+    }
+
+    /// Whether a stage runs in float64.
+    pub fn has_float64(&self) -> bool {
+        self.stages.iter().any(|s| matches!(s, StageForm::Sos { precision: GpuPrecision::F64, .. }))
+    }
+
     /// Whether this design fits buffers built for a design of `stages` with `fir_len`
     /// history samples (same stages, section and tap counts, FFT partitions); if not, the
     /// error says both shapes.
@@ -124,7 +144,8 @@ pub fn shape(stages: &[StageForm]) -> String {
     let words: Vec<String> = stages
         .iter()
         .map(|s| match s {
-            StageForm::Sos { count, .. } => format!("sos({count})"),
+            StageForm::Sos { count, precision: GpuPrecision::F32, .. } => format!("sos({count})"),
+            StageForm::Sos { count, precision: GpuPrecision::F64, .. } => format!("sos64({count})"),
             StageForm::Fir { taps, .. } => format!("fir({taps})"),
         })
         .collect();
@@ -141,7 +162,7 @@ mod tests {
         let fs = 48_000.0;
         let design = |cut: f64, taps: usize| {
             let chain = (Butterworth::lowpass(cut, 4) | Fir::lowpass(taps, cut) | Biquad::peaking(cut / 2.0, 1.0, 3.0)).design(fs).unwrap();
-            GpuDesign::new(&chain, 2, 4096, 64, "test").unwrap()
+            GpuDesign::new(&chain, 2, 4096, 64, "test", false).unwrap()
         };
         let (a, b) = (design(1000.0, 1025), design(2000.0, 1025));
         assert!(b.fits(&a.stages, a.fir_len).is_ok());

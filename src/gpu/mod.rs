@@ -40,6 +40,14 @@ impl Default for GpuTuning {
     }
 }
 
+fn precision_hint(float_bits: u32) -> &'static str {
+    if float_bits < 64 {
+        "this backend or device has no float64 form of it; the CPU backend runs it in float64"
+    } else {
+        "the CPU backend runs it in float64"
+    }
+}
+
 /// Why the GPU path cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GpuError {
@@ -49,11 +57,12 @@ pub enum GpuError {
     Device { adapter: String, why: String },
     #[error("not supported on the GPU path: {what}")]
     Unsupported { what: String },
-    /// The GPU's float32 form of a cascade would miss the accuracy the CPU keeps.
-    /// `stage` counts the designed chain's processors (each run of consecutive IIR,
-    /// biquad, `sos` and `gain` stages is one cascade).
-    #[error("declined by the GPU path: in float32, cascade {stage} of the chain would be off by about {estimate:.1e} of the output peak (the tolerance is 1e-4; the CPU backend runs it in float64)")]
-    Precision { stage: usize, estimate: f64 },
+    /// The GPU's form of a cascade would miss the accuracy the CPU keeps: its float32 form
+    /// (`float_bits` 32) on a device without double precision, or its float64 form too
+    /// (`float_bits` 64). `stage` counts the designed chain's processors (each run of
+    /// consecutive IIR, biquad, `sos` and `gain` stages is one cascade).
+    #[error("declined by the GPU path: in float{float_bits}, cascade {stage} of the chain would be off by about {estimate:.1e} of the output peak (the tolerance is 1e-4; {})", precision_hint(*float_bits))]
+    Precision { stage: usize, estimate: f64, float_bits: u32 },
     #[error("bad GPU job: {why}")]
     Job { why: String },
     #[error("the GPU device was lost: {why}")]

@@ -46,23 +46,62 @@ fn inverse(m: &M2) -> M2 {
     [[m[1][1] / det, -m[0][1] / det], [-m[1][0] / det, m[0][0] / det]]
 }
 
-/// One section as the shader reads it (`f32`, 12 words, std430-compatible).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-#[repr(C)]
-pub struct DeltaSection {
-    /// `A - I`, row-major.
-    pub delta: [f32; 4],
-    pub b: [f32; 2],
-    pub c: [f32; 2],
-    pub d: f32,
-    pub _pad: [f32; 3],
+/// The float types a GPU path runs sections in: `f32` (every device) and `f64` (devices
+/// with double precision, for the cascades whose `f32` form would miss the tolerance).
+pub trait GpuFloat: Copy + Default + PartialEq + std::fmt::Debug + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> {
+    fn mul_add(self, a: Self, b: Self) -> Self;
+    fn from_f64(v: f64) -> Self;
+    fn to_f64(self) -> f64;
 }
 
-impl DeltaSection {
+impl GpuFloat for f32 {
+    #[inline]
+    fn mul_add(self, a: f32, b: f32) -> f32 {
+        f32::mul_add(self, a, b)
+    }
+    #[inline]
+    fn from_f64(v: f64) -> f32 {
+        v as f32
+    }
+    #[inline]
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl GpuFloat for f64 {
+    #[inline]
+    fn mul_add(self, a: f64, b: f64) -> f64 {
+        f64::mul_add(self, a, b)
+    }
+    #[inline]
+    fn from_f64(v: f64) -> f64 {
+        v
+    }
+    #[inline]
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+/// One section as the shader reads it (12 words, std430-compatible): `f32` by default, `f64`
+/// for a cascade run in double precision.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct DeltaSection<T = f32> {
+    /// `A - I`, row-major.
+    pub delta: [T; 4],
+    pub b: [T; 2],
+    pub c: [T; 2],
+    pub d: T,
+    pub _pad: [T; 3],
+}
+
+impl<T: GpuFloat> DeltaSection<T> {
     /// The record as the shader's `Section` struct lays it out.
-    pub fn words(&self) -> [f32; 12] {
-        let (d, b, c) = (self.delta, self.b, self.c);
-        [d[0], d[1], d[2], d[3], b[0], b[1], c[0], c[1], self.d, 0.0, 0.0, 0.0]
+    pub fn words(&self) -> [T; 12] {
+        let (d, b, c, z) = (self.delta, self.b, self.c, T::default());
+        [d[0], d[1], d[2], d[3], b[0], b[1], c[0], c[1], self.d, z, z, z]
     }
 }
 
@@ -115,34 +154,49 @@ impl Realization {
 
     /// The `f32` record the shader reads.
     pub fn to_gpu(&self) -> DeltaSection {
+        self.to_gpu_as()
+    }
+
+    /// The record in `T` (`f32` or `f64`).
+    pub fn to_gpu_as<T: GpuFloat>(&self) -> DeltaSection<T> {
         let d = &self.delta;
+        let f = T::from_f64;
         DeltaSection {
-            delta: [d[0][0] as f32, d[0][1] as f32, d[1][0] as f32, d[1][1] as f32],
-            b: [self.b[0] as f32, self.b[1] as f32],
-            c: [self.c[0] as f32, self.c[1] as f32],
-            d: self.d as f32,
-            _pad: [0.0; 3],
+            delta: [f(d[0][0]), f(d[0][1]), f(d[1][0]), f(d[1][1])],
+            b: [f(self.b[0]), f(self.b[1])],
+            c: [f(self.c[0]), f(self.c[1])],
+            d: f(self.d),
+            _pad: [T::default(); 3],
         }
     }
 
     /// TDF-II state -> this form's state (`f32` for the shader).
     pub fn state_to_gpu(&self, z: [f64; 2]) -> [f32; 2] {
-        let s = apply(&self.to_alt, z);
-        [s[0] as f32, s[1] as f32]
+        self.state_to_gpu_as(z)
+    }
+
+    /// TDF-II state -> this form's state in `T`.
+    pub fn state_to_gpu_as<T: GpuFloat>(&self, z: [f64; 2]) -> [T; 2] {
+        apply(&self.to_alt, z).map(T::from_f64)
     }
 
     /// This form's state -> TDF-II state.
-    pub fn state_from_gpu(&self, s: [f32; 2]) -> [f64; 2] {
-        apply(&self.to_tdf2, [f64::from(s[0]), f64::from(s[1])])
+    pub fn state_from_gpu<T: GpuFloat>(&self, s: [T; 2]) -> [f64; 2] {
+        apply(&self.to_tdf2, s.map(T::to_f64))
     }
 
     /// Scan table for chunks of `chunk_len` samples: `A^(chunk_len·2^k) - I` for
     /// `k = 0..SCAN_STEPS`, row-major `f32`.
     pub fn scan_table(&self, chunk_len: usize) -> [[f32; 4]; SCAN_STEPS] {
+        self.scan_table_as(chunk_len)
+    }
+
+    /// [`Realization::scan_table`] in `T`.
+    pub fn scan_table_as<T: GpuFloat>(&self, chunk_len: usize) -> [[T; 4]; SCAN_STEPS] {
         let mut p = mat_pow(&self.a(), chunk_len);
-        let mut out = [[0.0f32; 4]; SCAN_STEPS];
+        let mut out = [[T::default(); 4]; SCAN_STEPS];
         for entry in out.iter_mut() {
-            *entry = [(p[0][0] - 1.0) as f32, p[0][1] as f32, p[1][0] as f32, (p[1][1] - 1.0) as f32];
+            *entry = [p[0][0] - 1.0, p[0][1], p[1][0], p[1][1] - 1.0].map(T::from_f64);
             p = mul(&p, &p);
         }
         out
@@ -174,7 +228,7 @@ pub fn chunking(frames: usize, sequential_max: usize) -> (usize, usize) {
 
 /// One sample of the delta recursion, in the shader's operation order.
 #[inline]
-pub fn step(sec: &DeltaSection, s: &mut [f32; 2], x: f32) -> f32 {
+pub fn step<T: GpuFloat>(sec: &DeltaSection<T>, s: &mut [T; 2], x: T) -> T {
     let y = sec.c[0].mul_add(s[0], sec.c[1].mul_add(s[1], sec.d * x));
     let i0 = sec.delta[0].mul_add(s[0], sec.delta[1].mul_add(s[1], sec.b[0] * x));
     let i1 = sec.delta[2].mul_add(s[0], sec.delta[3].mul_add(s[1], sec.b[1] * x));
@@ -184,14 +238,14 @@ pub fn step(sec: &DeltaSection, s: &mut [f32; 2], x: f32) -> f32 {
 
 /// `v + (M - I)·v` with `m` holding `M - I` row-major.
 #[inline]
-pub fn advance(m: &[f32; 4], v: [f32; 2]) -> [f32; 2] {
+pub fn advance<T: GpuFloat>(m: &[T; 4], v: [T; 2]) -> [T; 2] {
     [v[0] + m[0].mul_add(v[0], m[1] * v[1]), v[1] + m[2].mul_add(v[0], m[3] * v[1])]
 }
 
 /// CPU model of the shader for one channel and one section: sequential when the block is
 /// one chunk, else zero-state chunk passes, a Hillis-Steele scan of the chunk end states
 /// and a re-run of every chunk from its true start state.
-pub fn model_section(sec: &DeltaSection, table: &[[f32; 4]; SCAN_STEPS], x: &mut [f32], state: &mut [f32; 2], chunk_len: usize) {
+pub fn model_section<T: GpuFloat>(sec: &DeltaSection<T>, table: &[[T; 4]; SCAN_STEPS], x: &mut [T], state: &mut [T; 2], chunk_len: usize) {
     let chunks = x.len().div_ceil(chunk_len.max(1)).max(1);
     if chunks == 1 {
         for v in x.iter_mut() {
@@ -200,11 +254,11 @@ pub fn model_section(sec: &DeltaSection, table: &[[f32; 4]; SCAN_STEPS], x: &mut
         return;
     }
     // Pass 1: end state of each chunk from zero state; chunk 0 from the real state.
-    let mut ends: Vec<[f32; 2]> = x
+    let mut ends: Vec<[T; 2]> = x
         .chunks(chunk_len)
         .enumerate()
         .map(|(j, chunk)| {
-            let mut s = if j == 0 { *state } else { [0.0; 2] };
+            let mut s = if j == 0 { *state } else { [T::default(); 2] };
             for &v in chunk {
                 step(sec, &mut s, v);
             }
@@ -266,32 +320,60 @@ pub fn partition_spectra(taps: &[f64], part: usize) -> Vec<[f32; 2]> {
 /// probe signal and the input will be another.
 pub const GPU_ERROR_BUDGET: f64 = 2e-5;
 
-/// The delta forms of cascade `stage` of a chain for a GPU backend, or
-/// [`crate::gpu::GpuError::Precision`] when its float32 form would miss the tolerance
-/// (estimated by [`f32_error_estimate`] for blocks of `max_frames`; a NaN estimate
-/// declines too). The one decline rule every GPU backend applies.
+/// The float type a cascade runs in on a GPU path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GpuPrecision {
+    /// The delta form in `f32` (every device).
+    F32,
+    /// The delta form in `f64`, the samples still `f32` in and out of the cascade: for the
+    /// cascades whose `f32` form would miss the tolerance, on devices with double precision.
+    F64,
+}
+
+impl GpuPrecision {
+    pub fn bits(self) -> u32 {
+        match self {
+            GpuPrecision::F32 => 32,
+            GpuPrecision::F64 => 64,
+        }
+    }
+}
+
+/// The delta forms of cascade `stage` of a chain for a GPU backend and the precision it
+/// runs in: `f32` where its estimated error ([`error_estimate`] for blocks of
+/// `max_frames`) is within [`GPU_ERROR_BUDGET`]; else `f64` where the device has it
+/// (`float64`) and that is within the budget; else
+/// [`crate::gpu::GpuError::Precision`] (a NaN estimate declines too). The one decline
+/// rule every GPU backend applies.
 pub fn realize_cascade(
     sections: &[crate::design::Sos],
     stage: usize,
     max_frames: usize,
     sequential_max: usize,
-) -> Result<Vec<Realization>, crate::gpu::GpuError> {
+    float64: bool,
+) -> Result<(Vec<Realization>, GpuPrecision), crate::gpu::GpuError> {
     let coefs: Vec<SosCoefs> = sections.iter().map(SosCoefs::from).collect();
-    let estimate = remembered_estimate(&coefs, max_frames, sequential_max);
+    let mut estimate = remembered_estimate(&coefs, max_frames, sequential_max, GpuPrecision::F32);
+    let mut precision = GpuPrecision::F32;
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN estimate declines too
+    if !(estimate <= GPU_ERROR_BUDGET) && float64 {
+        precision = GpuPrecision::F64;
+        estimate = remembered_estimate(&coefs, max_frames, sequential_max, GpuPrecision::F64);
+    }
     #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN estimate declines too
     if !(estimate <= GPU_ERROR_BUDGET) {
-        return Err(crate::gpu::GpuError::Precision { stage, estimate });
+        return Err(crate::gpu::GpuError::Precision { stage, estimate, float_bits: precision.bits() });
     }
-    Ok(coefs.iter().map(Realization::new).collect())
+    Ok((coefs.iter().map(Realization::new).collect(), precision))
 }
 
-/// [`f32_error_estimate`], remembered for the last cascades asked about (exact
-/// coefficient bits, block and limit): the estimate takes milliseconds (10.8 ms for a
+/// [`error_estimate`], remembered for the last cascades asked about (exact coefficient
+/// bits, block, limit and precision): the estimate takes milliseconds (10.8 ms for a
 /// 12-section cascade on the development machine), and a coefficient change on the GPU
 /// path asks twice, once where it is designed (is it accepted?) and once on the offload
 /// worker that takes it (`GpuDesign::new`), which must not stall there.
-fn remembered_estimate(coefs: &[SosCoefs], frames: usize, sequential_max: usize) -> f64 {
-    type Entry = (Vec<SosCoefs>, usize, usize, f64);
+fn remembered_estimate(coefs: &[SosCoefs], frames: usize, sequential_max: usize, precision: GpuPrecision) -> f64 {
+    type Entry = (Vec<SosCoefs>, usize, usize, GpuPrecision, f64);
     const KEPT: usize = 32;
     static MEMORY: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
     let same = |a: &[SosCoefs], b: &[SosCoefs]| {
@@ -299,26 +381,32 @@ fn remembered_estimate(coefs: &[SosCoefs], frames: usize, sequential_max: usize)
             && a.iter().zip(b).all(|(x, y)| [x.b0, x.b1, x.b2, x.a1, x.a2].map(f64::to_bits) == [y.b0, y.b1, y.b2, y.a1, y.a2].map(f64::to_bits))
     };
     let lock = || MEMORY.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(e) = lock().iter().find(|e| e.1 == frames && e.2 == sequential_max && same(&e.0, coefs)) {
-        return e.3;
+    if let Some(e) = lock().iter().find(|e| e.1 == frames && e.2 == sequential_max && e.3 == precision && same(&e.0, coefs)) {
+        return e.4;
     }
-    let estimate = f32_error_estimate(coefs, frames, sequential_max);
+    let estimate = error_estimate(coefs, frames, sequential_max, precision);
     let mut memory = lock();
     if memory.len() == KEPT {
         memory.remove(0);
     }
-    memory.push((coefs.to_vec(), frames, sequential_max, estimate));
+    memory.push((coefs.to_vec(), frames, sequential_max, precision, estimate));
     estimate
 }
 
-/// Estimates the error of running `sections` (one cascade) the way the GPU does: a
-/// seeded white-noise probe of `frames` samples through the `f32` delta form (the CPU
-/// model of the shader: sequentially, and scanned in the chunks a block of `frames`
-/// would use past `sequential_max`) against the same cascade in `f64` TDF-II. Returns
-/// `max |y_gpu - y_f64| / max |y_f64|`, the worse of the two paths (infinite when the
-/// model's output is not finite). The probe is long enough (16,384 samples, less for very
-/// long cascades) for the coefficient rounding of a low-frequency pole to show.
+/// [`error_estimate`] of the `f32` form.
 pub fn f32_error_estimate(sections: &[SosCoefs], frames: usize, sequential_max: usize) -> f64 {
+    error_estimate(sections, frames, sequential_max, GpuPrecision::F32)
+}
+
+/// Estimates the error of running `sections` (one cascade) the way the GPU does in
+/// `precision`: a seeded white-noise probe of `frames` samples through the delta form (the
+/// CPU model of the shader, [`model_cascade`]: sequentially, and scanned in the chunks a
+/// block of `frames` would use past `sequential_max`) against the same cascade in `f64`
+/// TDF-II. Returns `max |y_gpu - y_f64| / max |y_f64|`, the worse of the two paths
+/// (infinite when the model's output is not finite). The probe is long enough (16,384
+/// samples, less for very long cascades) for the coefficient rounding of a low-frequency
+/// pole to show.
+pub fn error_estimate(sections: &[SosCoefs], frames: usize, sequential_max: usize, precision: GpuPrecision) -> f64 {
     let probe_len = (1usize << 24).checked_div(sections.len().max(1)).unwrap_or(0).clamp(1024, 16_384);
     let probe: Vec<f32> = crate::design::probe_noise(probe_len).iter().map(|&v| v as f32).collect();
     let mut exact: Vec<f64> = probe.iter().map(|&v| f64::from(v)).collect();
@@ -333,29 +421,65 @@ pub fn f32_error_estimate(sections: &[SosCoefs], frames: usize, sequential_max: 
     }
     let peak = exact.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let (_, chunk_len) = chunking(frames.max(sequential_max + 1), sequential_max);
-    let mut worst = 0.0f64;
-    for scanned in [false, true] {
-        let mut y = probe.clone();
-        for s in sections {
-            let r = Realization::new(s);
-            let sec = r.to_gpu();
-            let mut state = [0.0f32; 2];
-            if scanned {
-                let table = r.scan_table(chunk_len);
-                for block in y.chunks_mut(chunk_len * MAX_CHUNKS) {
-                    model_section(&sec, &table, block, &mut state, chunk_len);
-                }
-            } else {
-                for v in y.iter_mut() {
-                    *v = step(&sec, &mut state, *v);
-                }
-            }
+    let realizations: Vec<Realization> = sections.iter().map(Realization::new).collect();
+    fn modelled<T: GpuFloat>(realizations: &[Realization], probe: &[f32], block: usize, chunk_len: usize) -> Vec<f32> {
+        let mut y = probe.to_vec();
+        let mut states = vec![[T::default(); 2]; realizations.len()];
+        for block in y.chunks_mut(block) {
+            run_cascade(realizations, block, &mut states, chunk_len.min(block.len()));
         }
-        let err = y.iter().zip(&exact).fold(0.0f64, |m, (a, b)| m.max((f64::from(*a) - b).abs()));
+        y
+    }
+    let mut worst = 0.0f64;
+    // Sequential (one chunk per block), then scanned in blocks of `MAX_CHUNKS` chunks.
+    for (block, chunk_len) in [(probe.len(), probe.len()), (chunk_len * MAX_CHUNKS, chunk_len)] {
+        let y = match precision {
+            GpuPrecision::F32 => modelled::<f32>(&realizations, &probe, block, chunk_len),
+            GpuPrecision::F64 => modelled::<f64>(&realizations, &probe, block, chunk_len),
+        };
+        // A NaN anywhere (model or reference) counts as infinitely wrong: `max` would skip it.
+        let err = y.iter().zip(&exact).fold(0.0f64, |m, (a, b)| {
+            let d = (f64::from(*a) - b).abs();
+            if d.is_nan() {
+                f64::INFINITY
+            } else {
+                m.max(d)
+            }
+        });
         let rel = if peak > 0.0 { err / peak } else { err };
         worst = worst.max(if rel.is_finite() { rel } else { f64::INFINITY });
     }
     worst
+}
+
+/// One block of one channel through a cascade the way a GPU path runs it in `T`: the `f32`
+/// samples into `T`, every section through [`model_section`] from its state in the delta
+/// form (`states`, one per section, left at the block's end), the result rounded to `f32`
+/// once at the cascade's end. `chunk_len >= x.len()`: sequential; else scanned chunks.
+pub fn run_cascade<T: GpuFloat>(realizations: &[Realization], x: &mut [f32], states: &mut [[T; 2]], chunk_len: usize) {
+    let mut y: Vec<T> = x.iter().map(|&v| T::from_f64(f64::from(v))).collect();
+    for (r, s) in realizations.iter().zip(states.iter_mut()) {
+        model_section(&r.to_gpu_as::<T>(), &r.scan_table_as::<T>(chunk_len), &mut y, s, chunk_len);
+    }
+    for (o, v) in x.iter_mut().zip(&y) {
+        *o = v.to_f64() as f32;
+    }
+}
+
+/// [`run_cascade`] in `precision` with the sections' TDF-II states (`f64`, the engine's),
+/// converted in and out as the backends convert a job's state.
+pub fn model_cascade(realizations: &[Realization], precision: GpuPrecision, x: &mut [f32], states: &mut [[f64; 2]], chunk_len: usize) {
+    fn run<T: GpuFloat>(realizations: &[Realization], x: &mut [f32], states: &mut [[f64; 2]], chunk_len: usize) {
+        let mut alt: Vec<[T; 2]> = realizations.iter().zip(states.iter()).map(|(r, z)| r.state_to_gpu_as::<T>(*z)).collect();
+        run_cascade(realizations, x, &mut alt, chunk_len);
+        for ((r, z), s) in realizations.iter().zip(states.iter_mut()).zip(&alt) {
+            *z = r.state_from_gpu(*s);
+        }
+    }
+    match precision {
+        GpuPrecision::F32 => run::<f32>(realizations, x, states, chunk_len),
+        GpuPrecision::F64 => run::<f64>(realizations, x, states, chunk_len),
+    }
 }
 
 #[cfg(test)]
@@ -384,9 +508,34 @@ mod tests {
             let direct = f32_error_estimate(cascade, frames, limit);
             // Asked twice: the first computes and keeps it, the second finds it.
             for _ in 0..2 {
-                assert_eq!(remembered_estimate(cascade, frames, limit).to_bits(), direct.to_bits());
+                assert_eq!(remembered_estimate(cascade, frames, limit, GpuPrecision::F32).to_bits(), direct.to_bits());
             }
         }
+    }
+
+    /// The decline rule: float32 where it meets the budget, float64 where the device has it
+    /// and float32 would miss, a `Precision` error naming the precision otherwise.
+    #[test]
+    fn cascades_float32_would_miss_run_in_float64_or_are_declined_by_name() {
+        use crate::chain::{Butterworth, Chebyshev1, DesignedStage};
+        let sos = |chain: crate::chain::Chain, fs: f64| match chain.design(fs).unwrap().stages.remove(0) {
+            DesignedStage::Sos(v) => v,
+            DesignedStage::Fir(_) => unreachable!(),
+        };
+        let easy = sos(Butterworth::lowpass(1000.0, 4).into(), 48_000.0);
+        let hard = sos(Chebyshev1::bandstop(715.08, 2461.27, 12, 1.12).into(), 48_000.0);
+        for float64 in [false, true] {
+            assert_eq!(realize_cascade(&easy, 0, 4096, 64, float64).unwrap().1, GpuPrecision::F32);
+        }
+        let e = realize_cascade(&hard, 3, 4096, 64, false).unwrap_err();
+        assert!(matches!(e, crate::gpu::GpuError::Precision { stage: 3, float_bits: 32, estimate } if estimate > GPU_ERROR_BUDGET), "{e}");
+        let (forms, precision) = realize_cascade(&hard, 3, 4096, 64, true).unwrap();
+        assert_eq!((forms.len(), precision), (hard.len(), GpuPrecision::F64));
+        // Not a number: float64 declines too (a NaN estimate declines) and says so.
+        let broken = [crate::design::Sos { b: [1.0, 0.0, 0.0], a: [1.0, f64::NAN, 0.5] }];
+        let e = realize_cascade(&broken, 0, 4096, 64, true).unwrap_err();
+        assert!(matches!(e, crate::gpu::GpuError::Precision { float_bits: 64, .. }), "{e}");
+        assert!(e.to_string().contains("in float64"), "{e}");
     }
 
     #[test]

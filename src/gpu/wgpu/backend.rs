@@ -53,7 +53,7 @@ impl Backend for WgpuBackend {
     }
     fn accepts(&self, chain: &DesignedChain, channels: usize, block: usize) -> Result<(), RunError> {
         let sequential_max = super::sequential_max_for(self.ctx.report());
-        crate::gpu::design::GpuDesign::new(chain, channels.max(1), block.max(1), sequential_max, "wgpu").map(|_| ()).map_err(declined)
+        crate::gpu::design::GpuDesign::new(chain, channels.max(1), block.max(1), sequential_max, "wgpu", self.ctx.has_float64()).map(|_| ()).map_err(declined)
     }
     fn time_resident(&self, chain: &DesignedChain, input: &[f32], rows: usize, frames: usize, unit_frames: usize, runs: usize) -> Result<ResidentTiming, RunError> {
         time_resident(&self.ctx, chain, input, rows, frames, unit_frames, runs).map_err(declined)

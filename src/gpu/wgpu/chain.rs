@@ -8,14 +8,43 @@ use super::{sequential_max_for, JOB_TIMEOUT, PARAM_SLOT};
 use crate::chain::DesignedChain;
 use crate::engine::ChainState;
 use crate::gpu::design::{GpuDesign, StageForm};
-use crate::gpu::realize::{chunking, Realization, SCAN_STEPS};
+use crate::gpu::realize::{chunking, GpuPrecision, Realization, SCAN_STEPS};
 use crate::gpu::GpuError;
 use std::sync::mpsc;
 use std::time::Duration;
 
+/// The most iterations lavapipe runs of one loop of a shader invocation: llvmpipe's
+/// gallivm stops a loop after 65,535 (`LP_MAX_TGSI_LOOP_ITERATIONS`), counted over every
+/// entry of the loop in the invocation, and the samples after it are silently wrong. The
+/// SOS shaders' sample loops run `sections x samples per invocation` times (measured here:
+/// 4 sections x 16,384 samples sequential came out wrong from sample 16,368 on; 12 x 4,096
+/// right, 12 x 8,192 wrong).
+const SOFTWARE_LOOP_LIMIT: usize = 65_535;
+
+/// On a software adapter, refuses a chain whose SOS sample loops would pass
+/// [`SOFTWARE_LOOP_LIMIT`] for blocks up to `max_frames` (the sequential path's whole
+/// block, the scan's chunk): exact, or a clear refusal.
+fn software_loop_limit(stages: &[StageForm], max_frames: usize, sequential_max: usize) -> Result<(), GpuError> {
+    let per_invocation = max_frames.min(sequential_max.max(1)).max(chunking(max_frames, sequential_max).1);
+    for (index, stage) in stages.iter().enumerate() {
+        if let StageForm::Sos { count, .. } = *stage {
+            if count * per_invocation > SOFTWARE_LOOP_LIMIT {
+                return Err(GpuError::Unsupported {
+                    what: format!(
+                        "cascade {index} ({count} sections) in blocks of {max_frames} frames on a software adapter: one shader loop would run {} times, and lavapipe stops loops after {SOFTWARE_LOOP_LIMIT} (use blocks of at most {} frames, or the CPU backend)",
+                        count * per_invocation,
+                        SOFTWARE_LOOP_LIMIT / count * crate::gpu::realize::MAX_CHUNKS
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Per-stage dispatch plan.
 enum StagePlan {
-    Sos { first: usize, count: usize, bind: wgpu::BindGroup },
+    Sos { first: usize, count: usize, bind: wgpu::BindGroup, precision: GpuPrecision },
     Fir { tap_base: usize, taps: usize, hist_base: usize, bind: wgpu::BindGroup, fft: Option<FftPlan> },
 }
 
@@ -34,6 +63,8 @@ pub struct WgpuChain {
     pub(super) channels: usize,
     pub(super) max_frames: usize,
     sos_pipeline: wgpu::ComputePipeline,
+    /// The float64 SOS pipeline, when a cascade runs in float64.
+    sos64_pipeline: Option<wgpu::ComputePipeline>,
     fir_pipeline: wgpu::ComputePipeline,
     hist_pipeline: wgpu::ComputePipeline,
     stages: Vec<StagePlan>,
@@ -41,12 +72,21 @@ pub struct WgpuChain {
     pub(super) forms: Vec<StageForm>,
     pub(super) realizations: Vec<Realization>,
     pub(super) sections: wgpu::Buffer,
+    /// Every section's float64 record (read by the float64 stages), when one runs in float64.
+    pub(super) sections64: Option<wgpu::Buffer>,
     pub(super) taps: wgpu::Buffer,
     params: wgpu::Buffer,
     pub(super) work: wgpu::Buffer,
     tmp: wgpu::Buffer,
     tables: wgpu::Buffer,
+    tables64: Option<wgpu::Buffer>,
+    /// Every SOS state: the float32 states (`vec2<f32>`, one per channel and section) from
+    /// 0, the float64 ones (`vec2<f64>`, the same indexing) from [`WgpuChain::states64_at`]
+    /// when a cascade runs in float64. One buffer, so saving and restoring it keeps both.
     pub(super) states: wgpu::Buffer,
+    states64_at: u64,
+    /// The bytes of `states` in use.
+    states_bytes: u64,
     pub(super) history: wgpu::Buffer,
     hist_out: wgpu::Buffer,
     /// Two read-back buffers, so a job can be submitted while the previous one's
@@ -59,7 +99,10 @@ pub struct WgpuChain {
     pub(super) fir_len: usize,
     /// Scratch for state conversion and tables.
     state_f32: Vec<[f32; 2]>,
+    /// The float64 stages' states (empty without one), indexed as `state_f32`.
+    state_f64: Vec<[f64; 2]>,
     table_scratch: Vec<[f32; 4]>,
+    table_scratch64: Vec<[f64; 4]>,
     pub(super) sequential_max: usize,
     pub(super) fft: Option<FftKit>,
 }
@@ -75,8 +118,13 @@ impl WgpuChain {
             return Err(GpuError::Unsupported { what: format!("{channels} channels") });
         }
         let sequential_max = sequential_max_for(ctx.report());
-        let design = GpuDesign::new(chain, channels, max_frames, sequential_max, "wgpu")?;
+        let design = GpuDesign::new(chain, channels, max_frames, sequential_max, "wgpu", ctx.has_float64())?;
+        if ctx.report().is_cpu() {
+            software_loop_limit(&design.stages, max_frames, sequential_max)?;
+        }
         let records = design.section_records();
+        let wide = design.has_float64();
+        let records64 = if wide { design.section_records64() } else { Vec::new() };
         let GpuDesign { stages: forms, realizations, taps: taps_all, spectra: kernel_spectra, fir_len, spec_len } = design;
         // The FFT stages' parameter slots, one run after another.
         let mut fft_slots = 0usize;
@@ -93,9 +141,12 @@ impl WgpuChain {
             .collect();
         let total_sections = realizations.len();
         let work_bytes = (channels * max_frames * 4) as u64;
-        let state_bytes = (channels * total_sections * 8) as u64;
+        // The float64 states from the next offset a storage binding may start at.
+        let align = u64::from(ctx.limits.min_storage_buffer_offset_alignment).max(16);
+        let states64_at = ((channels * total_sections * 8) as u64).div_ceil(align) * align;
+        let state_bytes = if wide { states64_at + (channels * total_sections * 16) as u64 } else { (channels * total_sections * 8) as u64 };
         let hist_bytes = (fir_len * 4) as u64;
-        let biggest = work_bytes.max(hist_bytes).max((taps_all.len() * 4) as u64).max((spec_len * 8) as u64);
+        let biggest = (if wide { 2 * work_bytes } else { work_bytes }).max(hist_bytes).max((taps_all.len() * 4) as u64).max((spec_len * 8) as u64);
         if biggest > ctx.limits.max_storage_buffer_binding_size {
             return Err(GpuError::Unsupported {
                 what: format!(
@@ -121,11 +172,22 @@ impl WgpuChain {
         let readback = [0, 1].map(|_| buffer("readback", work_bytes + state_bytes + hist_bytes, U::MAP_READ | U::COPY_DST));
 
         ctx.queue.write_buffer(&sections_buf, 0, bytemuck::cast_slice(&records));
+        // The float64 stages' buffers: records, tables and the cascade's float64 samples.
+        let (sections64, tables64, wide_buf) = if wide {
+            let s64 = buffer("sections64", (total_sections * 96) as u64, U::STORAGE | U::COPY_DST);
+            ctx.queue.write_buffer(&s64, 0, bytemuck::cast_slice(&records64));
+            let t64 = buffer("tables64", (total_sections * SCAN_STEPS * 32) as u64, U::STORAGE | U::COPY_DST);
+            (Some(s64), Some(t64), Some(buffer("wide", 2 * work_bytes, U::STORAGE)))
+        } else {
+            (None, None, None)
+        };
         ctx.queue.write_buffer(&taps_buf, 0, bytemuck::cast_slice(&taps_all));
 
         let pipes = ctx.pipelines();
         let (sos_layout, fir_layout) = (&pipes.sos_layout, &pipes.fir_layout);
         let sos_pipeline = pipes.sos.clone();
+        let sos64 = wide.then(|| pipes.sos64(device));
+        let sos64_pipeline = sos64.map(|p| p.pipeline.clone());
         let fir_pipeline = pipes.fir.clone();
         let hist_pipeline = pipes.hist.clone();
 
@@ -142,7 +204,31 @@ impl WgpuChain {
                     size: std::num::NonZeroU64::new(32),
                 });
                 match *form {
-                    StageForm::Sos { first, count } => {
+                    StageForm::Sos { first, count, precision: GpuPrecision::F64 } => {
+                        // Only a design with a float64 stage gets here: the buffers exist.
+                        let (Some(s64), Some(t64), Some(w64), Some(layout)) = (&sections64, &tables64, &wide_buf, sos64.map(|p| &p.layout)) else {
+                            unreachable!("float64 buffers are made for every design with a float64 stage")
+                        };
+                        let states64 = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer: &states,
+                            offset: states64_at,
+                            size: std::num::NonZeroU64::new((channels * total_sections * 16).max(16) as u64),
+                        });
+                        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: Some("sos64 stage"),
+                            layout,
+                            entries: &[
+                                wgpu::BindGroupEntry { binding: 0, resource: param },
+                                wgpu::BindGroupEntry { binding: 1, resource: whole(&work) },
+                                wgpu::BindGroupEntry { binding: 2, resource: whole(s64) },
+                                wgpu::BindGroupEntry { binding: 3, resource: whole(t64) },
+                                wgpu::BindGroupEntry { binding: 4, resource: states64 },
+                                wgpu::BindGroupEntry { binding: 5, resource: whole(w64) },
+                            ],
+                        });
+                        StagePlan::Sos { first, count, bind, precision: GpuPrecision::F64 }
+                    }
+                    StageForm::Sos { first, count, precision: GpuPrecision::F32 } => {
                         let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
                             label: Some("sos stage"),
                             layout: sos_layout,
@@ -154,7 +240,7 @@ impl WgpuChain {
                                 wgpu::BindGroupEntry { binding: 4, resource: whole(&states) },
                             ],
                         });
-                        StagePlan::Sos { first, count, bind }
+                        StagePlan::Sos { first, count, bind, precision: GpuPrecision::F32 }
                     }
                     StageForm::Fir { tap_base, taps, hist_base, .. } => {
                         let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -233,18 +319,23 @@ impl WgpuChain {
             channels,
             max_frames,
             sos_pipeline,
+            sos64_pipeline,
             fir_pipeline,
             hist_pipeline,
             stages,
             forms,
             realizations,
             sections: sections_buf,
+            sections64,
             taps: taps_buf,
             params,
             work,
             tmp,
             tables,
+            tables64,
             states,
+            states64_at,
+            states_bytes: state_bytes,
             history,
             hist_out,
             readback,
@@ -252,7 +343,9 @@ impl WgpuChain {
             table_chunk_len: 0,
             fir_len,
             state_f32: vec![[0.0; 2]; channels * total_sections],
+            state_f64: if wide { vec![[0.0; 2]; channels * total_sections] } else { Vec::new() },
             table_scratch: vec![[0.0; 4]; total_sections * SCAN_STEPS],
+            table_scratch64: if wide { vec![[0.0; 4]; total_sections * SCAN_STEPS] } else { Vec::new() },
             sequential_max,
             fft,
         })
@@ -344,6 +437,9 @@ impl WgpuChain {
             if !self.state_f32.is_empty() {
                 queue.write_buffer(&self.states, 0, bytemuck::cast_slice(&self.state_f32));
             }
+            if !self.state_f64.is_empty() {
+                queue.write_buffer(&self.states, self.states64_at, bytemuck::cast_slice(&self.state_f64));
+            }
             if !state.fir.is_empty() {
                 queue.write_buffer(&self.history, 0, bytemuck::cast_slice(&state.fir));
             }
@@ -354,7 +450,7 @@ impl WgpuChain {
         let readback = &self.readback[slot];
         encoder.copy_buffer_to_buffer(&self.work, 0, readback, 0, block_bytes);
         if read_state {
-            let state_bytes = (self.state_f32.len() * 8) as u64;
+            let state_bytes = self.states_bytes;
             let hist_bytes = (self.fir_len * 4) as u64;
             if state_bytes > 0 {
                 encoder.copy_buffer_to_buffer(&self.states, 0, readback, block_bytes, state_bytes);
@@ -384,6 +480,12 @@ impl WgpuChain {
                 out.copy_from_slice(&r.scan_table(chunk_len));
             }
             queue.write_buffer(&self.tables, 0, bytemuck::cast_slice(&self.table_scratch));
+            if let Some(t64) = &self.tables64 {
+                for (r, out) in self.realizations.iter().zip(self.table_scratch64.chunks_exact_mut(SCAN_STEPS)) {
+                    out.copy_from_slice(&r.scan_table_as::<f64>(chunk_len));
+                }
+                queue.write_buffer(t64, 0, bytemuck::cast_slice(&self.table_scratch64));
+            }
             self.table_chunk_len = chunk_len;
         }
         // Parameters of every stage for this block length. Queue writes take effect in
@@ -408,12 +510,15 @@ impl WgpuChain {
         let block_bytes = (channels * frames * 4) as u64;
         for stage in &self.stages {
             match stage {
-                StagePlan::Sos { count, bind, .. } => {
+                StagePlan::Sos { count, bind, precision, .. } => {
                     if *count == 0 {
                         continue;
                     }
                     let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("sos"), timestamp_writes: None });
-                    pass.set_pipeline(&self.sos_pipeline);
+                    match (precision, &self.sos64_pipeline) {
+                        (GpuPrecision::F64, Some(wide)) => pass.set_pipeline(wide),
+                        _ => pass.set_pipeline(&self.sos_pipeline),
+                    }
                     pass.set_bind_group(0, bind, &[]);
                     pass.dispatch_workgroups(channels as u32, 1, 1);
                 }
@@ -460,7 +565,7 @@ impl WgpuChain {
         }
         let block_bytes = (channels * frames * 4) as u64;
         let (state_bytes, hist_bytes) =
-            if job.with_state { ((self.state_f32.len() * 8) as u64, (self.fir_len * 4) as u64) } else { (0, 0) };
+            if job.with_state { (self.states_bytes, (self.fir_len * 4) as u64) } else { (0, 0) };
         let total_bytes = block_bytes + state_bytes + hist_bytes;
         let readback = self.readback[slot].clone();
         let slice = readback.slice(..total_bytes);
@@ -505,8 +610,13 @@ impl WgpuChain {
             read_f32(0, &mut data[..channels * frames]);
             if let (true, Some(state)) = (job.with_state, state.as_deref_mut()) {
                 let st = block_bytes as usize;
-                for (o, b) in self.state_f32.iter_mut().zip(bytes[st..st + state_bytes as usize].chunks_exact(8)) {
+                for (o, b) in self.state_f32.iter_mut().zip(bytes[st..].chunks_exact(8)) {
                     *o = [f32::from_le_bytes([b[0], b[1], b[2], b[3]]), f32::from_le_bytes([b[4], b[5], b[6], b[7]])];
+                }
+                let at64 = st + self.states64_at as usize;
+                for (o, b) in self.state_f64.iter_mut().zip(bytes[at64.min(bytes.len())..].chunks_exact(16)) {
+                    let word = |k: usize| f64::from_le_bytes([b[k], b[k + 1], b[k + 2], b[k + 3], b[k + 4], b[k + 5], b[k + 6], b[k + 7]]);
+                    *o = [word(0), word(8)];
                 }
                 read_f32(st + state_bytes as usize, &mut state.fir);
             }
@@ -522,10 +632,13 @@ impl WgpuChain {
         let channels = self.channels;
         let mut at = 0;
         for stage in &self.stages {
-            if let StagePlan::Sos { first, count, .. } = *stage {
+            if let StagePlan::Sos { first, count, precision, .. } = *stage {
                 for _ in 0..channels {
                     for r in &self.realizations[first..first + count] {
-                        self.state_f32[at] = r.state_to_gpu(state.sos[at]);
+                        match precision {
+                            GpuPrecision::F32 => self.state_f32[at] = r.state_to_gpu(state.sos[at]),
+                            GpuPrecision::F64 => self.state_f64[at] = r.state_to_gpu_as(state.sos[at]),
+                        }
                         at += 1;
                     }
                 }
@@ -539,11 +652,14 @@ impl WgpuChain {
         let channels = self.channels;
         let mut at = 0;
         for stage in &self.stages {
-            if let StagePlan::Sos { first, count, .. } = *stage {
+            if let StagePlan::Sos { first, count, precision, .. } = *stage {
                 for _ in 0..channels {
                     let start = at;
                     for r in &self.realizations[first..first + count] {
-                        state.sos[at] = r.state_from_gpu(self.state_f32[at]);
+                        state.sos[at] = match precision {
+                            GpuPrecision::F32 => r.state_from_gpu(self.state_f32[at]),
+                            GpuPrecision::F64 => r.state_from_gpu(self.state_f64[at]),
+                        };
                         at += 1;
                     }
                     crate::dsp::sos::sanitize_state(&mut state.sos[start..at]);

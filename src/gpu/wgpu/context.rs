@@ -40,6 +40,9 @@ pub struct WgpuContext {
     pub(super) report: AdapterReport,
     pub(super) limits: wgpu::Limits,
     pub(super) lost: Arc<AtomicBool>,
+    /// The device runs float64 shaders (`SHADER_F64` asked for and granted), and
+    /// `FERROFX_WGPU_FLOAT64=0` does not turn them off.
+    float64: bool,
     /// Serialises submissions and polls of every user of this device: wgpu-core 30 trips
     /// an internal assertion ("current submission index should be at least the wait
     /// submission index") when one thread submits while another polls. GPU work of
@@ -90,9 +93,14 @@ impl WgpuContext {
             max_buffer_size: supported.max_buffer_size,
             ..wgpu::Limits::default()
         };
+        // Double precision where the adapter has it: the cascades whose float32 form would
+        // miss the tolerance run in float64 there instead of being declined.
+        let float64 = adapter.features().contains(wgpu::Features::SHADER_F64) && std::env::var("FERROFX_WGPU_FLOAT64").as_deref() != Ok("0");
+        let required_features = if float64 { wgpu::Features::SHADER_F64 } else { wgpu::Features::empty() };
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("ferrofx"),
             required_limits: limits.clone(),
+            required_features,
             ..Default::default()
         }))
         .map_err(|e| GpuError::Device { adapter: report.to_string(), why: e.to_string() })?;
@@ -101,11 +109,18 @@ impl WgpuContext {
             let lost = lost.clone();
             device.set_device_lost_callback(move |_, _| lost.store(true, Ordering::Release));
         }
-        Ok(WgpuContext { device, queue, report, limits, lost, gate: Arc::new(Mutex::new(())), shared: Arc::new(OnceLock::new()) })
+        Ok(WgpuContext { device, queue, report, limits, lost, float64, gate: Arc::new(Mutex::new(())), shared: Arc::new(OnceLock::new()) })
     }
 
     pub fn report(&self) -> &AdapterReport {
         &self.report
+    }
+
+    /// Whether cascades whose float32 form would miss the tolerance run in float64 here
+    /// (the adapter has `SHADER_F64`; `FERROFX_WGPU_FLOAT64=0` turns it off, and those
+    /// cascades are then declined as on a device without it).
+    pub fn has_float64(&self) -> bool {
+        self.float64
     }
 
     /// The shared SOS and direct-FIR pipelines (built on first use).

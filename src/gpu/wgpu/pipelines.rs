@@ -2,7 +2,7 @@
 //! [`super::WgpuChain`] on it (a chain swap only builds buffers and bind groups). The FFT
 //! pipelines are built the first time a chain has a long FIR.
 
-use super::{FFT_WGSL, FIR_WGSL, SOS_WGSL};
+use super::{FFT_WGSL, FIR_WGSL, SOS64_WGSL, SOS_WGSL};
 use std::sync::OnceLock;
 
 /// The SOS and direct-FIR pipelines with their layouts.
@@ -13,6 +13,14 @@ pub struct Pipelines {
     pub fir: wgpu::ComputePipeline,
     pub hist: wgpu::ComputePipeline,
     fft: OnceLock<FftPipelines>,
+    sos64: OnceLock<Sos64Pipeline>,
+}
+
+/// The float64 SOS pipeline (`shaders/sos64.wgsl`) and its layout: built the first time a
+/// chain has a cascade that runs in float64, on devices with `SHADER_F64` only.
+pub struct Sos64Pipeline {
+    pub layout: wgpu::BindGroupLayout,
+    pub pipeline: wgpu::ComputePipeline,
 }
 
 /// The FFT-partitioned FIR path's pipelines and their layout.
@@ -88,7 +96,23 @@ impl Pipelines {
         let sos = pipeline(device, SOS_WGSL, &sos_layout, "main");
         let fir = pipeline(device, FIR_WGSL, &fir_layout, "main");
         let hist = pipeline(device, FIR_WGSL, &fir_layout, "history_main");
-        Pipelines { sos_layout, fir_layout, sos, fir, hist, fft: OnceLock::new() }
+        Pipelines { sos_layout, fir_layout, sos, fir, hist, fft: OnceLock::new(), sos64: OnceLock::new() }
+    }
+
+    /// The float64 SOS pipeline, built on first use (the device must have `SHADER_F64`).
+    pub fn sos64(&self, device: &wgpu::Device) -> &Sos64Pipeline {
+        self.sos64.get_or_init(|| {
+            let entries = [
+                uniform_entry(false),
+                storage_entry(1, false),
+                storage_entry(2, true),
+                storage_entry(3, true),
+                storage_entry(4, false),
+                storage_entry(5, false),
+            ];
+            let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("sos64"), entries: &entries });
+            Sos64Pipeline { pipeline: pipeline(device, SOS64_WGSL, &layout, "main"), layout }
+        })
     }
 
     /// The FFT pipelines, built on first use.

@@ -13,13 +13,16 @@ impl WgpuChain {
     /// submitted finish with the old coefficients (queue writes take effect at the next
     /// submission); later jobs use the new ones, their state (the CPU engine's) converted
     /// with them. On error (another shape, a cascade whose float32 form would miss the
-    /// tolerance) the chain keeps its old coefficients. Allocates the design on the
+    /// tolerance in float32 and, where the device has it, float64; a cascade that moves between the two is another shape) the chain keeps its old coefficients. Allocates the design on the
     /// host: not for an audio thread.
     pub fn set_coefficients(&mut self, chain: &DesignedChain) -> Result<(), GpuError> {
-        let design = GpuDesign::new(chain, self.channels, self.max_frames, self.sequential_max, "wgpu")?;
+        let design = GpuDesign::new(chain, self.channels, self.max_frames, self.sequential_max, "wgpu", self.ctx.has_float64())?;
         design.fits(&self.forms, self.fir_len)?;
         let queue = &self.ctx.queue;
         queue.write_buffer(&self.sections, 0, bytemuck::cast_slice(&design.section_records()));
+        if let Some(s64) = &self.sections64 {
+            queue.write_buffer(s64, 0, bytemuck::cast_slice(&design.section_records64()));
+        }
         queue.write_buffer(&self.taps, 0, bytemuck::cast_slice(&design.taps));
         if let Some(kit) = &self.fft {
             queue.write_buffer(&kit.kernel, 0, bytemuck::cast_slice(&design.spectra));

@@ -250,7 +250,7 @@ impl CudaChain {
         let mut state_base = 0usize;
         for plan in plans.iter() {
             match *plan {
-                Plan::Sos { first, count } => {
+                Plan::Sos { first, count, .. } => {
                     if count == 0 {
                         continue;
                     }

@@ -47,7 +47,7 @@ impl CudaChain {
         let host = &mut self.pinned.as_mut_slice()?[slot * n..(slot + 1) * n];
         let mut at = 0;
         for plan in &self.plans {
-            if let Plan::Sos { first, count } = *plan {
+            if let Plan::Sos { first, count, .. } = *plan {
                 for _ in 0..channels {
                     for r in &self.realizations[first..first + count] {
                         let s = r.state_to_gpu(state.sos[at]);
@@ -68,7 +68,7 @@ impl CudaChain {
         let host = self.slot(slot)?;
         let mut at = 0;
         for plan in &self.plans {
-            if let Plan::Sos { first, count } = *plan {
+            if let Plan::Sos { first, count, .. } = *plan {
                 for _ in 0..channels {
                     let start = at;
                     for r in &self.realizations[first..first + count] {
