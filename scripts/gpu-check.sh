@@ -67,6 +67,8 @@ fi
 # The plugin's GPU path (CUDA first, as the plugin opens it) taking new coefficients.
 step gpu_retune 60 ./gpu_retune --nocapture >> "$OUT/gpu_cuda.log" 2>&1
 [ "$mode" = all ] && step gpu_wgpu 120 ./gpu_wgpu --nocapture --test-threads=1 > "$OUT/gpu_wgpu.log" 2>&1
+# Cascades float32 declines, in float64 on the card (wgpu's SHADER_F64 under Vulkan).
+[ "$mode" = all ] && step gpu_float64 90 ./gpu_float64 --nocapture --test-threads=1 >> "$OUT/gpu_wgpu.log" 2>&1
 if [ "$mode" = all ]; then
 # The demo rendered on CUDA and on the CPU: the largest difference, relative to the peak.
 demo_chain="$root/examples/chains/demo.json" demo_in="$root/examples/audio/demo.wav"
