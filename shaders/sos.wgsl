@@ -1,8 +1,12 @@
-// SOS cascade over one block, one workgroup per channel (FerroFX, src/gpu/wgpu_backend.rs).
+// SOS cascade over one block, one workgroup per channel (FerroFX, src/gpu/wgpu/chain.rs).
+// This body is shared by both precisions: it is compiled after sos_f32.wgsl or
+// sos_f64.wgsl, which name the float type `T` and say where the cascade's samples live
+// (`load`, `store`, and `stage_in`/`stage_out` around the sections).
 //
 // Each section runs in the delta state-space form of src/gpu/realize.rs:
 //   y = c.s + d*x;   s <- s + (A - I) s + b*x
-// which keeps float32 accurate for poles near z = 1.
+// which keeps float32 accurate for poles near z = 1 (and float64 for the cascades where
+// float32 would still miss the tolerance).
 //
 // Sequential path (params.chunks == 1): invocation 0 runs the block.
 // Scan path (chunks > 1), per section, time-parallel over chunks of chunk_len samples:
@@ -12,12 +16,13 @@
 //      A^(L 2^k) (stored as A^(L 2^k) - I): the true end state of every chunk;
 //   3. each invocation re-runs its chunk from its true start state, in place.
 // Chunks are the same for every section, so an invocation only ever reads samples it
-// wrote itself: the work buffer needs no barrier, only the shared end states do.
+// wrote itself: the sample buffers need no barrier, only the shared end states do.
+// The CPU model is src/gpu/realize.rs's run_cascade::<T>.
 
 struct Section {
-    delta: vec4<f32>, // A - I, row-major
-    bc: vec4<f32>,    // b0, b1, c0, c1
-    d: vec4<f32>,     // d, unused x3
+    delta: vec4<T>, // A - I, row-major
+    bc: vec4<T>,    // b0, b1, c0, c1
+    d: vec4<T>,     // d, unused x3
 }
 
 struct Params {
@@ -35,15 +40,23 @@ const WG: u32 = 256u;
 const STEPS: u32 = 8u;
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> work: array<f32>;
 @group(0) @binding(2) var<storage, read> sections: array<Section>;
-@group(0) @binding(3) var<storage, read> tables: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> states: array<vec2<f32>>;
+@group(0) @binding(3) var<storage, read> tables: array<vec4<T>>;
+@group(0) @binding(4) var<storage, read_write> states: array<vec2<T>>;
 
-var<workgroup> ends: array<vec2<f32>, 256>;
+var<workgroup> ends: array<vec2<T>, 256>;
 
-fn advance(m: vec4<f32>, v: vec2<f32>) -> vec2<f32> {
-    return v + vec2<f32>(fma(m.x, v.x, m.y * v.y), fma(m.z, v.x, m.w * v.y));
+fn advance(m: vec4<T>, v: vec2<T>) -> vec2<T> {
+    return v + vec2<T>(fma(m.x, v.x, m.y * v.y), fma(m.z, v.x, m.w * v.y));
+}
+
+fn next_state(sec: Section, s: vec2<T>, x: T) -> vec2<T> {
+    return s + vec2<T>(fma(sec.delta.x, s.x, fma(sec.delta.y, s.y, sec.bc.x * x)),
+                       fma(sec.delta.z, s.x, fma(sec.delta.w, s.y, sec.bc.y * x)));
+}
+
+fn output(sec: Section, s: vec2<T>, x: T) -> T {
+    return fma(sec.bc.z, s.x, fma(sec.bc.w, s.y, sec.d.x * x));
 }
 
 @compute @workgroup_size(256)
@@ -51,8 +64,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let ch = wg.x;
     let j = lid.x;
     let base = ch * p.stride;
+    // This invocation's samples: its chunk (the whole block for invocation 0 when sequential).
     let start = min(j * p.chunk_len, p.frames);
     let end = min(start + p.chunk_len, p.frames);
+    stage_in(base + start, base + end);
     for (var i = 0u; i < p.count; i++) {
         let si = p.first + i;
         let sec = sections[si];
@@ -62,25 +77,22 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             if (j == 0u) {
                 var s = s_init;
                 for (var n = 0u; n < p.frames; n++) {
-                    let x = work[base + n];
-                    let y = fma(sec.bc.z, s.x, fma(sec.bc.w, s.y, sec.d.x * x));
-                    s = s + vec2<f32>(fma(sec.delta.x, s.x, fma(sec.delta.y, s.y, sec.bc.x * x)),
-                                      fma(sec.delta.z, s.x, fma(sec.delta.w, s.y, sec.bc.y * x)));
-                    work[base + n] = y;
+                    let x = load(base + n);
+                    let y = output(sec, s, x);
+                    s = next_state(sec, s, x);
+                    store(base + n, y);
                 }
                 states[st] = s;
             }
             continue;
         }
         // 1. zero-state end of each chunk
-        var s = vec2<f32>(0.0, 0.0);
+        var s = vec2<T>();
         if (j == 0u) {
             s = s_init;
         }
         for (var n = start; n < end; n++) {
-            let x = work[base + n];
-            s = s + vec2<f32>(fma(sec.delta.x, s.x, fma(sec.delta.y, s.y, sec.bc.x * x)),
-                              fma(sec.delta.z, s.x, fma(sec.delta.w, s.y, sec.bc.y * x)));
+            s = next_state(sec, s, load(base + n));
         }
         ends[j] = s;
         workgroupBarrier();
@@ -108,14 +120,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         }
         workgroupBarrier(); // everyone has read `ends` before the next section writes it
         for (var n = start; n < end; n++) {
-            let x = work[base + n];
-            let y = fma(sec.bc.z, s3.x, fma(sec.bc.w, s3.y, sec.d.x * x));
-            s3 = s3 + vec2<f32>(fma(sec.delta.x, s3.x, fma(sec.delta.y, s3.y, sec.bc.x * x)),
-                                fma(sec.delta.z, s3.x, fma(sec.delta.w, s3.y, sec.bc.y * x)));
-            work[base + n] = y;
+            let x = load(base + n);
+            let y = output(sec, s3, x);
+            s3 = next_state(sec, s3, x);
+            store(base + n, y);
         }
         if (j == p.chunks - 1u) {
             states[st] = s3;
         }
     }
+    stage_out(base + start, base + end);
 }

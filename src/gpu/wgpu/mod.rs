@@ -8,8 +8,9 @@
 //! audio thread: the realtime path goes through [`crate::run::offload`].
 //!
 //! Shaders: `shaders/sos.wgsl` (sequential and time-parallel scan of the delta form of
-//! [`crate::gpu::realize`]), `shaders/sos64.wgsl` (the same in float64, for the cascades
-//! whose float32 form would miss the tolerance, on devices with `SHADER_F64`), `shaders/fir.wgsl` (direct convolution with workgroup
+//! [`crate::gpu::realize`]), the same body in float64 after `shaders/sos_f64.wgsl` (float32:
+//! after `sos_f32.wgsl`), for the cascades whose float32 form would miss the tolerance, on
+//! devices with `SHADER_F64`), `shaders/fir.wgsl` (direct convolution with workgroup
 //! tiling for FIRs up to [`DIRECT_MAX_TAPS`], plus the history update) and
 //! `shaders/fft_fir.wgsl` (uniformly partitioned overlap-save with a radix-2 Stockham FFT
 //! for longer FIRs). A FIR's job state is its time-domain history either way.
@@ -41,8 +42,9 @@ pub use stream::WgpuStream;
 
 use std::time::Duration;
 
-const SOS_WGSL: &str = include_str!("../../../shaders/sos.wgsl");
-const SOS64_WGSL: &str = include_str!("../../../shaders/sos64.wgsl");
+// One SOS body for both precisions, after the prelude that names the float type.
+const SOS_WGSL: &str = concat!(include_str!("../../../shaders/sos_f32.wgsl"), include_str!("../../../shaders/sos.wgsl"));
+const SOS64_WGSL: &str = concat!(include_str!("../../../shaders/sos_f64.wgsl"), include_str!("../../../shaders/sos.wgsl"));
 // Both FIR shaders read their input through `input_at` (shaders/fir_input.wgsl).
 const FIR_WGSL: &str = concat!(include_str!("../../../shaders/fir.wgsl"), include_str!("../../../shaders/fir_input.wgsl"));
 const FFT_WGSL: &str = concat!(include_str!("../../../shaders/fft_fir.wgsl"), include_str!("../../../shaders/fir_input.wgsl"));

@@ -16,7 +16,7 @@ pub struct Pipelines {
     sos64: OnceLock<Sos64Pipeline>,
 }
 
-/// The float64 SOS pipeline (`shaders/sos64.wgsl`) and its layout: built the first time a
+/// The float64 SOS pipeline (`shaders/sos_f64.wgsl` + `sos.wgsl`) and its layout: built the first time a
 /// chain has a cascade that runs in float64, on devices with `SHADER_F64` only.
 pub struct Sos64Pipeline {
     pub layout: wgpu::BindGroupLayout,
