@@ -110,12 +110,28 @@ fn a_same_shape_design_the_gpu_declines_builds_anew_on_the_cpu_and_back() {
     let pass = play(&mut audio, &params, &telemetry, 0, 20);
     assert!((pass / sine_rms - 1.0).abs() < 0.15, "4 kHz outside the stop band: {pass:.4} RMS");
     // The same shape with a stop band whose float32 form the GPU declines (the shared
-    // reference case 023): not a retune, a whole build whose blocks run on the CPU.
+    // reference case 023). On a device with float64 (lavapipe has it) the GPU runs it in
+    // float64: a retune in place, like any other. Without (FERROFX_WGPU_FLOAT64=0, Metal):
+    // not a retune, a whole build whose blocks run on the CPU.
     let before = audio.chain().handovers();
     params.chain.install(bandstop(715.08, 2461.27));
     let declined = audio.chain().handovers();
-    assert_eq!(declined, Handovers { builds: before.builds + 1, ..before }, "a declined design must not travel as a retune");
     let status = audio.chain().gpu_status();
+    if declined.retunes == before.retunes + 1 {
+        assert_eq!(declined, Handovers { retunes: before.retunes + 1, ..before }, "taken in float64 in place");
+        assert!(status.starts_with("GPU worker"), "{status}");
+        // 4 kHz lies outside 715-2461 Hz: it passes, computed by the worker in float64.
+        let mid = play(&mut audio, &params, &telemetry, 20 * BLOCK, 20);
+        assert!((mid / sine_rms - 1.0).abs() < 0.15, "4 kHz outside the float64 stop band: {mid:.4} RMS");
+        params.chain.install(bandstop(8000.0, 16_000.0));
+        assert_eq!(audio.chain().handovers(), Handovers { retunes: declined.retunes + 1, ..declined }, "back to float32 in place");
+        assert!(audio.chain().gpu_status().starts_with("GPU worker"), "{}", audio.chain().gpu_status());
+        let again = play(&mut audio, &params, &telemetry, 40 * BLOCK, 20);
+        assert!((again / sine_rms - 1.0).abs() < 0.15, "4 kHz outside the new stop band: {again:.4} RMS");
+        audio.deactivate();
+        return;
+    }
+    assert_eq!(declined, Handovers { builds: before.builds + 1, ..before }, "a declined design must not travel as a retune");
     assert!(status.contains("declined") && status.contains("blocks run on the CPU"), "{status}");
     // Back to a design the GPU takes: a whole build on the GPU again (the CPU-only
     // offload had no worker to retune).

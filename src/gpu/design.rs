@@ -125,8 +125,14 @@ impl GpuDesign {
     /// Whether this design fits buffers built for a design of `stages` with `fir_len`
     /// history samples (same stages, section and tap counts, FFT partitions); if not, the
     /// error says both shapes.
+    /// A cascade's precision is not part of the shape: a backend that runs float64 keeps
+    /// the buffers of both and switches in place.
     pub fn fits(&self, stages: &[StageForm], fir_len: usize) -> Result<(), GpuError> {
-        if self.stages == stages && self.fir_len == fir_len {
+        let erased = |s: &StageForm| match *s {
+            StageForm::Sos { first, count, .. } => StageForm::Sos { first, count, precision: GpuPrecision::F32 },
+            other => other,
+        };
+        if self.stages.len() == stages.len() && self.stages.iter().zip(stages).all(|(a, b)| erased(a) == erased(b)) && self.fir_len == fir_len {
             return Ok(());
         }
         Err(GpuError::Job {

@@ -44,7 +44,9 @@ fn software_loop_limit(stages: &[StageForm], max_frames: usize, sequential_max: 
 
 /// Per-stage dispatch plan.
 enum StagePlan {
-    Sos { first: usize, count: usize, bind: wgpu::BindGroup, precision: GpuPrecision },
+    /// `bind64`: the float64 shader's bindings, on a device with float64 (a retune may
+    /// move the cascade between precisions in place).
+    Sos { first: usize, count: usize, bind: wgpu::BindGroup, bind64: Option<wgpu::BindGroup>, precision: GpuPrecision },
     Fir { tap_base: usize, taps: usize, hist_base: usize, bind: wgpu::BindGroup, fft: Option<FftPlan> },
 }
 
@@ -105,6 +107,8 @@ pub struct WgpuChain {
     table_scratch64: Vec<[f64; 4]>,
     pub(super) sequential_max: usize,
     pub(super) fft: Option<FftKit>,
+    /// A cascade changed precision in place: the next job must bring its state.
+    pub(super) state_required: bool,
 }
 
 impl WgpuChain {
@@ -123,7 +127,9 @@ impl WgpuChain {
             software_loop_limit(&design.stages, max_frames, sequential_max)?;
         }
         let records = design.section_records();
-        let wide = design.has_float64();
+        // On a device with float64 every chain gets the float64 buffers and bindings, so
+        // new coefficients can move a cascade between precisions in place.
+        let wide = ctx.has_float64();
         let records64 = if wide { design.section_records64() } else { Vec::new() };
         let GpuDesign { stages: forms, realizations, taps: taps_all, spectra: kernel_spectra, fir_len, spec_len } = design;
         // The FFT stages' parameter slots, one run after another.
@@ -204,31 +210,34 @@ impl WgpuChain {
                     size: std::num::NonZeroU64::new(32),
                 });
                 match *form {
-                    StageForm::Sos { first, count, precision: GpuPrecision::F64 } => {
-                        // Only a design with a float64 stage gets here: the buffers exist.
-                        let (Some(s64), Some(t64), Some(w64), Some(layout)) = (&sections64, &tables64, &wide_buf, sos64.map(|p| &p.layout)) else {
-                            unreachable!("float64 buffers are made for every design with a float64 stage")
+                    StageForm::Sos { first, count, precision } => {
+                        let bind64 = match (&sections64, &tables64, &wide_buf, sos64) {
+                            (Some(s64), Some(t64), Some(w64), Some(p64)) => {
+                                let states64 = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                    buffer: &states,
+                                    offset: states64_at,
+                                    size: std::num::NonZeroU64::new((channels * total_sections * 16).max(16) as u64),
+                                });
+                                let param64 = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                    buffer: &params,
+                                    offset: i as u64 * PARAM_SLOT,
+                                    size: std::num::NonZeroU64::new(32),
+                                });
+                                Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
+                                    label: Some("sos64 stage"),
+                                    layout: &p64.layout,
+                                    entries: &[
+                                        wgpu::BindGroupEntry { binding: 0, resource: param64 },
+                                        wgpu::BindGroupEntry { binding: 1, resource: whole(&work) },
+                                        wgpu::BindGroupEntry { binding: 2, resource: whole(s64) },
+                                        wgpu::BindGroupEntry { binding: 3, resource: whole(t64) },
+                                        wgpu::BindGroupEntry { binding: 4, resource: states64 },
+                                        wgpu::BindGroupEntry { binding: 5, resource: whole(w64) },
+                                    ],
+                                }))
+                            }
+                            _ => None,
                         };
-                        let states64 = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                            buffer: &states,
-                            offset: states64_at,
-                            size: std::num::NonZeroU64::new((channels * total_sections * 16).max(16) as u64),
-                        });
-                        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                            label: Some("sos64 stage"),
-                            layout,
-                            entries: &[
-                                wgpu::BindGroupEntry { binding: 0, resource: param },
-                                wgpu::BindGroupEntry { binding: 1, resource: whole(&work) },
-                                wgpu::BindGroupEntry { binding: 2, resource: whole(s64) },
-                                wgpu::BindGroupEntry { binding: 3, resource: whole(t64) },
-                                wgpu::BindGroupEntry { binding: 4, resource: states64 },
-                                wgpu::BindGroupEntry { binding: 5, resource: whole(w64) },
-                            ],
-                        });
-                        StagePlan::Sos { first, count, bind, precision: GpuPrecision::F64 }
-                    }
-                    StageForm::Sos { first, count, precision: GpuPrecision::F32 } => {
                         let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
                             label: Some("sos stage"),
                             layout: sos_layout,
@@ -240,7 +249,7 @@ impl WgpuChain {
                                 wgpu::BindGroupEntry { binding: 4, resource: whole(&states) },
                             ],
                         });
-                        StagePlan::Sos { first, count, bind, precision: GpuPrecision::F32 }
+                        StagePlan::Sos { first, count, bind, bind64, precision }
                     }
                     StageForm::Fir { tap_base, taps, hist_base, .. } => {
                         let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -348,6 +357,7 @@ impl WgpuChain {
             table_scratch64: if wide { vec![[0.0; 4]; total_sections * SCAN_STEPS] } else { Vec::new() },
             sequential_max,
             fft,
+            state_required: false,
         })
     }
 
@@ -428,11 +438,17 @@ impl WgpuChain {
         if self.ctx.is_lost() {
             return Err(GpuError::DeviceLost { why: "the device was lost earlier".into() });
         }
+        if state.is_none() && self.state_required {
+            return Err(GpuError::Job {
+                why: "a cascade changed precision with the last coefficients: this job must carry the state (the device's is in the other precision)".into(),
+            });
+        }
         let queue = self.ctx.queue.clone();
         // Input and state in. The shader's state layout is the engine's ([stage][channel]
         // [section]), converted to each section's delta form.
         queue.write_buffer(&self.work, 0, bytemuck::cast_slice(&data[..channels * frames]));
         if let Some(state) = state {
+            self.state_required = false;
             self.convert_states_in(state);
             if !self.state_f32.is_empty() {
                 queue.write_buffer(&self.states, 0, bytemuck::cast_slice(&self.state_f32));
@@ -510,16 +526,22 @@ impl WgpuChain {
         let block_bytes = (channels * frames * 4) as u64;
         for stage in &self.stages {
             match stage {
-                StagePlan::Sos { count, bind, precision, .. } => {
+                StagePlan::Sos { count, bind, bind64, precision, .. } => {
                     if *count == 0 {
                         continue;
                     }
                     let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("sos"), timestamp_writes: None });
-                    match (precision, &self.sos64_pipeline) {
-                        (GpuPrecision::F64, Some(wide)) => pass.set_pipeline(wide),
-                        _ => pass.set_pipeline(&self.sos_pipeline),
+                    // A float64 stage exists only on a device with its pipeline and bindings.
+                    match (precision, &self.sos64_pipeline, bind64) {
+                        (GpuPrecision::F64, Some(wide), Some(b64)) => {
+                            pass.set_pipeline(wide);
+                            pass.set_bind_group(0, b64, &[]);
+                        }
+                        _ => {
+                            pass.set_pipeline(&self.sos_pipeline);
+                            pass.set_bind_group(0, bind, &[]);
+                        }
                     }
-                    pass.set_bind_group(0, bind, &[]);
                     pass.dispatch_workgroups(channels as u32, 1, 1);
                 }
                 StagePlan::Fir { taps, hist_base, bind, fft, .. } => {
@@ -626,6 +648,19 @@ impl WgpuChain {
             self.convert_states_out(state);
         }
         Ok(())
+    }
+
+    /// Takes each cascade's precision from `forms` (the same shape as this chain's);
+    /// returns whether one changed.
+    pub(super) fn set_precisions(&mut self, forms: &[StageForm]) -> bool {
+        let mut changed = false;
+        for (plan, form) in self.stages.iter_mut().zip(forms) {
+            if let (StagePlan::Sos { precision, .. }, StageForm::Sos { precision: new, .. }) = (plan, form) {
+                changed |= *precision != *new;
+                *precision = *new;
+            }
+        }
+        changed
     }
 
     fn convert_states_in(&mut self, state: &ChainState) {

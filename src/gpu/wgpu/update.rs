@@ -20,6 +20,11 @@ impl WgpuChain {
         design.fits(&self.forms, self.fir_len)?;
         let queue = &self.ctx.queue;
         queue.write_buffer(&self.sections, 0, bytemuck::cast_slice(&design.section_records()));
+        if design.has_float64() && self.sections64.is_none() {
+            // Cannot happen: only a device with float64 designs float64 stages, and there
+            // every chain has the float64 buffers.
+            return Err(GpuError::Unsupported { what: "a float64 cascade on a chain built without float64 buffers".into() });
+        }
         if let Some(s64) = &self.sections64 {
             queue.write_buffer(s64, 0, bytemuck::cast_slice(&design.section_records64()));
         }
@@ -29,6 +34,13 @@ impl WgpuChain {
         }
         // The scan tables follow the coefficients: rewritten before the next scanned job.
         self.table_chunk_len = 0;
+        // A cascade may move between float32 and float64 (the same shape, both kept on a
+        // device with float64): its state lives in the other precision's slots then, so
+        // the next job must bring its state (the offload's jobs always do).
+        if self.set_precisions(&design.stages) {
+            self.state_required = true;
+        }
+        self.forms = design.stages;
         self.realizations = design.realizations;
         Ok(())
     }
