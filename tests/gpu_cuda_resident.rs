@@ -32,26 +32,18 @@ fn flat(rows: &[Vec<f32>]) -> Vec<f32> {
 /// its own (or one, in place).
 fn run_split(resident: &mut CudaResident, input: &[Vec<f32>], cuts: &[usize], in_place: bool) -> Vec<Vec<f32>> {
     let stream = resident.stream().clone();
-    let mut out = vec![Vec::new(); input.len()];
-    let mut bounds = vec![0];
-    bounds.extend(cuts.iter().copied());
-    bounds.push(input[0].len());
-    for w in bounds.windows(2) {
-        let (a, b) = (w[0], w[1]);
-        let piece: Vec<Vec<f32>> = input.iter().map(|r| r[a..b].to_vec()).collect();
+    ferrofx_testkit::engine::at_cut_points(input, cuts, |piece| {
+        let (rows, frames) = (piece.len(), piece[0].len());
         let mut src: CudaSlice<f32> = stream.clone_htod(&flat(&piece)).unwrap();
         let result = if in_place {
-            resident.process_in_place(&mut src, b - a).map(|()| src)
+            resident.process_in_place(&mut src, frames).map(|()| src)
         } else {
-            let mut dst: CudaSlice<f32> = stream.clone_htod(&vec![f32::NAN; input.len() * (b - a)]).unwrap();
-            resident.process(&src, &mut dst, b - a).map(|()| dst)
+            let mut dst: CudaSlice<f32> = stream.clone_htod(&vec![f32::NAN; rows * frames]).unwrap();
+            resident.process(&src, &mut dst, frames).map(|()| dst)
         };
         let host = stream.clone_dtoh(&result.unwrap()).unwrap();
-        for (o, r) in out.iter_mut().zip(host.chunks(b - a)) {
-            o.extend_from_slice(r);
-        }
-    }
-    out
+        host.chunks(frames.max(1)).map(<[f32]>::to_vec).collect()
+    })
 }
 
 fn assert_bits(a: &[Vec<f32>], b: &[Vec<f32>], what: &str) {

@@ -145,6 +145,17 @@ impl GpuDesign {
     }
 }
 
+/// Whether a job's `state` has the shape of a chain with `sos` SOS states (channels x
+/// sections) and `fir` FIR history samples; if not, the error says both.
+pub fn check_state(state: &crate::engine::ChainState, sos: usize, fir: usize) -> Result<(), GpuError> {
+    if state.sos.len() == sos && state.fir.len() == fir {
+        return Ok(());
+    }
+    Err(GpuError::Job {
+        why: format!("state of {} SOS and {} FIR samples, the chain needs {sos} and {fir}", state.sos.len(), state.fir.len()),
+    })
+}
+
 /// Stages in words, e.g. `sos(4) fir(101)`.
 pub fn shape(stages: &[StageForm]) -> String {
     let words: Vec<String> = stages

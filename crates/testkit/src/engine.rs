@@ -74,6 +74,22 @@ pub fn in_cuts(input: &[Vec<f32>], cuts: &[usize], mut process: impl FnMut(&mut 
     out
 }
 
+/// `input` (rows) cut at the frames `cuts` (ascending), each piece through `call` (its rows
+/// in, its output rows back), the outputs joined: a stream of calls, e.g. on device buffers.
+pub fn at_cut_points(input: &[Vec<f32>], cuts: &[usize], mut call: impl FnMut(Vec<Vec<f32>>) -> Vec<Vec<f32>>) -> Vec<Vec<f32>> {
+    let mut out = vec![Vec::new(); input.len()];
+    let mut bounds = vec![0];
+    bounds.extend(cuts.iter().copied());
+    bounds.push(input.first().map_or(0, Vec::len));
+    for w in bounds.windows(2) {
+        let piece: Vec<Vec<f32>> = input.iter().map(|r| r[w[0]..w[1]].to_vec()).collect();
+        for (o, r) in out.iter_mut().zip(call(piece)) {
+            o.extend_from_slice(&r);
+        }
+    }
+    out
+}
+
 /// Planar channels delayed by `block` frames (zeros first, the length kept): an offloaded
 /// stream is its CPU reference one block late.
 pub fn one_block_late(y: Vec<Vec<f32>>, block: usize) -> Vec<Vec<f32>> {

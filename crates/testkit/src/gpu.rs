@@ -79,19 +79,11 @@ pub fn download(ctx: &WgpuContext, buffer: &wgpu::Buffer, rows: usize, frames: u
 /// The stream `input` through `resident` in calls cut at `cuts` (each call its own input
 /// and output buffers, or one buffer in place).
 pub fn resident_run(ctx: &WgpuContext, resident: &mut WgpuResident, input: &[Vec<f32>], cuts: &[usize], in_place: bool) -> Vec<Vec<f32>> {
-    let mut out = vec![Vec::new(); input.len()];
-    let mut bounds = vec![0];
-    bounds.extend(cuts.iter().copied());
-    bounds.push(input[0].len());
-    for w in bounds.windows(2) {
-        let (a, b) = (w[0], w[1]);
-        let piece: Vec<Vec<f32>> = input.iter().map(|r| r[a..b].to_vec()).collect();
+    crate::engine::at_cut_points(input, cuts, |piece| {
+        let (rows, frames) = (piece.len(), piece[0].len());
         let src = upload(ctx, &piece);
-        let dst = if in_place { src.clone() } else { upload(ctx, &vec![vec![f32::NAN; b - a]; input.len()]) };
-        resident.process(&src, &dst, b - a).unwrap();
-        for (o, r) in out.iter_mut().zip(download(ctx, &dst, input.len(), b - a)) {
-            o.extend_from_slice(&r);
-        }
-    }
-    out
+        let dst = if in_place { src.clone() } else { upload(ctx, &vec![vec![f32::NAN; frames]; rows]) };
+        resident.process(&src, &dst, frames).unwrap();
+        download(ctx, &dst, rows, frames)
+    })
 }

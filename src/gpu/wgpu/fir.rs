@@ -47,6 +47,64 @@ pub(super) struct FftKit {
     pub(super) n_max: usize,
 }
 
+impl FftKit {
+    /// The FFT path of a chain whose long FIRs have `plans` (`slots` parameter slots in
+    /// all), their partition spectra `spectra`, spectrum buffers of `spec_len` bins, over
+    /// the chain's `[work, history, tmp]` buffers.
+    pub(super) fn new(ctx: &super::WgpuContext, plans: &[Option<FftPlan>], slots: usize, spectra: &[[f32; 2]], spec_len: usize, [work, history, tmp]: [&wgpu::Buffer; 3]) -> FftKit {
+        use wgpu::BufferUsages as U;
+        let device = &ctx.device;
+        let buffer = |label: &str, size: u64, usage: wgpu::BufferUsages| {
+            device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: size.max(16), usage, mapped_at_creation: false })
+        };
+        let n_max = plans.iter().flatten().map(FftPlan::n).max().unwrap_or(2);
+        let twiddles: Vec<[f32; 2]> = (0..n_max / 2)
+            .map(|m| {
+                let a = -2.0 * std::f64::consts::PI * m as f64 / n_max as f64;
+                [a.cos() as f32, a.sin() as f32]
+            })
+            .collect();
+        let kernel_buf = buffer("fft kernel", (spectra.len() * 8) as u64, U::STORAGE | U::COPY_DST);
+        let tw_buf = buffer("fft twiddles", (twiddles.len() * 8) as u64, U::STORAGE | U::COPY_DST);
+        ctx.queue.write_buffer(&kernel_buf, 0, bytemuck::cast_slice(spectra));
+        ctx.queue.write_buffer(&tw_buf, 0, bytemuck::cast_slice(&twiddles));
+        let spec_a = buffer("fft spectra a", (spec_len * 8) as u64, U::STORAGE);
+        let spec_b = buffer("fft spectra b", (spec_len * 8) as u64, U::STORAGE);
+        let fft_params = buffer("fft params", slots as u64 * PARAM_SLOT, U::UNIFORM | U::COPY_DST);
+        let fft_pipes = ctx.fft_pipelines();
+        let group = |from: &wgpu::Buffer, to: &wgpu::Buffer| {
+            device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("fft"),
+                layout: &fft_pipes.layout,
+                entries: &[
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &fft_params, offset: 0, size: std::num::NonZeroU64::new(64) }),
+                    },
+                    wgpu::BindGroupEntry { binding: 1, resource: work.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 2, resource: history.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 3, resource: kernel_buf.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 4, resource: tw_buf.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 5, resource: from.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 6, resource: to.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 7, resource: tmp.as_entire_binding() },
+                ],
+            })
+        };
+        FftKit {
+            segments: fft_pipes.segments.clone(),
+            pass: fft_pipes.pass.clone(),
+            mac: fft_pipes.mac.clone(),
+            extract: fft_pipes.extract.clone(),
+            kernel: kernel_buf.clone(),
+            a_to_b: group(&spec_a, &spec_b),
+            b_to_a: group(&spec_b, &spec_a),
+            params: fft_params,
+            n_max,
+        }
+    }
+}
+
 /// Writes the FFT path's per-dispatch parameters for a block of `frames`.
 pub(super) fn write_fft_params(queue: &wgpu::Queue, kit: &FftKit, plan: &FftPlan, taps: usize, frames: usize, hist_base: usize) {
     let n = plan.n();

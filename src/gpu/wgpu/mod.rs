@@ -16,7 +16,7 @@
 //! for longer FIRs). A FIR's job state is its time-domain history either way.
 
 //!
-//! Files: `context.rs` (adapter and device), `chain.rs` ([`WgpuChain`]: buffers, bind
+//! Files: `context.rs` (adapter and device), `chain/` ([`WgpuChain`]: buffers, bind
 //! groups, one job's round trip), `pipelines.rs` (pipelines and layouts, built once per
 //! device), `fir.rs` (the FFT-partitioned FIR path), `stream.rs`
 //! ([`WgpuStream`], pipelined blocks for offline use), `resident.rs` ([`WgpuResident`]:

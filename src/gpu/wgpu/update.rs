@@ -20,13 +20,13 @@ impl WgpuChain {
         design.fits(&self.forms, self.fir_len)?;
         let queue = &self.ctx.queue;
         queue.write_buffer(&self.sections, 0, bytemuck::cast_slice(&design.section_records()));
-        if design.has_float64() && self.sections64.is_none() {
+        if design.has_float64() && self.float64.is_none() {
             // Cannot happen: only a device with float64 designs float64 stages, and there
             // every chain has the float64 buffers.
             return Err(GpuError::Unsupported { what: "a float64 cascade on a chain built without float64 buffers".into() });
         }
-        if let Some(s64) = &self.sections64 {
-            queue.write_buffer(s64, 0, bytemuck::cast_slice(&design.section_records64()));
+        if let Some(f64s) = &self.float64 {
+            queue.write_buffer(&f64s.sections, 0, bytemuck::cast_slice(&design.section_records64()));
         }
         queue.write_buffer(&self.taps, 0, bytemuck::cast_slice(&design.taps));
         if let Some(kit) = &self.fft {

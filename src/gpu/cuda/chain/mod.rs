@@ -373,17 +373,7 @@ impl CudaChain {
         if frames > self.max_frames {
             return Err(gpu(GpuError::Job { why: format!("{frames} frames (largest block {})", self.max_frames) }));
         }
-        if state.sos.len() != channels * total || state.fir.len() != self.fir_len {
-            return Err(gpu(GpuError::Job {
-                why: format!(
-                    "state of {} SOS and {} FIR samples, the chain needs {} and {}",
-                    state.sos.len(),
-                    state.fir.len(),
-                    channels * total,
-                    self.fir_len
-                ),
-            }));
-        }
+        crate::gpu::design::check_state(state, channels * total, self.fir_len).map_err(gpu)?;
         Ok(())
     }
 }
