@@ -94,6 +94,14 @@ pub trait Backend: Send + Sync {
         let _ = (chain, input, rows, frames, unit_frames, runs);
         Err(RunError::Declined { backend: self.name(), why: "no device-resident path".into() })
     }
+    /// The host-to-host floor of this backend (`cargo xtask bench` prints it beside every
+    /// offline GPU workload): `bytes` from host memory to the device and `bytes` back to
+    /// host memory, both directions at once where the device can, nothing computed; the
+    /// median of `runs` (after one warm-up) in seconds. Backends without a device decline.
+    fn time_host_copy(&self, bytes: usize, runs: usize) -> Result<f64, RunError> {
+        let _ = (bytes, runs);
+        Err(RunError::Declined { backend: self.name(), why: "no device to copy to".into() })
+    }
 }
 
 /// [`Backend::time_resident`]'s figures: the median of the runs, in seconds, and the

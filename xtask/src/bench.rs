@@ -141,6 +141,9 @@ pub struct Measurement {
     /// and p99.9 of plain arithmetic of the median block's length timed the same way
     /// ([`machine_tail`]).
     pub block: Option<(usize, f64, (f64, f64))>,
+    /// For an offline workload on a GPU backend: the median host-to-host copy floor of
+    /// the same bytes (`Backend::time_host_copy`: up and back, nothing computed).
+    pub copy_floor_s: Option<f64>,
 }
 
 impl Measurement {
@@ -214,6 +217,11 @@ fn time_stream(
         }
     }
     std::hint::black_box(&buf);
+    // The bus's floor for the same bytes, beside the GPU's host-to-host time.
+    let copy_floor_s = match runner {
+        Runner::Cpu => None,
+        Runner::Gpu(backend) => Some(backend.time_host_copy(channels * frames * 4, runs)?),
+    };
     let (sections, taps) = shape(chain);
     let min_s = times.iter().cloned().fold(f64::INFINITY, f64::min);
     Ok(Measurement {
@@ -227,6 +235,7 @@ fn time_stream(
         median_s: median(&mut times),
         min_s,
         block: None,
+        copy_floor_s,
     })
 }
 
@@ -272,6 +281,7 @@ fn time_blocks(runner: Runner, chain: &Chain, block: usize, seconds: f64, min_bl
         median_s: times[times.len() / 2],
         min_s: times[0],
         block: Some((block, p999, machine_p999)),
+        copy_floor_s: None,
     })
 }
 
@@ -413,6 +423,10 @@ fn print(m: &Measurement, json_out: bool) {
             v["median_budget_share"] = json!(m.median_s / budget);
             v["p999_budget_share"] = json!(p999 / budget);
         }
+        if let Some(floor) = m.copy_floor_s {
+            v["copy_floor_s"] = json!(floor);
+            v["x_copy_floor"] = json!(m.median_s / floor);
+        }
         println!("{v}");
         return;
     }
@@ -435,7 +449,7 @@ fn print(m: &Measurement, json_out: bool) {
             );
         }
         None => println!(
-            "{:<15} {:<4} {:>2} ch {:>9} frames  median {:>9.4} s  min {:>9.4} s  {:>8.3} ns/sample  {}  {:.0}x realtime",
+            "{:<15} {:<4} {:>2} ch {:>9} frames  median {:>9.4} s  min {:>9.4} s  {:>8.3} ns/sample  {}  {:.0}x realtime{}",
             m.workload,
             m.backend,
             m.channels,
@@ -444,7 +458,8 @@ fn print(m: &Measurement, json_out: bool) {
             m.min_s,
             m.ns_per_sample(),
             per_section,
-            m.frames as f64 / FS / m.median_s
+            m.frames as f64 / FS / m.median_s,
+            m.copy_floor_s.map_or(String::new(), |f| format!("  copy floor {f:.4} s ({:.2}x it)", m.median_s / f))
         ),
     }
 }

@@ -428,6 +428,16 @@ fn bench_runs_the_workloads_on_wgpu_and_says_what_the_adapter_is() {
     assert_eq!(lines.len(), 12 + 8 + 1, "iir_chain grid, 8 realtime block sizes on a GPU (32-4096 frames), long_fir");
     assert!(lines.iter().all(|v| v["backend"] == "wgpu" && v["median_s"].as_f64().unwrap() > 0.0));
     assert!(lines.iter().any(|v| v["workload"] == "long_fir" && v["taps"] == 262_144));
+    // Every offline workload beside the host-to-host copy floor of its bytes; the
+    // realtime blocks (one round trip each) without.
+    for v in &lines {
+        let offline = v["workload"] != "realtime_block";
+        assert_eq!(v.get("copy_floor_s").is_some(), offline, "{v}");
+        if offline {
+            let floor = v["copy_floor_s"].as_f64().unwrap();
+            assert!(floor > 0.0 && (v["x_copy_floor"].as_f64().unwrap() - v["median_s"].as_f64().unwrap() / floor).abs() < 1e-9, "{v}");
+        }
+    }
     let err = stderr(&o);
     assert!(err.contains("wgpu backend on"), "{err}");
     if err.contains("Cpu") {

@@ -60,6 +60,39 @@ impl Backend for CudaBackend {
     fn time_resident(&self, chain: &DesignedChain, input: &[f32], rows: usize, frames: usize, unit_frames: usize, runs: usize) -> Result<ResidentTiming, RunError> {
         time_resident(&self.dev, chain, input, rows, frames, unit_frames, runs).map_err(declined)
     }
+    fn time_host_copy(&self, bytes: usize, runs: usize) -> Result<f64, RunError> {
+        time_host_copy(&self.dev, bytes, runs).map_err(declined)
+    }
+}
+
+/// [`Backend::time_host_copy`] on CUDA: the bare copy floor, pinned host memory to the
+/// device on one stream while other bytes come back from the device into pinned host
+/// memory on another (PCIe carries both directions at once), both waited for.
+fn time_host_copy(dev: &Arc<CudaDevice>, bytes: usize, runs: usize) -> Result<f64, CudaError> {
+    use std::time::Instant;
+    let n = bytes.div_ceil(4).max(1);
+    // SAFETY: the allocations are plain pinned host memory of `n` f32s (any bit pattern is
+    // a valid f32); `host_in` is filled before it is read, `host_out` is only written by
+    // the copies and never read.
+    let (mut host_in, mut host_out) = unsafe { (dev.ctx.alloc_pinned_with_flags::<f32>(n, 0)?, dev.ctx.alloc_pinned_with_flags::<f32>(n, 0)?) };
+    host_in.as_mut_slice()?.fill(0.5);
+    let (up, down) = (dev.ctx.new_stream()?, dev.ctx.new_stream()?);
+    let mut on_device = up.alloc_zeros::<f32>(n)?;
+    let coming_back = down.alloc_zeros::<f32>(n)?;
+    up.synchronize()?;
+    down.synchronize()?;
+    let mut times = Vec::new();
+    for run in 0..=runs {
+        let t0 = Instant::now();
+        up.memcpy_htod(&host_in, &mut on_device)?;
+        down.memcpy_dtoh(&coming_back, &mut host_out)?;
+        up.synchronize()?;
+        down.synchronize()?;
+        if run > 0 {
+            times.push(t0.elapsed().as_secs_f64());
+        }
+    }
+    Ok(median_s(times))
 }
 
 /// [`Backend::time_resident`] on CUDA: device allocations in and out, [`CudaResident`] on

@@ -58,6 +58,56 @@ impl Backend for WgpuBackend {
     fn time_resident(&self, chain: &DesignedChain, input: &[f32], rows: usize, frames: usize, unit_frames: usize, runs: usize) -> Result<ResidentTiming, RunError> {
         time_resident(&self.ctx, chain, input, rows, frames, unit_frames, runs).map_err(declined)
     }
+    fn time_host_copy(&self, bytes: usize, runs: usize) -> Result<f64, RunError> {
+        time_host_copy(&self.ctx, bytes, runs).map_err(declined)
+    }
+}
+
+/// [`Backend::time_host_copy`] on wgpu: what a job's round trip must move at least, a
+/// queue write of the bytes into a storage buffer, a copy into a read-back buffer, the
+/// map and the read into host memory (wgpu has no concurrent upload and download).
+fn time_host_copy(ctx: &WgpuContext, bytes: usize, runs: usize) -> Result<f64, GpuError> {
+    use std::time::Instant;
+    use wgpu::BufferUsages as U;
+    let size = (bytes.max(4) as u64).div_ceil(4) * 4;
+    let host_in = vec![0x3Fu8; size as usize];
+    let mut host_out = vec![0u8; size as usize];
+    let buffer = |label: &str, usage: wgpu::BufferUsages| {
+        ctx.device().create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false })
+    };
+    let on_device = buffer("copy floor", U::STORAGE | U::COPY_DST | U::COPY_SRC);
+    let read = buffer("copy floor read-back", U::MAP_READ | U::COPY_DST);
+    let mut times = Vec::new();
+    for run in 0..=runs {
+        let t0 = Instant::now();
+        ctx.queue().write_buffer(&on_device, 0, &host_in);
+        let mut encoder = ctx.device().create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(&on_device, 0, &read, 0, size);
+        let index = ctx.submit(encoder);
+        let slice = read.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        ctx.wait(Some(index))?;
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(GpuError::DeviceLost { why: e.to_string() }),
+            Err(_) => return Err(GpuError::DeviceLost { why: "the copy's read-back never completed".into() }),
+        }
+        {
+            let view = slice.get_mapped_range().map_err(|e| GpuError::DeviceLost { why: e.to_string() })?;
+            host_out.copy_from_slice(&view);
+        }
+        read.unmap();
+        if run > 0 {
+            times.push(t0.elapsed().as_secs_f64());
+        }
+    }
+    if host_out != host_in {
+        return Err(GpuError::Job { why: "the copy floor's bytes came back changed".into() });
+    }
+    Ok(crate::run::backend::median_s(times))
 }
 
 /// [`Backend::time_resident`] on wgpu: storage buffers in and out, [`WgpuResident`].
