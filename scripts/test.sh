@@ -66,6 +66,8 @@ step "SciPy reference cases, generated set (CPU engine, then every GPU backend t
 run cargo test --workspace --test reference -- --nocapture
 # --workspace: the same feature set as the test build above, so nothing recompiles.
 run cargo test --workspace --test gpu_backends every_reference_case -- --nocapture
+step "a GPU without float64 (FERROFX_WGPU_FLOAT64=0): the cascades float32 would miss declined, by name, and the plugin building on the CPU instead of retuning"
+FERROFX_WGPU_FLOAT64=0 run cargo test --workspace --test gpu_retune --test stress
 if [ -n "$shared" ] && [ -f "$shared/index.json" ]; then
     step "SciPy reference cases, the shared set at $shared (extra check)"
     FERROFX_REFERENCE_DIR="$shared" run cargo test --workspace --test reference --test gpu_model -- --nocapture

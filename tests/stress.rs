@@ -135,6 +135,10 @@ fn random_designs_over_the_whole_contract_match_scipy_or_are_refused() {
     for d in declines.iter().take(10) {
         println!("  declined by wgpu: {d}");
     }
+    // Every decline says why, by name (a precision decline names the precision).
+    for d in &declines {
+        assert!(d.contains("declined by the GPU path: in float") || d.contains("not supported on the GPU path"), "a decline without its reason: {d}");
+    }
     // A device with float64 runs in float64 what float32 would miss: nothing declined.
     #[cfg(feature = "wgpu")]
     if let Some(ctx) = gpu().filter(|c| c.has_float64()) {
