@@ -6,7 +6,8 @@
  * spelling:
  * - FX_HD: a function for both (`__host__ __device__` in CUDA, `static inline` in C);
  * - FX_GLOBAL, FX_SHARED, fx_tid(), fx_bid(), fx_bid_y(), fx_bid_z(), fx_sync(): device pass only.
- * fmaf is __builtin_fmaf in both: one rounding, so host and device agree bit for bit.
+ * fmaf is __builtin_fmaf in both (fma for double, __builtin_fma): one rounding, so host
+ * and device agree bit for bit.
  */
 #ifndef FX_CUDA_H
 #define FX_CUDA_H
@@ -29,9 +30,14 @@ FX_DEVICE void fx_sync(void) { __syncthreads(); }
 #endif
 
 #define fx_fma(a, b, c) __builtin_fmaf((a), (b), (c))
+#define fx_dfma(a, b, c) __builtin_fma((a), (b), (c))
 
 typedef struct {
     float x, y;
 } fx_vec2;
+
+typedef struct {
+    double x, y;
+} fx_dvec2;
 
 #endif

@@ -37,40 +37,42 @@ typedef struct {
     unsigned channels;
 } fx_sos_params;
 
-/* One sample through one section; returns the output, updates the state. */
-FX_HD float fx_sos_step(const fx_section* sec, fx_vec2* s, float x) {
-    float y = fx_fma(sec->c[0], s->x, fx_fma(sec->c[1], s->y, sec->d * x));
-    float i0 = fx_fma(sec->delta[0], s->x, fx_fma(sec->delta[1], s->y, sec->b[0] * x));
-    float i1 = fx_fma(sec->delta[2], s->x, fx_fma(sec->delta[3], s->y, sec->b[1] * x));
-    s->x = s->x + i0;
-    s->y = s->y + i1;
-    return y;
-}
+/* One section in double precision (the float64 kernels, sos64.cu): 12 doubles, as
+ * realize.rs's DeltaSection<f64> lays it out. */
+typedef struct {
+    double delta[4];
+    double b[2];
+    double c[2];
+    double d;
+    double pad[3];
+} fx_section64;
 
-/* The state only (the scan's first pass). */
-FX_HD void fx_sos_advance_state(const fx_section* sec, fx_vec2* s, float x) {
-    float i0 = fx_fma(sec->delta[0], s->x, fx_fma(sec->delta[1], s->y, sec->b[0] * x));
-    float i1 = fx_fma(sec->delta[2], s->x, fx_fma(sec->delta[3], s->y, sec->b[1] * x));
-    s->x = s->x + i0;
-    s->y = s->y + i1;
-}
-
-/* v + (M - I) v, with m holding M - I row-major (a scan table entry). */
-FX_HD fx_vec2 fx_advance(const float* m, fx_vec2 v) {
-    fx_vec2 r;
-    r.x = v.x + fx_fma(m[0], v.x, m[1] * v.y);
-    r.y = v.y + fx_fma(m[2], v.x, m[3] * v.y);
-    return r;
-}
-
-/* The scan's combine: this chunk's end state plus an earlier one carried over. */
-FX_HD fx_vec2 fx_scan_combine(const float* m, fx_vec2 mine, fx_vec2 earlier) {
-    fx_vec2 carried = fx_advance(m, earlier);
-    fx_vec2 r;
-    r.x = mine.x + carried.x;
-    r.y = mine.y + carried.y;
-    return r;
-}
+/* The per-sample arithmetic in float (fx_sos_step, fx_advance, ...) and in double
+ * (fx_sos_step64, fx_advance64, ...): one text, sos_step.h. */
+#define FX_CAT_(a, b) a##b
+#define FX_CAT(a, b) FX_CAT_(a, b)
+#define FX_T float
+#define FX_V2 fx_vec2
+#define FX_SEC fx_section
+#define FX_FMA fx_fma
+#define FX_N(name) name
+#include "sos_step.h"
+#undef FX_T
+#undef FX_V2
+#undef FX_SEC
+#undef FX_FMA
+#undef FX_N
+#define FX_T double
+#define FX_V2 fx_dvec2
+#define FX_SEC fx_section64
+#define FX_FMA fx_dfma
+#define FX_N(name) FX_CAT(name, 64)
+#include "sos_step.h"
+#undef FX_T
+#undef FX_V2
+#undef FX_SEC
+#undef FX_FMA
+#undef FX_N
 
 /* Samples a chunk pass reads (and writes) at a time: the loads of a batch are independent
  * of the recursion, so they issue together and their latency is paid once per batch
@@ -78,22 +80,6 @@ FX_HD fx_vec2 fx_scan_combine(const float* m, fx_vec2 mine, fx_vec2 earlier) {
  * so sample-by-sample in-place passes paid an L2 round trip per sample). The arithmetic is
  * fx_sos_step's, sample by sample, in order: batching changes no rounding. */
 #define FX_BATCH 16
-
-/* The state after v[0..m) from state s (pass 1's arithmetic). */
-FX_HD fx_vec2 fx_samples_end(const fx_section* sec, fx_vec2 s, const float* v, unsigned m) {
-    for (unsigned k = 0; k < m; k++) {
-        fx_sos_advance_state(sec, &s, v[k]);
-    }
-    return s;
-}
-
-/* v[0..m) in place from state s; returns the state after them. */
-FX_HD fx_vec2 fx_samples_run(const fx_section* sec, fx_vec2 s, float* v, unsigned m) {
-    for (unsigned k = 0; k < m; k++) {
-        v[k] = fx_sos_step(sec, &s, v[k]);
-    }
-    return s;
-}
 
 /* x[n..n + FX_BATCH) into registers, the loads issued together. */
 FX_HD void fx_batch_load(float* v, const float* x, unsigned n) {
@@ -159,6 +145,21 @@ FX_HD unsigned fx_seg_index(const fx_sos_params* p, unsigned first, unsigned lan
 FX_HD unsigned fx_seg_len(unsigned len, unsigned seg) {
     unsigned done = seg * FX_SEG;
     return len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
+}
+
+/* The float64 kernels (sos64.cu): a cascade's samples move into double once (fx_widen),
+ * every section runs on them in double, and they are rounded to float once at the
+ * cascade's end (fx_narrow), as realize.rs's run_cascade::<f64>. */
+FX_HD void fx_widen(const float* x, double* w, unsigned start, unsigned end) {
+    for (unsigned n = start; n < end; n++) {
+        w[n] = (double)x[n];
+    }
+}
+
+FX_HD void fx_narrow(const double* w, float* x, unsigned start, unsigned end) {
+    for (unsigned n = start; n < end; n++) {
+        x[n] = (float)w[n];
+    }
 }
 
 #endif

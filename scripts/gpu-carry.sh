@@ -12,7 +12,7 @@ out=.gpu-carry
 grep -qxF "/$out/" .git/info/exclude 2>/dev/null || echo "/$out/" >> .git/info/exclude
 rm -rf "$out" && mkdir -p "$out"
 # One build, the test binaries' paths from cargo's JSON messages.
-cargo test --no-run --message-format=json -p ferrofx -p ferrofx_plugin --test gpu_backends --test gpu_cuda --test gpu_cuda_resident --test gpu_resident --test gpu_wgpu --test gpu_float64 --test gpu_retune \
+cargo test --no-run --message-format=json -p ferrofx -p ferrofx_plugin --test gpu_backends --test gpu_cuda --test gpu_cuda_resident --test gpu_cuda_float64 --test gpu_resident --test gpu_wgpu --test gpu_float64 --test gpu_retune \
     | python3 -c 'import json,sys
 for l in sys.stdin:
     m=json.loads(l)

@@ -43,6 +43,7 @@ step() { # name, seconds, command...
 # device session that must measure the newest work within its minutes.
 if [ "$mode" = resident ]; then
     step gpu_cuda_resident 90 ./gpu_cuda_resident --nocapture --test-threads=1 > "$OUT/gpu_resident.log" 2>&1
+    step gpu_cuda_float64 90 ./gpu_cuda_float64 --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     step gpu_resident 90 ./gpu_resident --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/ffx wheels/*.whl 2>> "$OUT/gpu_resident.log"
     PYTHONPATH=/tmp/ffx step python_device 120 python3 "$root/tests/python/test_device.py" >> "$OUT/gpu_resident.log" 2>&1
@@ -58,6 +59,8 @@ step gpu_backends 180 ./gpu_backends --nocapture --test-threads=1 > "$OUT/gpu_ba
 step gpu_cuda 120 ./gpu_cuda --nocapture --test-threads=1 > "$OUT/gpu_cuda.log" 2>&1
 # Device memory in and out (CUDA; wgpu on the card too): splits equal one call bit for bit.
 step gpu_cuda_resident 90 ./gpu_cuda_resident --nocapture --test-threads=1 >> "$OUT/gpu_cuda.log" 2>&1
+# Cascades float32 declines, in float64 on the card (kernels/sos64.cu).
+step gpu_cuda_float64 90 ./gpu_cuda_float64 --nocapture --test-threads=1 >> "$OUT/gpu_cuda.log" 2>&1
 [ "$mode" = all ] && step gpu_resident 90 ./gpu_resident --nocapture --test-threads=1 >> "$OUT/gpu_cuda.log" 2>&1
 # The Python package on CUDA tensors and CuPy arrays (its wheel from gpu-carry.sh).
 if ls wheels/*.whl > /dev/null 2>&1; then

@@ -8,15 +8,12 @@
 //! Without an adapter these tests print why and return, unless `FERROFX_REQUIRE_GPU=1`.
 #![cfg(feature = "wgpu")]
 
-use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, DesignedStage, Elliptic, Fir};
-use ferrofx::dsp::sos::SosCoefs;
+use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1};
 use ferrofx::engine::EngineOptions;
-use ferrofx::gpu::design::GpuDesign;
-use ferrofx::gpu::realize::{chunking, model_cascade, GpuPrecision, Realization};
 use ferrofx::gpu::wgpu::{sequential_max_for, WgpuChain, WgpuContext, WgpuResident, WgpuStream};
-use ferrofx::gpu::GpuError;
 use ferrofx::DesignedChain;
 use ferrofx_testkit::engine::{rel_error, run_engine};
+use ferrofx_testkit::float64::{hard_chains, model};
 
 const TIME_TOLERANCE: f64 = 1e-4;
 
@@ -31,60 +28,12 @@ fn context() -> Option<&'static WgpuContext> {
     Some(ctx)
 }
 
-/// Chains with a cascade the float32 form declines: poles crowded at z = 1 (low corners
-/// at high rates, a narrow Chebyshev band-stop), each beside stages float32 runs.
-fn hard_chains() -> Vec<(&'static str, Chain, f64)> {
-    vec![
-        ("chebyshev I band-stop 715-2461 Hz order 12 at 48 kHz", Chebyshev1::bandstop(715.08, 2461.27, 12, 1.12).into(), 48_000.0),
-        ("chebyshev I lowpass 1 kHz order 16 + FIR + peaking at 48 kHz", Chebyshev1::lowpass(1000.0, 16, 1.0) | Fir::lowpass(31, 20_000.0) | Biquad::peaking(3000.0, 1.0, 4.0), 48_000.0),
-        ("butterworth highpass 20 Hz + chebyshev I band-stop order 12 at 96 kHz", Butterworth::highpass(20.0, 4) | Elliptic::lowpass(20_000.0, 6, 0.1, 60.0) | Chebyshev1::bandstop(1430.0, 4922.0, 12, 1.12), 96_000.0),
-    ]
-}
-
 fn design(chain: &Chain, fs: f64) -> DesignedChain {
     chain.design(fs).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Which cascades of `designed` run in float64 on `ctx` (and that at least one does,
-/// and that without float64 the same design is declined with the reason).
 fn float64_stages(ctx: &WgpuContext, designed: &DesignedChain, block: usize) -> Vec<bool> {
-    let seq = sequential_max_for(ctx.report());
-    let without = GpuDesign::new(designed, 2, block, seq, "wgpu", false).err().expect("float32 declines one of these cascades");
-    let text = without.to_string();
-    assert!(matches!(without, GpuError::Precision { float_bits: 32, .. }), "{text}");
-    assert!(text.contains("in float32") && text.contains("no float64 form"), "{text}");
-    let d = GpuDesign::new(designed, 2, block, seq, "wgpu", true).unwrap_or_else(|e| panic!("float64: {e}"));
-    let wide: Vec<bool> = d.stages.iter().map(|s| matches!(s, ferrofx::gpu::design::StageForm::Sos { precision: GpuPrecision::F64, .. })).collect();
-    assert!(wide.iter().any(|&w| w), "a stage runs in float64");
-    wide
-}
-
-/// The CPU model of the wgpu path: each cascade in its precision (float64 ones through
-/// `run_cascade::<f64>`), FIR stages by the CPU engine's own FIR (exact for these short
-/// ones within float32), in blocks of `block`.
-fn model(designed: &DesignedChain, fs: f64, wide: &[bool], input: &[Vec<f32>], block: usize, seq: usize) -> Vec<Vec<f32>> {
-    let mut out = input.to_vec();
-    for (stage, &is_wide) in designed.stages.iter().zip(wide) {
-        match stage {
-            DesignedStage::Sos(sections) => {
-                let reals: Vec<Realization> = sections.iter().map(|s| Realization::new(&SosCoefs::from(s))).collect();
-                let precision = if is_wide { GpuPrecision::F64 } else { GpuPrecision::F32 };
-                for ch in out.iter_mut() {
-                    let mut states = vec![[0.0f64; 2]; reals.len()];
-                    for x in ch.chunks_mut(block) {
-                        let (_, chunk_len) = chunking(x.len(), seq);
-                        model_cascade(&reals, precision, x, &mut states, chunk_len);
-                    }
-                }
-            }
-            DesignedStage::Fir(taps) => {
-                for ch in out.iter_mut() {
-                    *ch = ferrofx_testkit::engine::fir_output(taps, fs, ch);
-                }
-            }
-        }
-    }
-    out
+    ferrofx_testkit::float64::float64_stages(designed, block, sequential_max_for(ctx.report()), "wgpu")
 }
 
 #[test]

@@ -101,6 +101,67 @@ void fx_host_sos_scan(fx_sos_params p, float* work, const fx_section* sections, 
     }
 }
 
+/* ferrofx_sos64_channels (sos64.cu): one thread per channel, the cascade in double. */
+void fx_host_sos64_channels(fx_sos_params p, float* work, double* wide, const fx_section64* sections, fx_dvec2* states) {
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        float* x = work + ch * p.stride;
+        double* w = wide + ch * p.stride;
+        fx_widen(x, w, 0, p.frames);
+        for (unsigned i = 0; i < p.count; i++) {
+            unsigned st = p.state_base + ch * p.count + i;
+            const fx_section64 sec = sections[p.first + i];
+            states[st] = fx_samples_run64(&sec, states[st], w, p.frames);
+        }
+        fx_narrow(w, x, 0, p.frames);
+    }
+}
+
+/* ferrofx_sos64_scan: one block of FX_SOS_THREADS threads per channel, each its chunk. */
+void fx_host_sos64_scan(fx_sos_params p, float* work, double* wide, const fx_section64* sections, const double* tables, fx_dvec2* states) {
+    fx_dvec2 ends[FX_SOS_THREADS];
+    fx_dvec2 next[FX_SOS_THREADS];
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        float* x = work + ch * p.stride;
+        double* w = wide + ch * p.stride;
+        for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+            unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+            fx_widen(x, w, start, start + chunk_len_of(&p, j));
+        }
+        for (unsigned i = 0; i < p.count; i++) {
+            const fx_section64 sec = sections[p.first + i];
+            unsigned st = p.state_base + ch * p.count + i;
+            fx_dvec2 s_init = states[st];
+            for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+                fx_dvec2 zero = {0.0, 0.0};
+                unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+                ends[j] = fx_samples_end64(&sec, j == 0 ? s_init : zero, w + start, chunk_len_of(&p, j));
+            }
+            unsigned offset = 1;
+            for (unsigned k = 0; k < FX_SCAN_STEPS && offset < p.chunks; k++) {
+                for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+                    next[j] = ends[j];
+                    if (j >= offset) {
+                        next[j] = fx_scan_combine64(&tables[((p.first + i) * FX_SCAN_STEPS + k) * 4], ends[j], ends[j - offset]);
+                    }
+                }
+                memcpy(ends, next, sizeof ends);
+                offset *= 2;
+            }
+            for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+                unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+                fx_dvec2 s = fx_samples_run64(&sec, j > 0 ? ends[j - 1] : s_init, w + start, chunk_len_of(&p, j));
+                if (j == p.chunks - 1) {
+                    states[st] = s;
+                }
+            }
+        }
+        for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+            unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+            fx_narrow(w, x, start, start + chunk_len_of(&p, j));
+        }
+    }
+}
+
 /* ferrofx_fir_direct: grid (ceil(frames / 256), channels), 256 threads. */
 void fx_host_fir_direct(fx_fir_params p, const float* work, const float* taps, const float* history, float* out) {
     float hs[FX_FIR_TILE];

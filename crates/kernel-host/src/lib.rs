@@ -12,6 +12,12 @@
 #[repr(C)]
 pub struct Section(pub [f32; 12]);
 
+/// `fx_section64` (sos_math.h): one section in double precision, as
+/// `ferrofx::gpu::realize::DeltaSection::<f64>::words` lays it out.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct Section64(pub [f64; 12]);
+
 /// `fx_sos_params` (sos_math.h).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
@@ -70,6 +76,8 @@ pub const SCAN_STEPS: usize = 8;
 extern "C" {
     fn fx_host_sos_channels(p: SosParams, work: *mut f32, sections: *const Section, states: *mut [f32; 2]);
     fn fx_host_sos_scan(p: SosParams, work: *mut f32, sections: *const Section, tables: *const f32, states: *mut [f32; 2]);
+    fn fx_host_sos64_channels(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, states: *mut [f64; 2]);
+    fn fx_host_sos64_scan(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, tables: *const f64, states: *mut [f64; 2]);
     fn fx_host_fir_direct(p: FirParams, work: *const f32, taps: *const f32, history: *const f32, out: *mut f32);
     fn fx_host_fir_history(p: FirParams, work: *const f32, history: *const f32, hist_out: *mut f32);
     #[allow(clippy::too_many_arguments)]
@@ -107,6 +115,26 @@ pub fn sos_scan(p: SosParams, work: &mut [f32], sections: &[Section], tables: &[
     assert!(p.chunks as usize <= SOS_THREADS && (p.chunks * p.chunk_len) as usize >= p.frames as usize, "chunking {p:?}");
     // SAFETY: as above; tables hold SCAN_STEPS entries for every section indexed.
     unsafe { fx_host_sos_scan(p, work.as_mut_ptr(), sections.as_ptr(), tables.as_ptr().cast(), states.as_mut_ptr()) }
+}
+
+/// `ferrofx_sos64_channels` (sos64.cu) over `work` in place: the cascade in double, its
+/// samples in `wide` (as long as `work`) between the sections.
+pub fn sos64_channels(p: SosParams, work: &mut [f32], sections: &[Section64], states: &mut [[f64; 2]]) {
+    check_sos(&p, work.len(), sections.len(), states.len());
+    let mut wide = vec![f64::NAN; work.len()];
+    // SAFETY: the lengths were checked against every index the C code forms from `p`;
+    // `wide` is as long as `work` and indexed alike.
+    unsafe { fx_host_sos64_channels(p, work.as_mut_ptr(), wide.as_mut_ptr(), sections.as_ptr(), states.as_mut_ptr()) }
+}
+
+/// `ferrofx_sos64_scan` (sos64.cu) over `work` in place.
+pub fn sos64_scan(p: SosParams, work: &mut [f32], sections: &[Section64], tables: &[[f64; 4]], states: &mut [[f64; 2]]) {
+    check_sos(&p, work.len(), sections.len(), states.len());
+    assert!(tables.len() >= (p.first + p.count) as usize * SCAN_STEPS, "tables too short");
+    assert!(p.chunks as usize <= SOS_THREADS && (p.chunks * p.chunk_len) as usize >= p.frames as usize, "chunking {p:?}");
+    let mut wide = vec![f64::NAN; work.len()];
+    // SAFETY: as above; tables hold SCAN_STEPS entries for every section indexed.
+    unsafe { fx_host_sos64_scan(p, work.as_mut_ptr(), wide.as_mut_ptr(), sections.as_ptr(), tables.as_ptr().cast(), states.as_mut_ptr()) }
 }
 
 fn check_fir(p: &FirParams, work: usize, taps: usize, history: usize, out: usize) {

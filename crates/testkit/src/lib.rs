@@ -9,6 +9,7 @@
 pub mod clap;
 pub mod engine;
 pub mod files;
+pub mod float64;
 pub mod gpu;
 pub mod mutate;
 pub mod plugin;

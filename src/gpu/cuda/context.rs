@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 /// The embedded PTX of each kernel file, per target architecture (sm_80 for compute
 /// capability 8.0 and newer, which the driver JIT-compiles for its GPU; sm_70 below).
-const PTX: [(&str, &str, &str); 3] = [
+const PTX: [(&str, &str, &str); 4] = [
     ("sos", include_str!("../../../kernels/ptx/sm_70/sos.ptx"), include_str!("../../../kernels/ptx/sm_80/sos.ptx")),
+    ("sos64", include_str!("../../../kernels/ptx/sm_70/sos64.ptx"), include_str!("../../../kernels/ptx/sm_80/sos64.ptx")),
     ("fir", include_str!("../../../kernels/ptx/sm_70/fir.ptx"), include_str!("../../../kernels/ptx/sm_80/fir.ptx")),
     ("fft_fir", include_str!("../../../kernels/ptx/sm_70/fft_fir.ptx"), include_str!("../../../kernels/ptx/sm_80/fft_fir.ptx")),
 ];
@@ -20,6 +21,8 @@ pub struct CudaDevice {
     pub(crate) compute_capability: (i32, i32),
     pub(crate) sos_channels: CudaFunction,
     pub(crate) sos_scan: CudaFunction,
+    pub(crate) sos64_channels: CudaFunction,
+    pub(crate) sos64_scan: CudaFunction,
     pub(crate) fir_direct: CudaFunction,
     pub(crate) fir_history: CudaFunction,
     pub(crate) fft_segments: CudaFunction,
@@ -90,6 +93,8 @@ impl CudaDevice {
         Ok(Arc::new(CudaDevice {
             sos_channels: load("sos", "ferrofx_sos_channels")?,
             sos_scan: load("sos", "ferrofx_sos_scan")?,
+            sos64_channels: load("sos64", "ferrofx_sos64_channels")?,
+            sos64_scan: load("sos64", "ferrofx_sos64_scan")?,
             fir_direct: load("fir", "ferrofx_fir_direct")?,
             fir_history: load("fir", "ferrofx_fir_history")?,
             fft_segments: load("fft_fir", "ferrofx_fft_segments")?,

@@ -19,8 +19,10 @@
 //! - [`backend`]: [`CudaBackend`], the [`crate::run::backend::Backend`] the router lists.
 //!
 //! The arithmetic is the wgpu backend's (the delta state-space form of
-//! [`crate::gpu::realize`], declined by the same float32 error estimate) and is tested
-//! on the CPU without a GPU (`crates/kernel-host`). FIRs up to [`DIRECT_MAX_TAPS`] taps
+//! [`crate::gpu::realize`], with the same error estimate choosing each cascade's
+//! precision: float32, or float64 (`kernels/sos64.cu`) where float32 would miss, or
+//! declined where both would) and is tested on the CPU without a GPU
+//! (`crates/kernel-host`). FIRs up to [`DIRECT_MAX_TAPS`] taps
 //! run by the tiled direct kernel, longer ones (up to the chain format's million taps)
 //! by uniformly partitioned FFT convolution (`kernels/fft_fir.cu`: a Stockham radix-2 FFT
 //! with twiddles computed in float64 on the host; no cuFFT, so only the driver is needed).

@@ -6,7 +6,7 @@
 
 use super::{CudaChain, Plan};
 use crate::gpu::cuda::{CudaDevice, CudaError};
-use crate::gpu::realize::{chunking, SCAN_STEPS};
+use crate::gpu::realize::{chunking, GpuPrecision, SCAN_STEPS};
 use cudarc::driver::{sys, CudaGraph, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
@@ -139,13 +139,20 @@ impl CudaChain {
         let total = self.realizations.len();
         let (chunks, chunk_len) = self.fixed_chunking.unwrap_or_else(|| chunking(frames, self.sequential_max));
         if chunks > 1 && chunk_len != self.table_chunk_len && total > 0 {
-            for (r, out) in self.realizations.iter().zip(self.table_scratch.chunks_exact_mut(SCAN_STEPS * 4)) {
+            // Both precisions' tables for every section (a cascade's precision may change
+            // with new coefficients; the tables are small).
+            let scratch = self.table_scratch.chunks_exact_mut(SCAN_STEPS * 4).zip(self.table_scratch64.chunks_exact_mut(SCAN_STEPS * 4));
+            for (r, (out, out64)) in self.realizations.iter().zip(scratch) {
                 for (k, m) in r.scan_table(chunk_len).iter().enumerate() {
                     out[4 * k..4 * k + 4].copy_from_slice(m);
+                }
+                for (k, m) in r.scan_table_as::<f64>(chunk_len).iter().enumerate() {
+                    out64[4 * k..4 * k + 4].copy_from_slice(m);
                 }
             }
             // Stream-ordered after the jobs already enqueued, which read the old tables.
             self.stream.memcpy_htod(&self.table_scratch, &mut self.tables)?;
+            self.stream.memcpy_htod(&self.table_scratch64, &mut self.tables64)?;
             self.table_chunk_len = chunk_len;
         }
         Ok((chunks, chunk_len))
@@ -204,9 +211,12 @@ impl CudaChain {
             realizations,
             work,
             work2,
+            wide,
             tmp,
             sections,
             tables,
+            sections64,
+            tables64,
             states,
             taps,
             history,
@@ -222,7 +232,9 @@ impl CudaChain {
         let (channels, fir_len) = (*channels, *fir_len);
         let n = channels * frames;
         let block = channels * *max_frames;
-        let ns = 2 * channels * realizations.len();
+        let ns = super::state_words(channels * realizations.len());
+        // The float64 states' part of `states` (after the float32 states' 2 per section).
+        let f64_states_at = 2 * channels * realizations.len();
         let work = if what == Work::Kernels(1) { work2 } else { work };
         let host = match what {
             // SAFETY: `base` points to a staging slot of `block + ns + fir_len` floats in
@@ -250,7 +262,7 @@ impl CudaChain {
         let mut state_base = 0usize;
         for plan in plans.iter() {
             match *plan {
-                Plan::Sos { first, count, .. } => {
+                Plan::Sos { first, count, precision } => {
                     if count == 0 {
                         continue;
                     }
@@ -265,26 +277,52 @@ impl CudaChain {
                         channels: channels as u32,
                     };
                     state_base += channels * count;
-                    if chunks == 1 {
-                        let cfg = LaunchConfig {
-                            grid_dim: ((channels as u32).div_ceil(CHANNEL_THREADS), 1, 1),
-                            block_dim: (CHANNEL_THREADS, 1, 1),
-                            shared_mem_bytes: 0,
-                        };
-                        let mut launch = stream.launch_builder(&dev.sos_channels);
-                        launch.arg(&p).arg(&mut *work).arg(&*sections).arg(&mut *states);
-                        // SAFETY: the arguments match ferrofx_sos_channels(fx_sos_params,
-                        // float*, const fx_section*, fx_vec2*); `work` holds channels x
-                        // frames, `sections` every section, `states` 2 floats per section
-                        // and channel, the indices the kernel forms from `p`.
-                        unsafe { launch.launch(cfg) }?;
+                    let cfg = if chunks == 1 {
+                        LaunchConfig { grid_dim: ((channels as u32).div_ceil(CHANNEL_THREADS), 1, 1), block_dim: (CHANNEL_THREADS, 1, 1), shared_mem_bytes: 0 }
                     } else {
-                        let cfg = LaunchConfig { grid_dim: (channels as u32, 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 };
-                        let mut launch = stream.launch_builder(&dev.sos_scan);
-                        launch.arg(&p).arg(&mut *work).arg(&*sections).arg(&*tables).arg(&mut *states);
-                        // SAFETY: as above for ferrofx_sos_scan, plus `tables` with
-                        // SCAN_STEPS 2x2 entries per section; chunks <= 256 threads.
-                        unsafe { launch.launch(cfg) }?;
+                        LaunchConfig { grid_dim: (channels as u32, 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 }
+                    };
+                    match (precision, chunks == 1) {
+                        (GpuPrecision::F32, true) => {
+                            let mut launch = stream.launch_builder(&dev.sos_channels);
+                            launch.arg(&p).arg(&mut *work).arg(&*sections).arg(&mut *states);
+                            // SAFETY: the arguments match ferrofx_sos_channels(fx_sos_params,
+                            // float*, const fx_section*, fx_vec2*); `work` holds channels x
+                            // frames, `sections` every section, `states` 2 floats per section
+                            // and channel from its start, the indices the kernel forms from `p`.
+                            unsafe { launch.launch(cfg) }?;
+                        }
+                        (GpuPrecision::F32, false) => {
+                            let mut launch = stream.launch_builder(&dev.sos_scan);
+                            launch.arg(&p).arg(&mut *work).arg(&*sections).arg(&*tables).arg(&mut *states);
+                            // SAFETY: as above for ferrofx_sos_scan, plus `tables` with
+                            // SCAN_STEPS 2x2 entries per section; chunks <= 256 threads.
+                            unsafe { launch.launch(cfg) }?;
+                        }
+                        (GpuPrecision::F64, sequential) => {
+                            // A float64 cascade is only designed where `wide` was allocated
+                            // for it (at construction or with the coefficients that made it).
+                            if wide.len() < n {
+                                return Err(CudaError::Gpu(crate::gpu::GpuError::Unsupported { what: "a float64 cascade without its sample buffer".into() }));
+                            }
+                            let mut f64_states = states.slice_mut(f64_states_at..);
+                            let mut launch = stream.launch_builder(if sequential { &dev.sos64_channels } else { &dev.sos64_scan });
+                            launch.arg(&p).arg(&mut *work).arg(&mut *wide).arg(&*sections64);
+                            if !sequential {
+                                launch.arg(&*tables64);
+                            }
+                            launch.arg(&mut f64_states);
+                            // SAFETY: the arguments match ferrofx_sos64_channels(fx_sos_params,
+                            // float*, double*, const fx_section64*, fx_dvec2*) and
+                            // ferrofx_sos64_scan (the same with const double* tables before
+                            // the states); `wide` holds channels x frames doubles (checked
+                            // above), `sections64` 12 doubles per section, `tables64`
+                            // SCAN_STEPS 2x2 entries per section, and the states' view 4
+                            // floats (2 doubles, 8-byte aligned: the offset is a multiple of
+                            // 2 floats from a device allocation's start) per section and
+                            // channel; chunks <= 256 threads.
+                            unsafe { launch.launch(cfg) }?;
+                        }
                     }
                 }
                 Plan::Fir { tap_base, taps: count, hist_base, fft } => {

@@ -44,12 +44,22 @@ pub struct CudaChain {
     plans: Vec<Plan>,
     realizations: Vec<Realization>,
     work: CudaSlice<f32>,
+    /// The float64 cascades' samples between their sections (`f64`, laid out as `work`;
+    /// one element while no cascade runs in float64: allocated when one first does).
+    wide: CudaSlice<f64>,
     /// The overlapped stream's second work buffer (block k+1 is uploaded into one while
     /// the kernels run block k in the other).
     work2: CudaSlice<f32>,
     tmp: CudaSlice<f32>,
     sections: CudaSlice<f32>,
     tables: CudaSlice<f32>,
+    /// Every section in double precision too (the float64 kernels' records, 12 per
+    /// section) and its scan tables: a cascade moves between the precisions in place.
+    sections64: CudaSlice<f64>,
+    tables64: CudaSlice<f64>,
+    /// The SOS states, [`state_words`] floats: the float32 cascades' (2 floats per
+    /// section and channel, `[stage][channel][section]`), then the float64 cascades'
+    /// (each `f64` as two floats' bits, 4 per section and channel, the same indexing).
     states: CudaSlice<f32>,
     taps: CudaSlice<f32>,
     history: CudaSlice<f32>,
@@ -68,6 +78,7 @@ pub struct CudaChain {
     fir_len: usize,
     table_chunk_len: usize,
     table_scratch: Vec<f32>,
+    table_scratch64: Vec<f64>,
     sequential_max: usize,
     /// Every block's scan chunking, where fixed (a resident chain: its unit's, so a
     /// stream of calls equals one call bit for bit); otherwise each block's own.
@@ -96,11 +107,20 @@ fn gpu(e: GpuError) -> CudaError {
     CudaError::Gpu(e)
 }
 
+/// Floats of SOS state per job for `sections` sections (channels x sections in all): 2 per
+/// section in float32, then 4 (one `f64` pair as bits) per section in float64, both kept
+/// for every section (a cascade may change precision with new coefficients).
+pub(super) fn state_words(sections: usize) -> usize {
+    6 * sections
+}
+
 /// The design of `chain` for this backend: the neutral one, plus the grid's limit on an
 /// FFT stage's segments in one launch.
 fn design_for(chain: &DesignedChain, channels: usize, max_frames: usize, sequential_max: usize) -> Result<GpuDesign, CudaError> {
-    // No float64 kernels on CUDA yet: a cascade float32 would miss is declined (the CPU runs it).
-    let design = GpuDesign::new(chain, channels, max_frames, sequential_max, "CUDA", false)?;
+    // Every CUDA device the kernels run on (compute capability 7.0 and newer) has float64:
+    // a cascade float32 would miss runs in float64 (sos64.cu), or is declined where that
+    // would miss too.
+    let design = GpuDesign::new(chain, channels, max_frames, sequential_max, "CUDA", true)?;
     for (index, stage) in design.stages.iter().enumerate() {
         if let StageForm::Fir { fft: Some(f), .. } = stage {
             let rows = channels * (max_frames.div_ceil(f.part) + f.pcount);
@@ -116,7 +136,7 @@ fn design_for(chain: &DesignedChain, channels: usize, max_frames: usize, sequent
 
 impl CudaChain {
     /// Buffers and plan for `chain`, or why it does not run here (a cascade whose float32
-    /// form misses the tolerance, a FIR longer than [`crate::gpu::design::MAX_FIR_TAPS`]).
+    /// and float64 forms both miss the tolerance, a FIR longer than [`crate::gpu::design::MAX_FIR_TAPS`]).
     pub fn new(dev: &Arc<CudaDevice>, chain: &DesignedChain, channels: usize, max_frames: usize) -> Result<CudaChain, CudaError> {
         Self::build(dev, chain, channels, max_frames, true)
     }
@@ -133,6 +153,8 @@ impl CudaChain {
         let sequential_max = dev.tuning.sequential_max_frames;
         let design = design_for(chain, channels, max_frames, sequential_max)?;
         let records: Vec<f32> = design.section_records().concat();
+        let records64: Vec<f64> = design.section_records64().concat();
+        let has_float64 = design.has_float64();
         let GpuDesign { stages: plans, realizations, taps: taps_all, spectra: kernel_spectra, fir_len, spec_len } = design;
         let stream = dev.stream()?;
         let total = realizations.len();
@@ -142,6 +164,11 @@ impl CudaChain {
         let mut taps = zeros(taps_all.len())?;
         if !records.is_empty() {
             stream.memcpy_htod(&records, &mut sections)?;
+        }
+        let zeros64 = |n: usize| stream.alloc_zeros::<f64>(n.max(1));
+        let mut sections64 = zeros64(records64.len())?;
+        if !records64.is_empty() {
+            stream.memcpy_htod(&records64, &mut sections64)?;
         }
         if !taps_all.is_empty() {
             stream.memcpy_htod(&taps_all, &mut taps)?;
@@ -160,7 +187,7 @@ impl CudaChain {
         if !flat.is_empty() {
             stream.memcpy_htod(&flat, &mut kernel)?;
         }
-        let staged = if staging { STAGING_SLOTS * (block + 2 * channels * total + fir_len) } else { 1 };
+        let staged = if staging { STAGING_SLOTS * (block + state_words(channels * total) + fir_len) } else { 1 };
         // SAFETY: page-locked host memory for the staging buffer, three slots so the host
         // stages one block and reads another back while the device runs a third (one
         // element, never touched, without staging). The host reads or writes a slot only
@@ -179,9 +206,12 @@ impl CudaChain {
             overlap: dev.tuning.overlap,
             work2: zeros(if staging { block } else { 1 })?,
             work: zeros(block)?,
+            wide: zeros64(if has_float64 { block } else { 1 })?,
             tmp: zeros(block)?,
             tables: zeros(total * SCAN_STEPS * 4)?,
-            states: zeros(2 * channels * total)?,
+            tables64: zeros64(total * SCAN_STEPS * 4)?,
+            sections64,
+            states: zeros(state_words(channels * total))?,
             history: zeros(fir_len)?,
             hist_out: zeros(fir_len)?,
             spec_a: zeros(2 * spec_len)?,
@@ -201,6 +231,7 @@ impl CudaChain {
             fir_len,
             table_chunk_len: 0,
             table_scratch: vec![0.0; total * SCAN_STEPS * 4],
+            table_scratch64: vec![0.0; total * SCAN_STEPS * 4],
             sequential_max,
             fixed_chunking: None,
             graphs: Some(Vec::new()),

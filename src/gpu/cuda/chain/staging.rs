@@ -1,16 +1,31 @@
 //! A chain's pinned staging slots: a job's block and state written for the device and
 //! read back after it. Each slot holds the block (`channels x max_frames`), then the SOS
-//! states in each section's delta form (2 floats per section and channel), then the FIR
-//! histories. The host touches a slot only while no copy that uses it is in flight.
+//! states in each section's delta form ([`super::state_words`]: the float32 cascades' as 2
+//! floats per section and channel, then the float64 cascades' as 2 `f64` per section and
+//! channel, each stored as two floats' bits), then the FIR histories. The host touches a
+//! slot only while no copy that uses it is in flight.
 
-use super::{CudaChain, Plan};
+use super::{state_words, CudaChain, Plan};
 use crate::engine::ChainState;
 use crate::gpu::cuda::CudaError;
+use crate::gpu::realize::GpuPrecision;
+
+/// `v`'s bits as two floats (low word first: the device's little-endian `double`).
+fn put_f64(out: &mut [f32], v: f64) {
+    let bits = v.to_bits();
+    out[0] = f32::from_bits(bits as u32);
+    out[1] = f32::from_bits((bits >> 32) as u32);
+}
+
+/// The `f64` whose bits [`put_f64`] stored.
+fn get_f64(words: &[f32]) -> f64 {
+    f64::from_bits(u64::from(words[0].to_bits()) | (u64::from(words[1].to_bits()) << 32))
+}
 
 impl CudaChain {
     /// Floats in one staging slot: the block, the SOS states, the FIR histories.
     pub(super) fn slot_len(&self) -> usize {
-        self.channels * self.max_frames + 2 * self.channels * self.realizations.len() + self.fir_len
+        self.channels * self.max_frames + state_words(self.channels * self.realizations.len()) + self.fir_len
     }
 
     pub(super) fn slot(&self, slot: usize) -> Result<&[f32], CudaError> {
@@ -40,25 +55,33 @@ impl CudaChain {
         Ok(())
     }
 
-    /// `state` into a slot, each section's in its delta form, the FIR histories as they are.
+    /// `state` into a slot, each section's in its delta form in its cascade's precision,
+    /// the FIR histories as they are.
     pub(super) fn stage_state(&mut self, slot: usize, state: &ChainState) -> Result<(), CudaError> {
         let (channels, total, block, fir_len) = (self.channels, self.realizations.len(), self.channels * self.max_frames, self.fir_len);
         let n = self.slot_len();
         let host = &mut self.pinned.as_mut_slice()?[slot * n..(slot + 1) * n];
+        let (f32s, rest) = host[block..].split_at_mut(2 * channels * total);
+        let (f64s, hist) = rest.split_at_mut(4 * channels * total);
         let mut at = 0;
         for plan in &self.plans {
-            if let Plan::Sos { first, count, .. } = *plan {
+            if let Plan::Sos { first, count, precision } = *plan {
                 for _ in 0..channels {
                     for r in &self.realizations[first..first + count] {
-                        let s = r.state_to_gpu(state.sos[at]);
-                        host[block + 2 * at..block + 2 * at + 2].copy_from_slice(&s);
+                        match precision {
+                            GpuPrecision::F32 => f32s[2 * at..2 * at + 2].copy_from_slice(&r.state_to_gpu(state.sos[at])),
+                            GpuPrecision::F64 => {
+                                let s = r.state_to_gpu_as::<f64>(state.sos[at]);
+                                put_f64(&mut f64s[4 * at..], s[0]);
+                                put_f64(&mut f64s[4 * at + 2..], s[1]);
+                            }
+                        }
                         at += 1;
                     }
                 }
             }
         }
-        let hist = block + 2 * channels * total;
-        host[hist..hist + fir_len].copy_from_slice(&state.fir);
+        hist[..fir_len].copy_from_slice(&state.fir);
         Ok(())
     }
 
@@ -66,21 +89,25 @@ impl CudaChain {
     pub(super) fn read_state(&self, slot: usize, state: &mut ChainState) -> Result<(), CudaError> {
         let (channels, total, block) = (self.channels, self.realizations.len(), self.channels * self.max_frames);
         let host = self.slot(slot)?;
+        let (f32s, rest) = host[block..].split_at(2 * channels * total);
+        let (f64s, hist) = rest.split_at(4 * channels * total);
         let mut at = 0;
         for plan in &self.plans {
-            if let Plan::Sos { first, count, .. } = *plan {
+            if let Plan::Sos { first, count, precision } = *plan {
                 for _ in 0..channels {
                     let start = at;
                     for r in &self.realizations[first..first + count] {
-                        state.sos[at] = r.state_from_gpu([host[block + 2 * at], host[block + 2 * at + 1]]);
+                        state.sos[at] = match precision {
+                            GpuPrecision::F32 => r.state_from_gpu([f32s[2 * at], f32s[2 * at + 1]]),
+                            GpuPrecision::F64 => r.state_from_gpu([get_f64(&f64s[4 * at..]), get_f64(&f64s[4 * at + 2..])]),
+                        };
                         at += 1;
                     }
                     crate::dsp::sos::sanitize_state(&mut state.sos[start..at]);
                 }
             }
         }
-        let hist = block + 2 * channels * total;
-        for (o, &v) in state.fir.iter_mut().zip(&host[hist..hist + self.fir_len]) {
+        for (o, &v) in state.fir.iter_mut().zip(&hist[..self.fir_len]) {
             *o = if v.is_finite() { v } else { 0.0 };
         }
         Ok(())
@@ -135,7 +162,19 @@ fn copy_blocks<'a>(pairs: impl Iterator<Item = (&'a mut [f32], &'a [f32])>, tota
 
 #[cfg(test)]
 mod tests {
-    use super::copy_blocks;
+    use super::{copy_blocks, get_f64, put_f64};
+
+    #[test]
+    fn doubles_stored_as_two_floats_come_back_bit_for_bit() {
+        let mut words = [0.0f32; 2];
+        for v in [0.0, -0.0, 1.0, -1e-300, 3.5e-320, f64::MAX, f64::INFINITY, 0.1 + 0.2, -7.25e12] {
+            put_f64(&mut words, v);
+            assert_eq!(get_f64(&words).to_bits(), v.to_bits(), "{v:e}");
+            // The device reads the same bytes as a little-endian double.
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            assert_eq!(f64::from_le_bytes(bytes.try_into().unwrap()).to_bits(), v.to_bits());
+        }
+    }
 
     #[test]
     fn block_copies_split_over_threads_copy_every_float_once() {

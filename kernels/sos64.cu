@@ -1,0 +1,77 @@
+/* SOS cascades in double precision over one block (FerroFX; launched by src/gpu/cuda/),
+ * for the cascades whose float32 form would miss the tolerance (the design's error
+ * estimate, src/gpu/realize.rs, decides). The arithmetic is sos.cu's in double
+ * (sos_step.h, shared with the host tests): the stage's float samples are widened into
+ * `wide` (double, the same planar layout as `work`), every section runs there, and the
+ * result is rounded to float once, back into `work`, as realize.rs's
+ * run_cascade::<f64>. States (fx_dvec2) and scan tables (A^(L 2^k) - I) are double.
+ * - ferrofx_sos64_channels: one thread per channel runs the block through the sections;
+ * - ferrofx_sos64_scan: one thread block of 256 threads per channel, each thread one
+ *   chunk, per section the three passes of sos.cu's scan (zero-state chunk ends, a
+ *   Hillis-Steele scan of them, every chunk again from its true start). Each thread
+ *   reads and writes only its own chunk of `wide`, so only the end states need barriers.
+ *   Unlike sos.cu, the chunks are read directly, not staged through shared memory.
+ */
+#include "sos_math.h"
+
+FX_GLOBAL void ferrofx_sos64_channels(fx_sos_params p, float* work, double* wide, const fx_section64* sections, fx_dvec2* states) {
+    unsigned ch = fx_bid() * fx_ntid() + fx_tid();
+    if (ch >= p.channels) {
+        return;
+    }
+    float* x = work + ch * p.stride;
+    double* w = wide + ch * p.stride;
+    fx_widen(x, w, 0, p.frames);
+    for (unsigned i = 0; i < p.count; i++) {
+        unsigned st = p.state_base + ch * p.count + i;
+        const fx_section64 sec = sections[p.first + i];
+        states[st] = fx_samples_run64(&sec, states[st], w, p.frames);
+    }
+    fx_narrow(w, x, 0, p.frames);
+}
+
+FX_GLOBAL void ferrofx_sos64_scan(fx_sos_params p, float* work, double* wide, const fx_section64* sections, const double* tables, fx_dvec2* states) {
+    FX_SHARED fx_dvec2 ends[FX_SOS_THREADS];
+    unsigned ch = fx_bid();
+    unsigned j = fx_tid();
+    float* x = work + ch * p.stride;
+    double* w = wide + ch * p.stride;
+    unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+    unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
+    fx_widen(x, w, start, end);
+    for (unsigned i = 0; i < p.count; i++) {
+        const fx_section64 sec = sections[p.first + i];
+        unsigned st = p.state_base + ch * p.count + i;
+        fx_dvec2 s_init = states[st];
+        fx_dvec2 s = {0.0, 0.0};
+        if (j == 0) {
+            s = s_init;
+        }
+        /* 1. each chunk's end state */
+        ends[j] = fx_samples_end64(&sec, s, w + start, end - start);
+        fx_sync();
+        /* 2. inclusive scan of the end states */
+        unsigned offset = 1;
+        for (unsigned k = 0; k < FX_SCAN_STEPS && offset < p.chunks; k++) {
+            fx_dvec2 v = ends[j];
+            if (j >= offset) {
+                v = fx_scan_combine64(&tables[((p.first + i) * FX_SCAN_STEPS + k) * 4], v, ends[j - offset]);
+            }
+            fx_sync();
+            ends[j] = v;
+            fx_sync();
+            offset *= 2;
+        }
+        /* 3. every chunk again from its true start state */
+        s = s_init;
+        if (j > 0) {
+            s = ends[j - 1];
+        }
+        fx_sync(); /* all have read `ends` before the next section writes it */
+        s = fx_samples_run64(&sec, s, w + start, end - start);
+        if (j == p.chunks - 1) {
+            states[st] = s;
+        }
+    }
+    fx_narrow(w, x, start, end);
+}

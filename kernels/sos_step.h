@@ -1,0 +1,57 @@
+/* The delta form's per-sample arithmetic in one float type (included by sos_math.h once
+ * per precision, no include guard): FX_T the float type, FX_V2 its state pair, FX_SEC its
+ * section record, FX_FMA its fused multiply-add, FX_N(name) the function names
+ * (fx_sos_step for float, fx_sos_step64 for double). The operation order is
+ * realize.rs's `step`/`advance` (and the WGSL shader's), so every path rounds alike.
+ */
+
+/* One sample through one section; returns the output, updates the state. */
+FX_HD FX_T FX_N(fx_sos_step)(const FX_SEC* sec, FX_V2* s, FX_T x) {
+    FX_T y = FX_FMA(sec->c[0], s->x, FX_FMA(sec->c[1], s->y, sec->d * x));
+    FX_T i0 = FX_FMA(sec->delta[0], s->x, FX_FMA(sec->delta[1], s->y, sec->b[0] * x));
+    FX_T i1 = FX_FMA(sec->delta[2], s->x, FX_FMA(sec->delta[3], s->y, sec->b[1] * x));
+    s->x = s->x + i0;
+    s->y = s->y + i1;
+    return y;
+}
+
+/* The state only (the scan's first pass). */
+FX_HD void FX_N(fx_sos_advance_state)(const FX_SEC* sec, FX_V2* s, FX_T x) {
+    FX_T i0 = FX_FMA(sec->delta[0], s->x, FX_FMA(sec->delta[1], s->y, sec->b[0] * x));
+    FX_T i1 = FX_FMA(sec->delta[2], s->x, FX_FMA(sec->delta[3], s->y, sec->b[1] * x));
+    s->x = s->x + i0;
+    s->y = s->y + i1;
+}
+
+/* v + (M - I) v, with m holding M - I row-major (a scan table entry). */
+FX_HD FX_V2 FX_N(fx_advance)(const FX_T* m, FX_V2 v) {
+    FX_V2 r;
+    r.x = v.x + FX_FMA(m[0], v.x, m[1] * v.y);
+    r.y = v.y + FX_FMA(m[2], v.x, m[3] * v.y);
+    return r;
+}
+
+/* The scan's combine: this chunk's end state plus an earlier one carried over. */
+FX_HD FX_V2 FX_N(fx_scan_combine)(const FX_T* m, FX_V2 mine, FX_V2 earlier) {
+    FX_V2 carried = FX_N(fx_advance)(m, earlier);
+    FX_V2 r;
+    r.x = mine.x + carried.x;
+    r.y = mine.y + carried.y;
+    return r;
+}
+
+/* The state after v[0..m) from state s (pass 1's arithmetic). */
+FX_HD FX_V2 FX_N(fx_samples_end)(const FX_SEC* sec, FX_V2 s, const FX_T* v, unsigned m) {
+    for (unsigned k = 0; k < m; k++) {
+        FX_N(fx_sos_advance_state)(sec, &s, v[k]);
+    }
+    return s;
+}
+
+/* v[0..m) in place from state s; returns the state after them. */
+FX_HD FX_V2 FX_N(fx_samples_run)(const FX_SEC* sec, FX_V2 s, FX_T* v, unsigned m) {
+    for (unsigned k = 0; k < m; k++) {
+        v[k] = FX_N(fx_sos_step)(sec, &s, v[k]);
+    }
+    return s;
+}
