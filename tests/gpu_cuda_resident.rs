@@ -120,3 +120,43 @@ fn addresses_that_are_not_device_memory_or_too_short_are_refused() {
     let w = why(unsafe { resident.process_raw(g, s, 1000, raw) });
     assert!(w.contains("output allocation holds 400 bytes") && w.contains("need 8000"), "{w}");
 }
+
+/// float64 device memory (a float64 tensor's): converted to the chain's float32 samples
+/// and back on the device, so the output is the float32 path's result widened, bit for
+/// bit, in place and out of place, over a stream cut into calls; a float64 buffer too
+/// short for the call is refused in float64's bytes.
+#[test]
+fn float64_memory_runs_the_float32_path_widened() {
+    use cudarc::driver::DevicePtrMut;
+    use ferrofx::gpu::cuda::Sample;
+    let Some(dev) = device() else { return };
+    let designed = (Chebyshev1::bandstop(715.08, 2461.27, 12, 1.12) | Fir::lowpass(101, 12_000.0)).design(48_000.0).unwrap();
+    let (rows, frames, unit) = (3usize, 30_000usize, 4096usize);
+    let input = ferrofx_testkit::noise_channels(rows, frames, 64, 1.0);
+    let mut resident = CudaResident::new(dev, &designed, rows, unit).unwrap();
+    let want = run_split(&mut resident, &input, &[], false);
+    let stream = resident.stream().clone();
+    let raw = stream.cu_stream() as u64;
+    for (in_place, cuts) in [(false, vec![]), (true, vec![1usize, 5000, 5001, 20_000])] {
+        resident.reset();
+        let got = ferrofx_testkit::engine::at_cut_points(&input, &cuts, |piece| {
+            let n = piece[0].len();
+            let flat: Vec<f64> = piece.iter().flatten().map(|&v| f64::from(v)).collect();
+            let mut src: CudaSlice<f64> = stream.clone_htod(&flat).unwrap();
+            let mut dst: CudaSlice<f64> = stream.clone_htod(&vec![f64::NAN; flat.len()]).unwrap();
+            let s = src.device_ptr_mut(&stream).0;
+            let d = if in_place { s } else { dst.device_ptr_mut(&stream).0 };
+            // SAFETY: both buffers are live allocations of this context on the chain's
+            // own stream, synchronised by the read-back below.
+            unsafe { resident.process_raw_as(s, d, n, raw, Sample::F64) }.unwrap();
+            let host = stream.clone_dtoh(if in_place { &src } else { &dst }).unwrap();
+            host.chunks(n.max(1)).map(|r| r.iter().map(|&v| v as f32).collect()).collect()
+        });
+        assert_bits(&got, &want, &format!("float64, in place {in_place}"));
+    }
+    let short: CudaSlice<f64> = stream.alloc_zeros(rows * 100).unwrap();
+    let p = short.device_ptr(&stream).0;
+    // SAFETY: refused before anything is enqueued.
+    let e = unsafe { resident.process_raw_as(p, p, 100 + 1, raw, Sample::F64) }.unwrap_err().to_string();
+    assert!(e.contains("frames of float64 need 2424"), "{e}");
+}

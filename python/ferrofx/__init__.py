@@ -14,9 +14,10 @@ state; within 1e-4 of SciPy's float64 result, typically far closer); float64 dat
 to `Chain.process` is filtered in float64 with SciPy's arithmetic. Chain errors raise
 ValueError with the chain-format contract's message (stage index and field).
 
-Device arrays (torch CUDA tensors, CuPy arrays; float32) given to `Chain.process` and
-`Stream.process` are filtered on their CUDA device with no host copy and come back as the
-same kind on the same device (see `Chain.process`).
+Device arrays (torch CUDA tensors, CuPy arrays; float32 or float64) given to
+`Chain.process` and `Stream.process` are filtered on their CUDA device with no host copy
+and come back as the same kind, dtype and device (float64 ones within the tolerance, not
+float64-exact: see `Chain.process`).
 
 `ferrofx.signal` holds SciPy's filtering functions with SciPy's signatures and semantics
 (`sosfilt`, `sosfilt_zi`, `sosfiltfilt`, `lfilter`, `lfilter_zi`, `filtfilt`; SciPy's own
@@ -73,18 +74,18 @@ class _DeviceArray:
         self.x, self.kind, self.ordinal, self.stream = x, kind, ordinal, stream
         shape = tuple(int(n) for n in cai["shape"])
         typestr = cai["typestr"]
-        if typestr[1:] == "f8":
-            raise ValueError(
-                "float64 device arrays are not filtered on the device yet (its kernels are float32, "
-                "declined where float32 would miss the tolerance): give float32, or a CPU array "
-                "(float64 there runs SciPy's arithmetic)")
-        if typestr not in ("<f4", "=f4", "|f4"):
-            raise ValueError(f"device arrays must be float32, got typestr {typestr!r}")
+        if typestr not in ("<f4", "=f4", "|f4", "<f8", "=f8", "|f8"):
+            raise ValueError(f"device arrays must be float32 or float64, got typestr {typestr!r}")
+        # float64 arrays run the device's float32 path (float64 inside the cascades that
+        # need it), converted on the device both ways: within the reference tolerance of
+        # SciPy's float64 result, not float64-exact.
+        self.float64 = typestr[1:] == "f8"
+        itemsize = 8 if self.float64 else 4
         if not 1 <= len(shape) <= 3:
             raise ValueError(f"a device array is shaped (frames,), (channels, frames) or (batch, channels, frames), got {shape}")
         strides = cai.get("strides")
         if strides is not None:
-            want, step = [], 4
+            want, step = [], itemsize
             for n in reversed(shape):
                 want.append(step)
                 step *= n
@@ -129,24 +130,25 @@ def _device_array(x: Any) -> "_DeviceArray | None":
 
 
 def _device_output(d: _DeviceArray, out: Any) -> _DeviceArray:
-    """Where a device call writes: `out` (the same shape, float32, on the same device), or
+    """Where a device call writes: `out` (the same shape and dtype, on the same device), or
     a new array of the input's kind."""
+    dtype_name = "float64" if d.float64 else "float32"
     if out is None:
         if d.kind == "torch":
             import torch
 
-            out = torch.empty(d.shape, dtype=torch.float32, device=d.x.device)
+            out = torch.empty(d.shape, dtype=getattr(torch, dtype_name), device=d.x.device)
         elif d.kind == "cupy":
             import cupy
 
             with cupy.cuda.Device(d.ordinal):
-                out = cupy.empty(d.shape, dtype=cupy.float32)
+                out = cupy.empty(d.shape, dtype=getattr(cupy, dtype_name))
         else:
             raise ValueError(f"{type(d.x).__name__} is a device array ferrofx cannot allocate: pass out= "
                              "(a device array of the same shape), or give a torch tensor or CuPy array")
     o = _device_array(out)
-    if o is None or o.shape != d.shape or o.ordinal != d.ordinal:
-        raise ValueError(f"out must be a float32 device array shaped {d.shape} on cuda:{d.ordinal}")
+    if o is None or o.shape != d.shape or o.ordinal != d.ordinal or o.float64 != d.float64:
+        raise ValueError(f"out must be a {dtype_name} device array shaped {d.shape} on cuda:{d.ordinal}")
     if o.readonly:
         raise ValueError("out is read-only")
     return o
@@ -206,12 +208,16 @@ class Chain:
         """Filters `x` shaped `(channels, samples)` or `(batch, channels, samples)` from
         zero state (each batch item separately, spread over `threads`, default all cores).
 
-        Device arrays (a torch CUDA tensor, a CuPy array; float32, C-contiguous, also
-        shaped `(samples,)`) are filtered on their device, on the caller's current stream,
-        with no host copy, into a new array of the same kind on the same device (or into
-        `out`, which may be `x` itself); the call returns before the device is done, as
-        the frameworks' own calls do. Where no CUDA driver or device is, or the chain's
-        float32 form would miss the tolerance, the error says so.
+        Device arrays (a torch CUDA tensor, a CuPy array; float32 or float64, C-contiguous,
+        also shaped `(samples,)`) are filtered on their device, on the caller's current
+        stream, with no host copy, into a new array of the same kind, dtype and device (or
+        into `out`, which may be `x` itself); the call returns before the device is done,
+        as the frameworks' own calls do. The device computes with float32 samples (float64
+        inside the cascades whose float32 form would miss the tolerance): a float64 array
+        is converted on the device both ways and its result is within the reference
+        tolerance of SciPy's float64 result, not float64-exact (a CPU float64 array is).
+        Where no CUDA driver or device is, or a cascade would miss the tolerance even in
+        float64, the error says so.
         float32 data runs the engine; float64 data is filtered in float64 with SciPy's
         arithmetic (`sosfilt`/`lfilter` on the designed processors). Returns the same type,
         dtype and shape.
@@ -265,7 +271,7 @@ class Chain:
             return o.x
         ds = self._device_stream(fs, d.rows, d.ordinal, d.frames)
         ds.reset()
-        ds.process_ptr(d.ptr, o.ptr, d.frames, d.stream)
+        ds.process_ptr(d.ptr, o.ptr, d.frames, d.stream, d.float64)
         return out if out is not None else o.x
 
     def stream(self, fs: float, channels: int) -> "Stream":
@@ -290,7 +296,7 @@ class Stream:
     def process(self, block: Any) -> Any:
         """Filters the next block, shaped `(channels, samples)`; returns the same type.
 
-        Device blocks (torch CUDA tensors, CuPy arrays, float32) are filtered on their
+        Device blocks (torch CUDA tensors, CuPy arrays, float32 or float64) are filtered on their
         device, the state kept there between blocks: any split of a signal into blocks
         gives the same bits as one block. A stream stays where its first block was until
         `reset`."""
@@ -319,7 +325,7 @@ class Stream:
             raise ValueError(f"this stream's state lives on cuda:{self._where.device}, the block on cuda:{d.ordinal}")
         o = _device_output(d, None)
         if d.frames:
-            self._where.process_ptr(d.ptr, o.ptr, d.frames, d.stream)
+            self._where.process_ptr(d.ptr, o.ptr, d.frames, d.stream, d.float64)
         return o.x
 
     def reset(self) -> None:

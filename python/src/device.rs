@@ -6,7 +6,7 @@
 //! module checks that the addresses are device memory large enough before any copy.
 
 use ferrofx::chain::DesignedChain;
-use ferrofx::gpu::cuda::{CudaDevice, CudaResident};
+use ferrofx::gpu::cuda::{CudaDevice, CudaResident, Sample};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::{Arc, Mutex};
@@ -44,8 +44,10 @@ impl DeviceStream {
     /// Filters `frames` frames of every row from device address `input` into `output`
     /// (equal: in place), continuing from the state on the device, ordered on the CUDA
     /// stream `stream` (a raw `cudaStream_t`; 0: the legacy default stream). Returns
-    /// without waiting for the device.
-    fn process_ptr(&mut self, py: Python<'_>, input: u64, output: u64, frames: usize, stream: u64) -> PyResult<()> {
+    /// without waiting for the device. `float64`: both hold float64 samples (converted
+    /// to the chain's float32 and back on the device), else float32.
+    #[pyo3(signature = (input, output, frames, stream, float64 = false))]
+    fn process_ptr(&mut self, py: Python<'_>, input: u64, output: u64, frames: usize, stream: u64, float64: bool) -> PyResult<()> {
         if input == 0 || output == 0 {
             return Err(PyValueError::new_err("a null device address"));
         }
@@ -57,7 +59,8 @@ impl DeviceStream {
         // on this device (the package takes it from torch or CuPy for the array's device),
         // and the package holds the input and output arrays until the call returns, after
         // which their frameworks order any later use on that same stream.
-        py.allow_threads(|| unsafe { resident.process_raw(input, output, frames, stream) })
+        let sample = if float64 { Sample::F64 } else { Sample::F32 };
+        py.allow_threads(|| unsafe { resident.process_raw_as(input, output, frames, stream, sample) })
             .map_err(|e| PyRuntimeError::new_err(format!("cuda:{ordinal}: {e}")))
     }
 

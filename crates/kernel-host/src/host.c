@@ -8,6 +8,7 @@
 #include "sos_math.h"
 #include "fir_math.h"
 #include "fft_math.h"
+#include "convert_math.h"
 
 /* ferrofx_sos_channels: one thread per channel. */
 void fx_host_sos_channels(fx_sos_params p, float* work, const fx_section* sections, fx_vec2* states) {
@@ -253,6 +254,28 @@ void fx_host_fft_fir(fx_fft_params p, unsigned log2n, const float* work, const f
                 unsigned n_out = j * p.part + m;
                 if (n_out < p.frames) {
                     out[ch * p.stride + n_out] = fx_fft_extract(&p, cur, ch, j, m);
+                }
+            }
+        }
+    }
+}
+
+/* ferrofx_rows_f64_to_f32 / ferrofx_rows_f32_to_f64 (convert.cu) over a grid of
+ * (grid_x, grid_y) blocks of FX_ROWS_THREADS threads; `to_f32` picks the direction. */
+void fx_host_rows_convert(fx_rows_params p, unsigned grid_x, unsigned grid_y, int to_f32, const void* src, void* dst) {
+    for (unsigned by = 0; by < grid_y; by++) {
+        for (unsigned bx = 0; bx < grid_x; bx++) {
+            for (unsigned t = 0; t < FX_ROWS_THREADS; t++) {
+                unsigned i = bx * FX_ROWS_THREADS + t;
+                if (i >= p.n) {
+                    continue;
+                }
+                for (unsigned r = by; r < p.rows; r += grid_y) {
+                    if (to_f32) {
+                        ((float*)dst)[fx_rows_dst(&p, r, i)] = (float)((const double*)src)[fx_rows_src(&p, r, i)];
+                    } else {
+                        ((double*)dst)[fx_rows_dst(&p, r, i)] = (double)((const float*)src)[fx_rows_src(&p, r, i)];
+                    }
                 }
             }
         }

@@ -68,6 +68,23 @@ pub struct FftParams {
     pub pad1: u32,
 }
 
+/// `fx_rows_params` (convert_math.h).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct RowsParams {
+    pub src_stride: u32,
+    pub src_at: u32,
+    pub dst_stride: u32,
+    pub dst_at: u32,
+    pub rows: u32,
+    pub n: u32,
+    pub pad0: u32,
+    pub pad1: u32,
+}
+
+/// Threads per block of the row-copy kernels (`FX_ROWS_THREADS`).
+pub const ROWS_THREADS: usize = 256;
+
 /// Threads per block of the scan kernel (`FX_SOS_THREADS`): the most chunks.
 pub const SOS_THREADS: usize = 256;
 /// Scan steps (`FX_SCAN_STEPS`).
@@ -78,6 +95,7 @@ extern "C" {
     fn fx_host_sos_scan(p: SosParams, work: *mut f32, sections: *const Section, tables: *const f32, states: *mut [f32; 2]);
     fn fx_host_sos64_channels(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, states: *mut [f64; 2]);
     fn fx_host_sos64_scan(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, tables: *const f64, states: *mut [f64; 2]);
+    fn fx_host_rows_convert(p: RowsParams, grid_x: u32, grid_y: u32, to_f32: i32, src: *const std::ffi::c_void, dst: *mut std::ffi::c_void);
     fn fx_host_fir_direct(p: FirParams, work: *const f32, taps: *const f32, history: *const f32, out: *mut f32);
     fn fx_host_fir_history(p: FirParams, work: *const f32, history: *const f32, hist_out: *mut f32);
     #[allow(clippy::too_many_arguments)]
@@ -135,6 +153,31 @@ pub fn sos64_scan(p: SosParams, work: &mut [f32], sections: &[Section64], tables
     let mut wide = vec![f64::NAN; work.len()];
     // SAFETY: as above; tables hold SCAN_STEPS entries for every section indexed.
     unsafe { fx_host_sos64_scan(p, work.as_mut_ptr(), wide.as_mut_ptr(), sections.as_ptr(), tables.as_ptr().cast(), states.as_mut_ptr()) }
+}
+
+fn check_rows(p: &RowsParams, src: usize, dst: usize) {
+    if p.rows == 0 || p.n == 0 {
+        return;
+    }
+    let end = |stride: u32, at: u32| (p.rows as usize - 1) * stride as usize + at as usize + p.n as usize;
+    assert!(end(p.src_stride, p.src_at) <= src && end(p.dst_stride, p.dst_at) <= dst, "row ranges outside the buffers: {p:?}");
+}
+
+/// `ferrofx_rows_f64_to_f32` over a grid of `grid_y` row blocks (the launch's
+/// `min(rows, 65535)`; fewer here to exercise the rows-apart walk).
+pub fn rows_f64_to_f32(p: RowsParams, grid_y: u32, src: &[f64], dst: &mut [f32]) {
+    check_rows(&p, src.len(), dst.len());
+    let grid_x = (p.n as usize).div_ceil(ROWS_THREADS) as u32;
+    // SAFETY: every index the C code forms from `p` was checked against both lengths.
+    unsafe { fx_host_rows_convert(p, grid_x, grid_y.max(1), 1, src.as_ptr().cast(), dst.as_mut_ptr().cast()) }
+}
+
+/// `ferrofx_rows_f32_to_f64`, as [`rows_f64_to_f32`].
+pub fn rows_f32_to_f64(p: RowsParams, grid_y: u32, src: &[f32], dst: &mut [f64]) {
+    check_rows(&p, src.len(), dst.len());
+    let grid_x = (p.n as usize).div_ceil(ROWS_THREADS) as u32;
+    // SAFETY: as above.
+    unsafe { fx_host_rows_convert(p, grid_x, grid_y.max(1), 0, src.as_ptr().cast(), dst.as_mut_ptr().cast()) }
 }
 
 fn check_fir(p: &FirParams, work: usize, taps: usize, history: usize, out: usize) {

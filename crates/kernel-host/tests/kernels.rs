@@ -483,3 +483,39 @@ fn fft_fir_kernels_equal_one_long_convolution_over_blocks() {
         }
     }
 }
+
+/// The row copies that change the sample type (convert.cu): every sample of every row
+/// lands where a plain loop puts it, rounded as Rust's `as` rounds (to nearest), nothing
+/// outside the rows touched; rows more than the grid's walk grid-y apart.
+#[test]
+fn row_conversion_kernels_move_every_sample_once_and_nothing_else() {
+    use ferrofx_kernel_host::{rows_f32_to_f64, rows_f64_to_f32, RowsParams};
+    let mut rng = Rng::new(6402);
+    for case in 0..40 {
+        let rows = 1 + rng.below(9);
+        let n = 1 + rng.below(1200);
+        let (src_at, dst_at) = (rng.below(50), rng.below(50));
+        let src_stride = src_at + n + rng.below(30);
+        let dst_stride = dst_at + n + rng.below(30);
+        let p = RowsParams { src_stride: src_stride as u32, src_at: src_at as u32, dst_stride: dst_stride as u32, dst_at: dst_at as u32, rows: rows as u32, n: n as u32, ..Default::default() };
+        let grid_y = 1 + rng.below(rows) as u32;
+        let src64: Vec<f64> = (0..rows * src_stride).map(|_| (rng.unit() - 0.5) * 1e3).collect();
+        let mut dst32 = vec![f32::NAN; rows * dst_stride];
+        rows_f64_to_f32(p, grid_y, &src64, &mut dst32);
+        let src32: Vec<f32> = src64.iter().map(|&v| v as f32).collect();
+        let mut dst64 = vec![f64::NAN; rows * dst_stride];
+        rows_f32_to_f64(p, grid_y, &src32, &mut dst64);
+        for r in 0..rows {
+            for j in 0..dst_stride {
+                let at = r * dst_stride + j;
+                if (dst_at..dst_at + n).contains(&j) {
+                    let want = src64[r * src_stride + src_at + j - dst_at];
+                    assert_eq!(dst32[at].to_bits(), (want as f32).to_bits(), "case {case}: row {r} sample {j}");
+                    assert_eq!(dst64[at].to_bits(), f64::from(want as f32).to_bits(), "case {case}: row {r} sample {j}");
+                } else {
+                    assert!(dst32[at].is_nan() && dst64[at].is_nan(), "case {case}: row {r} slot {j} outside the copy was written");
+                }
+            }
+        }
+    }
+}

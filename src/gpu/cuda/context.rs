@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 /// The embedded PTX of each kernel file, per target architecture (sm_80 for compute
 /// capability 8.0 and newer, which the driver JIT-compiles for its GPU; sm_70 below).
-const PTX: [(&str, &str, &str); 4] = [
+const PTX: [(&str, &str, &str); 5] = [
     ("sos", include_str!("../../../kernels/ptx/sm_70/sos.ptx"), include_str!("../../../kernels/ptx/sm_80/sos.ptx")),
     ("sos64", include_str!("../../../kernels/ptx/sm_70/sos64.ptx"), include_str!("../../../kernels/ptx/sm_80/sos64.ptx")),
     ("fir", include_str!("../../../kernels/ptx/sm_70/fir.ptx"), include_str!("../../../kernels/ptx/sm_80/fir.ptx")),
     ("fft_fir", include_str!("../../../kernels/ptx/sm_70/fft_fir.ptx"), include_str!("../../../kernels/ptx/sm_80/fft_fir.ptx")),
+    ("convert", include_str!("../../../kernels/ptx/sm_70/convert.ptx"), include_str!("../../../kernels/ptx/sm_80/convert.ptx")),
 ];
 
 /// An opened CUDA device with the kernels loaded.
@@ -29,6 +30,8 @@ pub struct CudaDevice {
     pub(crate) fft_pass: CudaFunction,
     pub(crate) fft_mac: CudaFunction,
     pub(crate) fft_extract: CudaFunction,
+    pub(crate) rows_f64_to_f32: CudaFunction,
+    pub(crate) rows_f32_to_f64: CudaFunction,
     /// How this device's chains run (fixed at opening).
     pub(crate) tuning: super::CudaTuning,
 }
@@ -101,6 +104,8 @@ impl CudaDevice {
             fft_pass: load("fft_fir", "ferrofx_fft_pass")?,
             fft_mac: load("fft_fir", "ferrofx_fft_mac")?,
             fft_extract: load("fft_fir", "ferrofx_fft_extract")?,
+            rows_f64_to_f32: load("convert", "ferrofx_rows_f64_to_f32")?,
+            rows_f32_to_f64: load("convert", "ferrofx_rows_f32_to_f64")?,
             ctx,
             name,
             compute_capability,

@@ -34,7 +34,7 @@ pub mod chain;
 pub mod context;
 
 pub use backend::{open_backend, CudaBackend};
-pub use chain::{CudaChain, CudaResident};
+pub use chain::{CudaChain, CudaResident, Sample};
 pub use context::CudaDevice;
 
 use crate::gpu::GpuError;

@@ -12,7 +12,7 @@
 mod launch;
 mod overlap;
 mod resident;
-pub use resident::CudaResident;
+pub use resident::{CudaResident, Sample};
 pub use overlap::OVERLAP_DEPTH;
 mod staging;
 mod update;

@@ -11,6 +11,11 @@
 //! chain's captured graph for that block length, and one 2-D copy scatters the output.
 //! The chain's stream waits for the caller's stream before, and the caller's stream for
 //! the chain's after (events: no host synchronisation).
+//!
+//! A caller's float64 arrays ([`Sample::F64`]) are gathered and scattered by the row
+//! kernels of `kernels/convert.cu` instead of 2-D copies: the chain runs on float32
+//! samples (float64 inside the cascades that need it), so a float64 array's output is
+//! the float32 path's, widened: within the reference tolerance, not float64-exact.
 
 use super::CudaChain;
 use crate::chain::DesignedChain;
@@ -24,9 +29,48 @@ fn job(why: String) -> CudaError {
     CudaError::Gpu(GpuError::Job { why })
 }
 
+/// The sample type of a caller's device memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sample {
+    F32,
+    /// Converted to float32 on the way in and back on the way out (on the device).
+    F64,
+}
+
+impl Sample {
+    fn bytes(self) -> usize {
+        match self {
+            Sample::F32 => 4,
+            Sample::F64 => 8,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Sample::F32 => "float32",
+            Sample::F64 => "float64",
+        }
+    }
+}
+
+/// One side of a row copy: a device address, its row stride and first sample (in
+/// samples of its type), and the type.
+#[derive(Clone, Copy)]
+struct Rows {
+    ptr: u64,
+    stride: usize,
+    at: usize,
+    sample: Sample,
+}
+
+fn rows32(ptr: u64, stride: usize, at: usize) -> Rows {
+    Rows { ptr, stride, at, sample: Sample::F32 }
+}
+
 /// A designed chain on a CUDA device for `rows` rows: the channels of a
-/// `(channels, frames)` array or the rows of a `(batch, channels, frames)` one, float32,
-/// row-major and contiguous (row `r` starts `r * frames` floats in).
+/// `(channels, frames)` array or the rows of a `(batch, channels, frames)` one, float32
+/// (or float64: [`CudaResident::process_raw_as`]), row-major and contiguous (row `r`
+/// starts `r * frames` samples in).
 pub struct CudaResident {
     chain: CudaChain,
     unit: usize,
@@ -130,13 +174,28 @@ impl CudaResident {
     /// other work may write `input` or touch `output` until this call's work is done on
     /// that stream.
     pub unsafe fn process_raw(&mut self, input: u64, output: u64, frames: usize, stream: u64) -> Result<(), CudaError> {
+        // SAFETY: the caller's contract, for float32 memory.
+        unsafe { self.process_raw_as(input, output, frames, stream, Sample::F32) }
+    }
+
+    /// [`CudaResident::process_raw`] over memory of samples of type `sample` (input and
+    /// output alike): float64 is converted to float32 rows on the way in and back on the
+    /// way out, on the device (see the module's note on its accuracy).
+    ///
+    /// # Safety
+    /// As [`CudaResident::process_raw`].
+    pub unsafe fn process_raw_as(&mut self, input: u64, output: u64, frames: usize, stream: u64, sample: Sample) -> Result<(), CudaError> {
         let rows = self.rows();
         self.chain.dev.ctx.bind_to_thread()?;
-        let bytes = (rows * frames * 4) as u64;
+        let bytes = (rows * frames * sample.bytes()) as u64;
         for (name, ptr) in [("input", input), ("output", output)] {
             let (start, size) = range_of(ptr).map_err(|e| job(format!("the {name} address {ptr:#x} is not device memory of this context ({e})")))?;
             if ptr + bytes > start + size {
-                return Err(job(format!("the {name} allocation holds {} bytes from {ptr:#x}; {rows} rows x {frames} frames of float32 need {bytes}", start + size - ptr)));
+                return Err(job(format!(
+                    "the {name} allocation holds {} bytes from {ptr:#x}; {rows} rows x {frames} frames of {} need {bytes}",
+                    start + size - ptr,
+                    sample.name()
+                )));
             }
         }
         if frames == 0 {
@@ -146,7 +205,7 @@ impl CudaResident {
         let ours = self.chain.stream.cu_stream();
         // SAFETY: both events and streams are live in this context (bound above).
         let ordered = unsafe { order(self.caller_ready.cu_event(), caller, ours) };
-        let ran = ordered.and_then(|()| self.units(input, output, frames));
+        let ran = ordered.and_then(|()| self.units(input, output, frames, sample));
         // SAFETY: as above, the other way round.
         let ordered = ran.and_then(|()| unsafe { order(self.chain_done.cu_event(), ours, caller) });
         if let Err(e) = ordered {
@@ -157,23 +216,26 @@ impl CudaResident {
     }
 
     /// The grid's units of this call on the chain's stream.
-    fn units(&mut self, input: u64, output: u64, frames: usize) -> Result<(), CudaError> {
+    fn units(&mut self, input: u64, output: u64, frames: usize, sample: Sample) -> Result<(), CudaError> {
         let (rows, unit) = (self.rows(), self.unit);
         let stream = self.chain.stream.clone();
+        let dev = self.chain.dev.clone();
         let work = self.chain.work.device_ptr(&stream).0;
         let carry = self.carry.device_ptr(&stream).0;
+        let caller = |ptr: u64, at: usize| Rows { ptr, stride: frames, at, sample };
         let mut at = 0;
         while self.carried + (frames - at) >= unit {
             let (c, n) = (self.carried, unit - self.carried);
             self.begin_unit(c == 0)?;
             // SAFETY (all copies here): every range lies inside its allocation: the
-            // caller's were checked in `process_raw`, `work` and `carry` hold rows x unit.
+            // caller's were checked in `process_raw_as` (for its sample type), `work` and
+            // `carry` hold rows x unit floats.
             unsafe {
-                copy_rows(carry, unit, 0, work, unit, 0, rows, c, &stream)?;
-                copy_rows(input, frames, at, work, unit, c, rows, n, &stream)?;
+                copy_rows(&dev, rows32(carry, unit, 0), rows32(work, unit, 0), rows, c, &stream)?;
+                copy_rows(&dev, caller(input, at), rows32(work, unit, c), rows, n, &stream)?;
             }
             self.chain.launch_kernels(0, unit)?;
-            unsafe { copy_rows(work, unit, c, output, frames, at, rows, n, &stream)? };
+            unsafe { copy_rows(&dev, rows32(work, unit, c), caller(output, at), rows, n, &stream)? };
             self.carried = 0;
             at += n;
         }
@@ -183,11 +245,11 @@ impl CudaResident {
             self.begin_unit(c == 0)?;
             unsafe {
                 // Kept before the output is written (it may be the input's memory).
-                copy_rows(input, frames, at, carry, unit, c, rows, n, &stream)?;
-                copy_rows(carry, unit, 0, work, len, 0, rows, len, &stream)?;
+                copy_rows(&dev, caller(input, at), rows32(carry, unit, c), rows, n, &stream)?;
+                copy_rows(&dev, rows32(carry, unit, 0), rows32(work, len, 0), rows, len, &stream)?;
             }
             self.chain.launch_kernels(0, len)?;
-            unsafe { copy_rows(work, len, c, output, frames, at, rows, n, &stream)? };
+            unsafe { copy_rows(&dev, rows32(work, len, c), caller(output, at), rows, n, &stream)? };
             self.carried = len;
         }
         Ok(())
@@ -239,36 +301,79 @@ fn range_of(ptr: u64) -> Result<(u64, u64), CudaError> {
     Ok((start, size as u64))
 }
 
-/// `n` frames of each of `rows` rows from `src` (rows `src_stride` floats apart, from
-/// `src_at`) to `dst` (rows `dst_stride` apart, from `dst_at`): one 2-D copy on `stream`.
+/// `fx_rows_params` of kernels/convert_math.h.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct RowsParams {
+    src_stride: u32,
+    src_at: u32,
+    dst_stride: u32,
+    dst_at: u32,
+    rows: u32,
+    n: u32,
+    pad0: u32,
+    pad1: u32,
+}
+// SAFETY: plain 32-bit fields, `#[repr(C)]`, laid out as the kernels' struct.
+unsafe impl cudarc::driver::DeviceRepr for RowsParams {}
+
+/// `n` samples of each of `rows` rows from `src` to `dst` on `stream`: one 2-D copy
+/// where both are float32, else one launch of a row-conversion kernel (convert.cu).
 ///
 /// # Safety
 /// Both ranges lie inside live device allocations of the current context.
-#[allow(clippy::too_many_arguments)]
-unsafe fn copy_rows(src: u64, src_stride: usize, src_at: usize, dst: u64, dst_stride: usize, dst_at: usize, rows: usize, n: usize, stream: &CudaStream) -> Result<(), CudaError> {
+unsafe fn copy_rows(dev: &CudaDevice, src: Rows, dst: Rows, rows: usize, n: usize, stream: &Arc<CudaStream>) -> Result<(), CudaError> {
+    use cudarc::driver::{LaunchConfig, PushKernelArg};
     if n == 0 || rows == 0 {
         return Ok(());
     }
-    let copy = sys::CUDA_MEMCPY2D {
-        srcXInBytes: src_at * 4,
-        srcY: 0,
-        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-        srcHost: std::ptr::null(),
-        srcDevice: src,
-        srcArray: std::ptr::null_mut(),
-        srcPitch: src_stride * 4,
-        dstXInBytes: dst_at * 4,
-        dstY: 0,
-        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-        dstHost: std::ptr::null_mut(),
-        dstDevice: dst,
-        dstArray: std::ptr::null_mut(),
-        dstPitch: dst_stride * 4,
-        WidthInBytes: n * 4,
-        Height: rows,
+    let function = match (src.sample, dst.sample) {
+        (Sample::F32, Sample::F32) => {
+            let copy = sys::CUDA_MEMCPY2D {
+                srcXInBytes: src.at * 4,
+                srcY: 0,
+                srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                srcHost: std::ptr::null(),
+                srcDevice: src.ptr,
+                srcArray: std::ptr::null_mut(),
+                srcPitch: src.stride * 4,
+                dstXInBytes: dst.at * 4,
+                dstY: 0,
+                dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: dst.ptr,
+                dstArray: std::ptr::null_mut(),
+                dstPitch: dst.stride * 4,
+                WidthInBytes: n * 4,
+                Height: rows,
+            };
+            // SAFETY: the caller's contract; `copy` lives across the call (the driver
+            // reads the descriptor before returning).
+            unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()).result()? };
+            return Ok(());
+        }
+        (Sample::F64, Sample::F32) => &dev.rows_f64_to_f32,
+        (Sample::F32, Sample::F64) => &dev.rows_f32_to_f64,
+        // Not formed here: one side of every copy is the chain's own float32 buffer.
+        (Sample::F64, Sample::F64) => return Err(job("a float64-to-float64 row copy".into())),
     };
-    // SAFETY: the caller's contract; `copy` lives across the call (the driver reads the
-    // descriptor before returning).
-    unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()).result()? };
+    let fits = |v: usize| u32::try_from(v).map_err(|_| job(format!("a row copy of {rows} rows x {n} samples (stride {v}) is too large for one launch")));
+    let p = RowsParams {
+        src_stride: fits(src.stride)?,
+        src_at: fits(src.at)?,
+        dst_stride: fits(dst.stride)?,
+        dst_at: fits(dst.at)?,
+        rows: fits(rows)?,
+        n: fits(n)?,
+        ..RowsParams::default()
+    };
+    let cfg = LaunchConfig { grid_dim: (p.n.div_ceil(256), p.rows.min(65_535), 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let mut launch = stream.launch_builder(function);
+    launch.arg(&p).arg(&src.ptr).arg(&dst.ptr);
+    // SAFETY: the arguments match ferrofx_rows_f64_to_f32(fx_rows_params, const double*,
+    // float*) and ferrofx_rows_f32_to_f64(fx_rows_params, const float*, double*) (device
+    // addresses passed as 64-bit values); every row's range lies inside its allocation
+    // (the caller's contract), the kernel forms no other index.
+    unsafe { launch.launch(cfg) }?;
     Ok(())
 }
