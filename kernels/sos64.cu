@@ -11,37 +11,27 @@
  *   Hillis-Steele scan of them, every chunk again from its true start). Each thread
  *   reads and writes only its own chunk of `wide`, so only the end states need barriers.
  *   Unlike sos.cu, the chunks are read directly, not staged through shared memory.
+ * - ferrofx_sos64d_channels / ferrofx_sos64d_scan: the same over double samples in place
+ *   (a caller's float64 rows: ferrofx.torch's operator on CUDA tensors).
  */
 #include "sos_math.h"
 
-FX_GLOBAL void ferrofx_sos64_channels(fx_sos_params p, float* work, double* wide, const fx_section64* sections, fx_dvec2* states) {
-    unsigned ch = fx_bid() * fx_ntid() + fx_tid();
-    if (ch >= p.channels) {
-        return;
+/* One channel's cascade on its double samples `w` (one thread). */
+FX_DEVICE void fx_sos64_row(const fx_sos_params* p, double* w, const fx_section64* sections, fx_dvec2* states, unsigned ch) {
+    for (unsigned i = 0; i < p->count; i++) {
+        unsigned st = p->state_base + ch * p->count + i;
+        const fx_section64 sec = sections[p->first + i];
+        states[st] = fx_samples_run64(&sec, states[st], w, p->frames);
     }
-    float* x = work + ch * p.stride;
-    double* w = wide + ch * p.stride;
-    fx_widen(x, w, 0, p.frames);
-    for (unsigned i = 0; i < p.count; i++) {
-        unsigned st = p.state_base + ch * p.count + i;
-        const fx_section64 sec = sections[p.first + i];
-        states[st] = fx_samples_run64(&sec, states[st], w, p.frames);
-    }
-    fx_narrow(w, x, 0, p.frames);
 }
 
-FX_GLOBAL void ferrofx_sos64_scan(fx_sos_params p, float* work, double* wide, const fx_section64* sections, const double* tables, fx_dvec2* states) {
+/* One channel's cascade on its double samples `w`, time-parallel: thread j runs chunk
+ * [start, end) (all threads of the block call this together). */
+FX_DEVICE void fx_sos64_scan_row(const fx_sos_params* p, double* w, const fx_section64* sections, const double* tables, fx_dvec2* states, unsigned ch, unsigned j, unsigned start, unsigned end) {
     FX_SHARED fx_dvec2 ends[FX_SOS_THREADS];
-    unsigned ch = fx_bid();
-    unsigned j = fx_tid();
-    float* x = work + ch * p.stride;
-    double* w = wide + ch * p.stride;
-    unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
-    unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
-    fx_widen(x, w, start, end);
-    for (unsigned i = 0; i < p.count; i++) {
-        const fx_section64 sec = sections[p.first + i];
-        unsigned st = p.state_base + ch * p.count + i;
+    for (unsigned i = 0; i < p->count; i++) {
+        const fx_section64 sec = sections[p->first + i];
+        unsigned st = p->state_base + ch * p->count + i;
         fx_dvec2 s_init = states[st];
         fx_dvec2 s = {0.0, 0.0};
         if (j == 0) {
@@ -52,10 +42,10 @@ FX_GLOBAL void ferrofx_sos64_scan(fx_sos_params p, float* work, double* wide, co
         fx_sync();
         /* 2. inclusive scan of the end states */
         unsigned offset = 1;
-        for (unsigned k = 0; k < FX_SCAN_STEPS && offset < p.chunks; k++) {
+        for (unsigned k = 0; k < FX_SCAN_STEPS && offset < p->chunks; k++) {
             fx_dvec2 v = ends[j];
             if (j >= offset) {
-                v = fx_scan_combine64(&tables[((p.first + i) * FX_SCAN_STEPS + k) * 4], v, ends[j - offset]);
+                v = fx_scan_combine64(&tables[((p->first + i) * FX_SCAN_STEPS + k) * 4], v, ends[j - offset]);
             }
             fx_sync();
             ends[j] = v;
@@ -69,9 +59,50 @@ FX_GLOBAL void ferrofx_sos64_scan(fx_sos_params p, float* work, double* wide, co
         }
         fx_sync(); /* all have read `ends` before the next section writes it */
         s = fx_samples_run64(&sec, s, w + start, end - start);
-        if (j == p.chunks - 1) {
+        if (j == p->chunks - 1) {
             states[st] = s;
         }
     }
+}
+
+FX_GLOBAL void ferrofx_sos64_channels(fx_sos_params p, float* work, double* wide, const fx_section64* sections, fx_dvec2* states) {
+    unsigned ch = fx_bid() * fx_ntid() + fx_tid();
+    if (ch >= p.channels) {
+        return;
+    }
+    float* x = work + ch * p.stride;
+    double* w = wide + ch * p.stride;
+    fx_widen(x, w, 0, p.frames);
+    fx_sos64_row(&p, w, sections, states, ch);
+    fx_narrow(w, x, 0, p.frames);
+}
+
+FX_GLOBAL void ferrofx_sos64_scan(fx_sos_params p, float* work, double* wide, const fx_section64* sections, const double* tables, fx_dvec2* states) {
+    unsigned ch = fx_bid();
+    unsigned j = fx_tid();
+    float* x = work + ch * p.stride;
+    double* w = wide + ch * p.stride;
+    unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+    unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
+    fx_widen(x, w, start, end);
+    fx_sos64_scan_row(&p, w, sections, tables, states, ch, j, start, end);
     fx_narrow(w, x, start, end);
+}
+
+/* The same cascades over double samples in place (`work` is double: a caller's float64
+ * rows, src/gpu/cuda/sos64.rs; no widening or rounding). */
+FX_GLOBAL void ferrofx_sos64d_channels(fx_sos_params p, double* work, const fx_section64* sections, fx_dvec2* states) {
+    unsigned ch = fx_bid() * fx_ntid() + fx_tid();
+    if (ch >= p.channels) {
+        return;
+    }
+    fx_sos64_row(&p, work + (unsigned long long)ch * p.stride, sections, states, ch);
+}
+
+FX_GLOBAL void ferrofx_sos64d_scan(fx_sos_params p, double* work, const fx_section64* sections, const double* tables, fx_dvec2* states) {
+    unsigned ch = fx_bid();
+    unsigned j = fx_tid();
+    unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
+    unsigned end = start + p.chunk_len < p.frames ? start + p.chunk_len : p.frames;
+    fx_sos64_scan_row(&p, work + (unsigned long long)ch * p.stride, sections, tables, states, ch, j, start, end);
 }

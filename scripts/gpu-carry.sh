@@ -24,6 +24,8 @@ cp "$CARGO_TARGET_DIR/release/xtask" "$out/xtask"
 # The Python package as a wheel (device arrays through CUDA; the machine has PyTorch and
 # CuPy but reaches no registry).
 "$HOME/.cache/ferrofx/venv/bin/maturin" build --release --quiet -m python/Cargo.toml -o "$out/wheels"
+# pytest and its dependencies (the machine may have none), for tests/python/test_torch.py.
+"$HOME/.cache/ferrofx/venv/bin/pip" download -q --only-binary=:all: -d "$out/pywheels" pytest
 strip "$out"/gpu_* "$out"/xtask 2>/dev/null || true
 ref="$CARGO_TARGET_DIR/ferrofx-generated/reference"
 [ -f "$ref/index.json" ] || ~/.cache/ferrofx/venv/bin/python scripts/scipy_reference.py vectors "$ref"

@@ -47,6 +47,10 @@ if [ "$mode" = resident ]; then
     step gpu_resident 90 ./gpu_resident --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/ffx wheels/*.whl 2>> "$OUT/gpu_resident.log"
     PYTHONPATH=/tmp/ffx step python_device 120 python3 "$root/tests/python/test_device.py" >> "$OUT/gpu_resident.log" 2>&1
+    # ferrofx.torch on CUDA tensors: forward against SciPy, gradcheck, a layer against the
+    # CPU, torch.compile (pytest from the carried wheels).
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/pyt pywheels/*.whl 2>> "$OUT/gpu_resident.log"
+    PYTHONPATH=/tmp/ffx:/tmp/pyt step python_torch 180 python3 -m pytest -q -rs -s "$root/tests/python/test_torch.py" >> "$OUT/gpu_resident.log" 2>&1
     step bench_resident 120 ./xtask bench --resident --backend cuda --backend wgpu --runs 5 --json > "$OUT/bench_resident.json" 2>> "$OUT/bench.err"
     [ -d "$root/.whl" ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$root"/.whl/*.whl 2>> "$OUT/bench.err"
     PYTHONPATH=/tmp/ffx:/tmp/site TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 step python_gpu 300 python3 "$root/benchmarks/python_gpu.py" --build-cuda-ext --seconds 60 --runs 5 > "$OUT/python_gpu.json" 2>> "$OUT/bench.err"
@@ -66,6 +70,8 @@ step gpu_cuda_float64 90 ./gpu_cuda_float64 --nocapture --test-threads=1 >> "$OU
 if ls wheels/*.whl > /dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/ffx wheels/*.whl 2>> "$OUT/gpu_cuda.log"
     PYTHONPATH=/tmp/ffx step python_device 120 python3 "$root/tests/python/test_device.py" >> "$OUT/gpu_cuda.log" 2>&1
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/pyt pywheels/*.whl 2>> "$OUT/gpu_cuda.log"
+    PYTHONPATH=/tmp/ffx:/tmp/pyt step python_torch 180 python3 -m pytest -q -rs -s "$root/tests/python/test_torch.py" >> "$OUT/gpu_cuda.log" 2>&1
 fi
 # The plugin's GPU path (CUDA first, as the plugin opens it) taking new coefficients.
 step gpu_retune 60 ./gpu_retune --nocapture >> "$OUT/gpu_cuda.log" 2>&1

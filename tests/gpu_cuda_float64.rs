@@ -175,3 +175,49 @@ fn new_coefficients_move_cascades_between_precisions_in_place() {
     chain.abandon();
     assert!(same(&run_slices(&mut chain, &input), &fresh(&easy)), "the refused change left a trace");
 }
+
+/// [`ferrofx::gpu::cuda::CudaSos64`] (the PyTorch operator's device path): float64 rows in
+/// place from zero state, bit for bit `model_section::<f64>` section by section, with
+/// either kernel; a stream ordering on a caller's stream; refusals by name.
+#[test]
+fn float64_rows_in_place_equal_the_float64_model() {
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
+    use ferrofx::gpu::cuda::CudaSos64;
+    use ferrofx::gpu::realize::{chunking, model_section, Realization};
+    let Some(dev) = device() else { return };
+    for (name, chain, fs) in hard_chains() {
+        let designed = design(&chain, fs);
+        for stage in &designed.stages {
+            let ferrofx::chain::DesignedStage::Sos(sos) = stage else { continue };
+            let mut gpu = CudaSos64::new(dev, sos).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let stream = dev.new_stream().unwrap();
+            for (rows, frames) in [(1usize, 100usize), (3, 5000), (5, 200_000)] {
+                let x: Vec<f64> = ferrofx_testkit::noise_channels(rows, frames, 77, 1.0).iter().flatten().map(|&v| f64::from(v)).collect();
+                let mut buf: CudaSlice<f64> = stream.clone_htod(&x).unwrap();
+                let ptr = buf.device_ptr_mut(&stream).0;
+                // SAFETY: the buffer is live on this stream and read back after the call.
+                unsafe { gpu.process_raw(ptr, rows, frames, stream.cu_stream() as u64) }.unwrap();
+                let got = stream.clone_dtoh(&buf).unwrap();
+                let (_, chunk_len) = chunking(frames, ferrofx::gpu::cuda::CudaTuning::default().sequential_max_frames);
+                let mut want = x.clone();
+                for row in want.chunks_mut(frames) {
+                    for s in sos {
+                        let r = Realization::new(&s.into());
+                        model_section(&r.to_gpu_as::<f64>(), &r.scan_table_as::<f64>(chunk_len), row, &mut [0.0; 2], chunk_len);
+                    }
+                }
+                let n = got.iter().zip(&want).position(|(a, b)| a.to_bits() != b.to_bits());
+                assert_eq!(n, None, "{name}: {rows} x {frames} differs from the float64 model");
+            }
+        }
+    }
+    let sos = design(&hard_chains()[0].1, 48_000.0);
+    let ferrofx::chain::DesignedStage::Sos(sos) = &sos.stages[0] else { panic!() };
+    let mut gpu = CudaSos64::new(dev, sos).unwrap();
+    let stream = dev.new_stream().unwrap();
+    let short: CudaSlice<f64> = stream.alloc_zeros(100).unwrap();
+    let p = short.device_ptr(&stream).0;
+    // SAFETY: refused before anything is enqueued.
+    let e = unsafe { gpu.process_raw(p, 2, 100, 0) }.unwrap_err().to_string();
+    assert!(e.contains("2 rows x 100 frames of float64 need 1600"), "{e}");
+}

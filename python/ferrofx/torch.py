@@ -14,9 +14,14 @@ with respect to its input and its coefficients, kept whole by `torch.compile`.
   with respect to the input and to the coefficients, from zero state.
 - FIR stages run as PyTorch's own `conv1d` (causal, the output as long as the input), so
   autograd and the compiler handle them natively.
-- **CPU tensors only for now.** The device path (CUDA tensors filtered on the GPU, on the
-  caller's stream) is not built yet; a CUDA tensor raises `NotImplementedError` saying so
-  rather than being copied to the host behind the caller's back.
+- **CUDA tensors** stay on their device: the cascade runs in float64 on the GPU on the
+  caller's current stream (`_ferrofx.sosfilt_device64`, the delta form of the GPU paths
+  in double precision: within about 1e-12 of SciPy's float64 result, not SciPy's bits),
+  the result in the input's dtype; the gradients are the same adjoint, its recursions run
+  as GPU filters and its sums as torch reductions on the device (`_adjoint`). The
+  coefficients may live on the CPU or the GPU (they are read to the host each call: a few
+  dozen numbers). A cascade whose float64 form would miss the tolerance is refused with
+  the reason. Other devices raise `NotImplementedError`.
 """
 
 # No `from __future__ import annotations`: torch.library reads the operators' schemas
@@ -33,16 +38,62 @@ __all__ = ["Filter", "sosfilt"]
 
 def _host_only(*tensors: torch.Tensor) -> None:
     for t in tensors:
-        if t.device.type != "cpu":
+        if t.device.type not in ("cpu", "cuda"):
             raise NotImplementedError(
-                f"ferrofx.torch's layers (gradients, torch.compile) take CPU tensors only for now; got a "
-                f"tensor on {t.device}. To filter CUDA tensors on their device without gradients use "
-                "ferrofx.Chain.process or Stream.process (float32); or move it with .cpu()"
+                f"ferrofx.torch's layers take CPU and CUDA tensors only; got a tensor on {t.device}: "
+                "move it with .cpu() or .cuda()"
             )
 
 
 def _numpy64(t: torch.Tensor) -> np.ndarray:
-    return t.detach().resolve_conj().numpy().astype(np.float64, copy=False)
+    return t.detach().resolve_conj().cpu().numpy().astype(np.float64, copy=False)
+
+
+def _on_cuda(x: torch.Tensor) -> bool:
+    return x.device.type == "cuda"
+
+
+def _device_filter(x: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+    """`rows` (normalised sections) over the last axis of CUDA tensor `x` from zero
+    state, in float64 on its device, on the current stream: a new float64 tensor."""
+    from . import _ferrofx
+
+    y = x.detach().to(torch.float64, copy=True).contiguous()
+    if y.numel():
+        frames = y.shape[-1]
+        stream = torch.cuda.current_stream(y.device).cuda_stream
+        _ferrofx.sosfilt_device64(np.ascontiguousarray(rows, dtype=np.float64), y.data_ptr(), y.numel() // frames,
+                                  frames, y.device.index or 0, stream)
+    return y
+
+
+def _host_filter(x: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+    """The same on the CPU (SciPy's arithmetic, `ferrofx.signal.sosfilt`)."""
+    return torch.from_numpy(np.ascontiguousarray(_signal.sosfilt(rows, _numpy64(x), axis=-1)))
+
+
+def _adjoint(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt: Any) -> "tuple[torch.Tensor, torch.Tensor]":
+    """dL/dx and dL/drows of `y = sosfilt(rows, x)` (normalised rows, zero state) given
+    dL/dy, with torch operations on the tensors' device and `filt(signal, rows)` for the
+    recursions: the arithmetic of `src/signal/adjoint.rs` (see there), section by section
+    from the last, each section's all-pole part run backwards in time as a filter."""
+    n = x.shape[-1]
+    signals = [x]
+    for s in range(rows.shape[0]):
+        signals.append(filt(signals[-1], rows[s:s + 1]))
+    g = grad_y
+    grads = torch.zeros((rows.shape[0], 6), dtype=torch.float64, device=x.device)
+    for s in reversed(range(rows.shape[0])):
+        b0, b1, b2, _, a1, a2 = (float(v) for v in rows[s])
+        allpole = np.array([[1.0, 0.0, 0.0, 1.0, a1, a2]])
+        lam = filt(g.flip(-1), allpole).flip(-1)
+        xs, ys = signals[s], signals[s + 1]
+        for k in range(3):
+            grads[s, k] = (lam[..., k:] * xs[..., :n - k]).sum()
+            grads[s, 3 + k] = -(lam[..., k:] * ys[..., :n - k]).sum()
+        padded = torch.nn.functional.pad(lam, (0, 2))
+        g = b0 * padded[..., :n] + b1 * padded[..., 1:n + 1] + b2 * padded[..., 2:n + 2]
+    return g, grads
 
 
 def _sections(sos: torch.Tensor) -> "tuple[np.ndarray, np.ndarray]":
@@ -60,6 +111,8 @@ def _sections(sos: torch.Tensor) -> "tuple[np.ndarray, np.ndarray]":
 def _sosfilt_op(x: torch.Tensor, sos: torch.Tensor) -> torch.Tensor:
     _host_only(x, sos)
     rows, _ = _sections(sos)
+    if _on_cuda(x):
+        return _device_filter(x, rows).to(x.dtype)
     y = _signal.sosfilt(rows, _numpy64(x), axis=-1)
     return torch.from_numpy(np.ascontiguousarray(y)).to(x.dtype)
 
@@ -73,13 +126,17 @@ def _(x: torch.Tensor, sos: torch.Tensor) -> torch.Tensor:
 def _sosfilt_backward_op(x: torch.Tensor, sos: torch.Tensor, grad_y: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     _host_only(x, sos, grad_y)
     rows, a0 = _sections(sos)
+    if _on_cuda(x):
+        gx, gs = _adjoint(x.detach().to(torch.float64), rows, grad_y.detach().to(torch.float64), _device_filter)
+        gs = gs / torch.from_numpy(a0).to(gs.device)
+        return gx.to(x.dtype), gs.to(dtype=sos.dtype, device=sos.device)
     gx, gs = _signal.sosfilt_backward(rows, _numpy64(x), _numpy64(grad_y), axis=-1)
     # The gradient at rows scaled by 1/a0: the adjoint of a0 y[n] + ... runs at 1/a0 of
     # the normalised one's.
     gs = gs / a0
     return (
         torch.from_numpy(np.ascontiguousarray(gx)).to(x.dtype),
-        torch.from_numpy(np.ascontiguousarray(gs)).to(sos.dtype),
+        torch.from_numpy(np.ascontiguousarray(gs)).to(dtype=sos.dtype, device=sos.device),
     )
 
 
@@ -103,7 +160,7 @@ _sosfilt_op.register_autograd(_backward, setup_context=_setup_context)
 
 
 def sosfilt(x: torch.Tensor, sos: torch.Tensor) -> torch.Tensor:
-    """`scipy.signal.sosfilt(sos, x, axis=-1)` from zero state on CPU tensors,
+    """`scipy.signal.sosfilt(sos, x, axis=-1)` from zero state on CPU or CUDA tensors,
     differentiable in `x` and `sos` (rows `[b0, b1, b2, a0, a1, a2]`; each row is divided
     by its `a0`, SciPy's sections having `a0 = 1`)."""
     if sos.ndim != 2 or sos.shape[1] != 6:
@@ -117,6 +174,7 @@ def _fir(x: torch.Tensor, taps: torch.Tensor) -> torch.Tensor:
     """Causal FIR along the last axis, the output as long as the input (scipy's
     `lfilter(taps, 1, x)`), by PyTorch's conv1d (cross-correlation: taps reversed)."""
     _host_only(x)
+    taps = taps.to(x.device)
     shape = x.shape
     rows = x.reshape(-1, 1, shape[-1])
     kernel = taps.to(x.dtype).flip(-1).view(1, 1, -1)

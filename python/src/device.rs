@@ -6,7 +6,9 @@
 //! module checks that the addresses are device memory large enough before any copy.
 
 use ferrofx::chain::DesignedChain;
-use ferrofx::gpu::cuda::{CudaDevice, CudaResident, Sample};
+use ferrofx::design::Sos;
+use ferrofx::gpu::cuda::{CudaDevice, CudaResident, CudaSos64, Sample};
+use numpy::PyReadonlyArray2;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::{Arc, Mutex};
@@ -83,4 +85,48 @@ impl DeviceStream {
     fn device(&self) -> usize {
         self.ordinal
     }
+}
+
+/// `sos` (`n x 6`, float64) run in float64 over `rows x frames` float64 samples at device
+/// address `data`, in place, each row from zero state, ordered on CUDA stream `stream` of
+/// device `device`: the PyTorch operator's device path (`ferrofx.torch`). Returns without
+/// waiting for the device. The last few cascades are kept built (by coefficient bits).
+#[pyfunction]
+#[pyo3(signature = (sos, data, rows, frames, device, stream))]
+pub fn sosfilt_device64(py: Python<'_>, sos: PyReadonlyArray2<'_, f64>, data: u64, rows: usize, frames: usize, device: usize, stream: u64) -> PyResult<()> {
+    type Kept = (usize, Vec<u64>, CudaSos64);
+    static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+    let sos = sos.as_array();
+    if sos.ncols() != 6 || sos.nrows() == 0 {
+        return Err(PyValueError::new_err(format!("sos must have shape (n_sections, 6), got {:?}", sos.shape())));
+    }
+    if data == 0 {
+        return Err(PyValueError::new_err("a null device address"));
+    }
+    let sections: Vec<Sos> = sos.rows().into_iter().map(|r| Sos { b: [r[0], r[1], r[2]], a: [r[3], r[4], r[5]] }).collect();
+    let bits: Vec<u64> = sos.iter().map(|v| v.to_bits()).collect();
+    let dev = self::device(device)?;
+    let err = |e: ferrofx::gpu::cuda::CudaError| PyRuntimeError::new_err(format!("cuda:{device}: {e}"));
+    // The kept cascades' lock is taken without the GIL (another thread may hold the GIL
+    // while waiting for it).
+    py.allow_threads(|| {
+        let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+        let at = match kept.iter().position(|k| k.0 == device && k.1 == bits) {
+            Some(at) => at,
+            None => {
+                let built = CudaSos64::new(&dev, &sections)?;
+                if kept.len() == 4 {
+                    kept.remove(0);
+                }
+                kept.push((device, bits, built));
+                kept.len() - 1
+            }
+        };
+        // SAFETY: the address is checked by the call (device memory of this context, long
+        // enough); the stream is the tensor's framework's current stream on this device
+        // (the package takes it from torch), and the package holds the tensor until the
+        // call returns, after which torch orders any later use on that stream.
+        unsafe { kept[at].2.process_raw(data, rows, frames, stream) }
+    })
+    .map_err(err)
 }

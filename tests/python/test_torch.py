@@ -99,5 +99,82 @@ def test_bad_arguments_are_refused_by_name():
 
     # A tensor on another device (here PyTorch's `meta`, present on every machine) is
     # refused with the reason, never copied to the host silently.
-    with pytest.raises(NotImplementedError, match="CPU tensors only"):
+    with pytest.raises(NotImplementedError, match="CPU and CUDA tensors only"):
         _host_only(torch.zeros(10, device="meta"))
+
+
+def test_the_adjoint_in_torch_operations_equals_the_cores():
+    # What CUDA tensors' gradients run (torch reductions around filters run as GPU
+    # filters), here with the CPU filter, against the core's adjoint (tested against
+    # finite differences): the composition is the same arithmetic.
+    from ferrofx import signal as fsignal
+    from ferrofx.torch import _adjoint, _host_filter
+
+    rng = np.random.default_rng(11)
+    for sections, shape in [(1, (40,)), (4, (3, 500)), (3, (2, 2, 300))]:
+        rows = _sos(rng, sections)
+        x, g = rng.standard_normal(shape), rng.standard_normal(shape)
+        gx, gs = _adjoint(torch.from_numpy(x), rows, torch.from_numpy(g), _host_filter)
+        want_x, want_s = fsignal.sosfilt_backward(rows, x, g, axis=-1)
+        np.testing.assert_allclose(gx.numpy(), want_x, rtol=0, atol=1e-12 * np.abs(want_x).max())
+        np.testing.assert_allclose(gs.numpy(), want_s, rtol=0, atol=1e-12 * np.abs(want_s).max())
+
+
+def test_inductor_keeps_the_operator_and_equals_eager():
+    layer = Filter.from_chain(ferrofx.Butterworth.highpass(40, 2) | ferrofx.Fir.lowpass(15, 8000), 48_000, learnable=True)
+    x = torch.from_numpy(np.random.default_rng(5).standard_normal((2, 512))).requires_grad_()
+    compiled = torch.compile(layer, backend="inductor", fullgraph=True)
+    y = compiled(x)
+    torch.testing.assert_close(y, layer(x), rtol=1e-12, atol=1e-12)
+    y.sum().backward()
+    gx = x.grad.clone()
+    x.grad = None
+    layer(x).sum().backward()
+    torch.testing.assert_close(gx, x.grad, rtol=1e-12, atol=1e-12)
+
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device (the device check runs these)")
+
+
+@cuda
+def test_cuda_tensors_filter_on_the_device_within_1e12_of_scipy():
+    rng = np.random.default_rng(12)
+    sos = ss.ellip(6, 0.5, 60, 0.1, output="sos")
+    for shape in [(5000,), (3, 40_000), (4, 2, 100_000)]:
+        x = rng.standard_normal(shape)
+        want = ss.sosfilt(sos, x, axis=-1)
+        for dtype, tol in [(torch.float64, 1e-12), (torch.float32, 2e-6)]:
+            y = sosfilt(torch.from_numpy(x).to("cuda", dtype), torch.from_numpy(sos).cuda())
+            assert y.device.type == "cuda" and y.dtype == dtype and tuple(y.shape) == shape
+            err = np.abs(y.double().cpu().numpy() - want).max() / np.abs(want).max()
+            print(f"cuda {shape} {dtype}: {err:.2e} of the peak from SciPy")
+            assert err <= tol, (shape, dtype, err)
+
+
+@cuda
+def test_gradcheck_on_cuda_in_the_input_and_the_coefficients():
+    rng = np.random.default_rng(13)
+    for sections, shape in [(1, (12,)), (3, (2, 20)), (2, (2, 2, 9))]:
+        x = torch.from_numpy(rng.standard_normal(shape)).cuda().requires_grad_()
+        sos = torch.from_numpy(_sos(rng, sections)).cuda().requires_grad_()
+        assert torch.autograd.gradcheck(sosfilt, (x, sos), eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+@cuda
+def test_a_layer_on_cuda_equals_it_on_the_cpu_and_compiles():
+    chain = ferrofx.Butterworth.highpass(40, 4) | ferrofx.Fir.lowpass(31, 8000) | ferrofx.Biquad.peaking(1000, 1.4, -6)
+    layer = Filter.from_chain(chain, 48_000, learnable=True)
+    x = torch.from_numpy(np.random.default_rng(14).standard_normal((2, 2, 20_000)))
+    want = layer(x)
+    want.sum().backward()
+    want_grads = [p.grad.clone() for p in layer.parameters()]
+    layer.zero_grad()
+    gpu = layer.cuda()
+    xc = x.cuda()
+    y = gpu(xc)
+    torch.testing.assert_close(y.cpu(), want.detach(), rtol=0, atol=1e-9 * float(want.abs().max()))
+    y.sum().backward()
+    for p, w in zip(gpu.parameters(), want_grads):
+        torch.testing.assert_close(p.grad.cpu(), w, rtol=1e-7, atol=1e-9 * float(w.abs().max()))
+    compiled = torch.compile(gpu, fullgraph=True)
+    torch.testing.assert_close(compiled(xc), y, rtol=1e-12, atol=1e-12)

@@ -102,25 +102,62 @@ void fx_host_sos_scan(fx_sos_params p, float* work, const fx_section* sections, 
     }
 }
 
+/* sos64.cu's fx_sos64_row: one channel's cascade on its double samples. */
+static void host_sos64_row(const fx_sos_params* p, double* w, const fx_section64* sections, fx_dvec2* states, unsigned ch) {
+    for (unsigned i = 0; i < p->count; i++) {
+        unsigned st = p->state_base + ch * p->count + i;
+        const fx_section64 sec = sections[p->first + i];
+        states[st] = fx_samples_run64(&sec, states[st], w, p->frames);
+    }
+}
+
+/* sos64.cu's fx_sos64_scan_row: the block's FX_SOS_THREADS threads between barriers. */
+static void host_sos64_scan_row(const fx_sos_params* p, double* w, const fx_section64* sections, const double* tables, fx_dvec2* states, unsigned ch) {
+    fx_dvec2 ends[FX_SOS_THREADS];
+    fx_dvec2 next[FX_SOS_THREADS];
+    for (unsigned i = 0; i < p->count; i++) {
+        const fx_section64 sec = sections[p->first + i];
+        unsigned st = p->state_base + ch * p->count + i;
+        fx_dvec2 s_init = states[st];
+        for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+            fx_dvec2 zero = {0.0, 0.0};
+            unsigned start = j * p->chunk_len < p->frames ? j * p->chunk_len : p->frames;
+            ends[j] = fx_samples_end64(&sec, j == 0 ? s_init : zero, w + start, chunk_len_of(p, j));
+        }
+        unsigned offset = 1;
+        for (unsigned k = 0; k < FX_SCAN_STEPS && offset < p->chunks; k++) {
+            for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+                next[j] = ends[j];
+                if (j >= offset) {
+                    next[j] = fx_scan_combine64(&tables[((p->first + i) * FX_SCAN_STEPS + k) * 4], ends[j], ends[j - offset]);
+                }
+            }
+            memcpy(ends, next, sizeof ends);
+            offset *= 2;
+        }
+        for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
+            unsigned start = j * p->chunk_len < p->frames ? j * p->chunk_len : p->frames;
+            fx_dvec2 s = fx_samples_run64(&sec, j > 0 ? ends[j - 1] : s_init, w + start, chunk_len_of(p, j));
+            if (j == p->chunks - 1) {
+                states[st] = s;
+            }
+        }
+    }
+}
+
 /* ferrofx_sos64_channels (sos64.cu): one thread per channel, the cascade in double. */
 void fx_host_sos64_channels(fx_sos_params p, float* work, double* wide, const fx_section64* sections, fx_dvec2* states) {
     for (unsigned ch = 0; ch < p.channels; ch++) {
         float* x = work + ch * p.stride;
         double* w = wide + ch * p.stride;
         fx_widen(x, w, 0, p.frames);
-        for (unsigned i = 0; i < p.count; i++) {
-            unsigned st = p.state_base + ch * p.count + i;
-            const fx_section64 sec = sections[p.first + i];
-            states[st] = fx_samples_run64(&sec, states[st], w, p.frames);
-        }
+        host_sos64_row(&p, w, sections, states, ch);
         fx_narrow(w, x, 0, p.frames);
     }
 }
 
 /* ferrofx_sos64_scan: one block of FX_SOS_THREADS threads per channel, each its chunk. */
 void fx_host_sos64_scan(fx_sos_params p, float* work, double* wide, const fx_section64* sections, const double* tables, fx_dvec2* states) {
-    fx_dvec2 ends[FX_SOS_THREADS];
-    fx_dvec2 next[FX_SOS_THREADS];
     for (unsigned ch = 0; ch < p.channels; ch++) {
         float* x = work + ch * p.stride;
         double* w = wide + ch * p.stride;
@@ -128,38 +165,24 @@ void fx_host_sos64_scan(fx_sos_params p, float* work, double* wide, const fx_sec
             unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
             fx_widen(x, w, start, start + chunk_len_of(&p, j));
         }
-        for (unsigned i = 0; i < p.count; i++) {
-            const fx_section64 sec = sections[p.first + i];
-            unsigned st = p.state_base + ch * p.count + i;
-            fx_dvec2 s_init = states[st];
-            for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
-                fx_dvec2 zero = {0.0, 0.0};
-                unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
-                ends[j] = fx_samples_end64(&sec, j == 0 ? s_init : zero, w + start, chunk_len_of(&p, j));
-            }
-            unsigned offset = 1;
-            for (unsigned k = 0; k < FX_SCAN_STEPS && offset < p.chunks; k++) {
-                for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
-                    next[j] = ends[j];
-                    if (j >= offset) {
-                        next[j] = fx_scan_combine64(&tables[((p.first + i) * FX_SCAN_STEPS + k) * 4], ends[j], ends[j - offset]);
-                    }
-                }
-                memcpy(ends, next, sizeof ends);
-                offset *= 2;
-            }
-            for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
-                unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
-                fx_dvec2 s = fx_samples_run64(&sec, j > 0 ? ends[j - 1] : s_init, w + start, chunk_len_of(&p, j));
-                if (j == p.chunks - 1) {
-                    states[st] = s;
-                }
-            }
-        }
+        host_sos64_scan_row(&p, w, sections, tables, states, ch);
         for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
             unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
             fx_narrow(w, x, start, start + chunk_len_of(&p, j));
         }
+    }
+}
+
+/* ferrofx_sos64d_channels / ferrofx_sos64d_scan: double samples in place. */
+void fx_host_sos64d_channels(fx_sos_params p, double* work, const fx_section64* sections, fx_dvec2* states) {
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        host_sos64_row(&p, work + (unsigned long long)ch * p.stride, sections, states, ch);
+    }
+}
+
+void fx_host_sos64d_scan(fx_sos_params p, double* work, const fx_section64* sections, const double* tables, fx_dvec2* states) {
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        host_sos64_scan_row(&p, work + (unsigned long long)ch * p.stride, sections, tables, states, ch);
     }
 }
 

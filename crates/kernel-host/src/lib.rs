@@ -95,6 +95,8 @@ extern "C" {
     fn fx_host_sos_scan(p: SosParams, work: *mut f32, sections: *const Section, tables: *const f32, states: *mut [f32; 2]);
     fn fx_host_sos64_channels(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, states: *mut [f64; 2]);
     fn fx_host_sos64_scan(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, tables: *const f64, states: *mut [f64; 2]);
+    fn fx_host_sos64d_channels(p: SosParams, work: *mut f64, sections: *const Section64, states: *mut [f64; 2]);
+    fn fx_host_sos64d_scan(p: SosParams, work: *mut f64, sections: *const Section64, tables: *const f64, states: *mut [f64; 2]);
     fn fx_host_rows_convert(p: RowsParams, grid_x: u32, grid_y: u32, to_f32: i32, src: *const std::ffi::c_void, dst: *mut std::ffi::c_void);
     fn fx_host_fir_direct(p: FirParams, work: *const f32, taps: *const f32, history: *const f32, out: *mut f32);
     fn fx_host_fir_history(p: FirParams, work: *const f32, history: *const f32, hist_out: *mut f32);
@@ -153,6 +155,22 @@ pub fn sos64_scan(p: SosParams, work: &mut [f32], sections: &[Section64], tables
     let mut wide = vec![f64::NAN; work.len()];
     // SAFETY: as above; tables hold SCAN_STEPS entries for every section indexed.
     unsafe { fx_host_sos64_scan(p, work.as_mut_ptr(), wide.as_mut_ptr(), sections.as_ptr(), tables.as_ptr().cast(), states.as_mut_ptr()) }
+}
+
+/// `ferrofx_sos64d_channels` (sos64.cu): the float64 cascade over double samples in place.
+pub fn sos64d_channels(p: SosParams, work: &mut [f64], sections: &[Section64], states: &mut [[f64; 2]]) {
+    check_sos(&p, work.len(), sections.len(), states.len());
+    // SAFETY: the lengths were checked against every index the C code forms from `p`.
+    unsafe { fx_host_sos64d_channels(p, work.as_mut_ptr(), sections.as_ptr(), states.as_mut_ptr()) }
+}
+
+/// `ferrofx_sos64d_scan` (sos64.cu) over double samples in place.
+pub fn sos64d_scan(p: SosParams, work: &mut [f64], sections: &[Section64], tables: &[[f64; 4]], states: &mut [[f64; 2]]) {
+    check_sos(&p, work.len(), sections.len(), states.len());
+    assert!(tables.len() >= (p.first + p.count) as usize * SCAN_STEPS, "tables too short");
+    assert!(p.chunks as usize <= SOS_THREADS && (p.chunks * p.chunk_len) as usize >= p.frames as usize, "chunking {p:?}");
+    // SAFETY: as above; tables hold SCAN_STEPS entries for every section indexed.
+    unsafe { fx_host_sos64d_scan(p, work.as_mut_ptr(), sections.as_ptr(), tables.as_ptr().cast(), states.as_mut_ptr()) }
 }
 
 fn check_rows(p: &RowsParams, src: usize, dst: usize) {

@@ -7,7 +7,7 @@
 use ferrofx::chain::{Chain, DesignedStage};
 use ferrofx::dsp::sos::SosCoefs;
 use ferrofx::gpu::realize::{chunking, model_section, run_cascade, DeltaSection, Realization, MAX_CHUNKS, SCAN_STEPS};
-use ferrofx_kernel_host::{fir_direct, fir_history, sos64_channels, sos64_scan, sos_channels, sos_scan, FirParams, Section, Section64, SosParams};
+use ferrofx_kernel_host::{fir_direct, fir_history, sos64_channels, sos64_scan, sos64d_channels, sos64d_scan, sos_channels, sos_scan, FirParams, Section, Section64, SosParams};
 use ferrofx_testkit::{noise_amp, Rng};
 
 const FS: f64 = 48_000.0;
@@ -199,6 +199,71 @@ impl Case {
         for ch in 0..self.channels {
             assert!(work[ch * stride + self.frames..(ch + 1) * stride].iter().all(|&v| v == 0.0), "{what}: wrote past the block");
         }
+    }
+}
+
+impl Case {
+    /// The float64 kernels over double samples in place (sos64.cu's `sos64d`: a caller's
+    /// float64 rows) against `model_section::<f64>` section by section, bit for bit.
+    fn run64d(&self, seed: u64, sequential_max: usize) {
+        let (chunks, chunk_len) = chunking(self.frames, sequential_max);
+        let stride = self.frames + 2;
+        let reals: Vec<Vec<Realization>> = self.stages.iter().map(|st| st.iter().map(Realization::new).collect()).collect();
+        let sections: Vec<Section64> = reals.iter().flatten().map(|r| Section64(r.to_gpu_as::<f64>().words())).collect();
+        let tables: Vec<[f64; 4]> = reals.iter().flatten().flat_map(|r| r.scan_table_as::<f64>(chunk_len)).collect();
+        let total = sections.len();
+        let mut rng = Rng::new(seed ^ 0x64d);
+        let mut states: Vec<[f64; 2]> = (0..self.channels * total).map(|_| [rng.unit() - 0.5, rng.unit() - 0.5]).collect();
+        let mut work = vec![0.0f64; self.channels * stride];
+        for v in work.iter_mut() {
+            *v = rng.unit() - 0.5;
+        }
+        let mut model = work.clone();
+        let mut model_states = states.clone();
+        let (mut first, mut state_base) = (0usize, 0usize);
+        for stage in &reals {
+            let n = stage.len();
+            for ch in 0..self.channels {
+                let x = &mut model[ch * stride..ch * stride + self.frames];
+                for (i, r) in stage.iter().enumerate() {
+                    model_section(&r.to_gpu_as::<f64>(), &r.scan_table_as::<f64>(chunk_len), x, &mut model_states[state_base + ch * n + i], chunk_len);
+                }
+            }
+            let p = SosParams {
+                frames: self.frames as u32,
+                chunk_len: chunk_len as u32,
+                chunks: chunks as u32,
+                stride: stride as u32,
+                first: first as u32,
+                count: n as u32,
+                state_base: state_base as u32,
+                channels: self.channels as u32,
+            };
+            if chunks == 1 {
+                sos64d_channels(p, &mut work, &sections, &mut states);
+            } else {
+                sos64d_scan(p, &mut work, &sections, &tables, &mut states);
+            }
+            first += n;
+            state_base += self.channels * n;
+        }
+        let what = format!("float64 samples, seed {seed}, {} x {} frames, {chunks} chunk(s) of {chunk_len}", self.channels, self.frames);
+        let differ = work.iter().zip(&model).position(|(a, b)| a.to_bits() != b.to_bits());
+        assert_eq!(differ, None, "{what}: the kernel's output differs from the model's");
+        let differ = states.iter().zip(&model_states).position(|(a, b)| a[0].to_bits() != b[0].to_bits() || a[1].to_bits() != b[1].to_bits());
+        assert_eq!(differ, None, "{what}: the kernel's end states differ from the model's");
+    }
+}
+
+#[test]
+fn float64_sample_kernels_equal_the_cpu_model_bit_for_bit() {
+    let mut rng = Rng::new(64_064);
+    for seed in 0..30u64 {
+        let stages: Vec<Vec<SosCoefs>> = (0..1 + rng.below(3)).map(|_| design_sos(&random_iir(&mut rng))).collect();
+        let frames = [1, 7, 64, 255, 256, 257, 1000, 4096, 10_007, 65_536][rng.below(10)];
+        let case = Case { stages, channels: 1 + rng.below(4), frames };
+        case.run64d(seed, usize::MAX);
+        case.run64d(seed, 64);
     }
 }
 

@@ -24,6 +24,8 @@ pub struct CudaDevice {
     pub(crate) sos_scan: CudaFunction,
     pub(crate) sos64_channels: CudaFunction,
     pub(crate) sos64_scan: CudaFunction,
+    pub(crate) sos64d_channels: CudaFunction,
+    pub(crate) sos64d_scan: CudaFunction,
     pub(crate) fir_direct: CudaFunction,
     pub(crate) fir_history: CudaFunction,
     pub(crate) fft_segments: CudaFunction,
@@ -98,6 +100,8 @@ impl CudaDevice {
             sos_scan: load("sos", "ferrofx_sos_scan")?,
             sos64_channels: load("sos64", "ferrofx_sos64_channels")?,
             sos64_scan: load("sos64", "ferrofx_sos64_scan")?,
+            sos64d_channels: load("sos64", "ferrofx_sos64d_channels")?,
+            sos64d_scan: load("sos64", "ferrofx_sos64d_scan")?,
             fir_direct: load("fir", "ferrofx_fir_direct")?,
             fir_history: load("fir", "ferrofx_fir_history")?,
             fft_segments: load("fft_fir", "ferrofx_fft_segments")?,
@@ -111,6 +115,12 @@ impl CudaDevice {
             compute_capability,
             tuning,
         }))
+    }
+
+    /// A new CUDA stream on this device (for callers that order their own work with
+    /// FerroFX's: tests, the resident and float64 paths' users).
+    pub fn new_stream(&self) -> Result<Arc<CudaStream>, CudaError> {
+        self.stream()
     }
 
     /// A new stream for one chain's jobs.

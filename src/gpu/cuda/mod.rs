@@ -16,6 +16,8 @@
 //!   [`CudaResident`] filters buffers that already live on the device (the caller's
 //!   pointers, on the caller's stream), the state kept there, a stream of calls equal to
 //!   one call bit for bit (the grid of `gpu::wgpu::WgpuResident`).
+//! - [`sos64`]: [`CudaSos64`], one cascade in float64 over a caller's float64 device rows
+//!   (the PyTorch operator's device path: forward and adjoint filters).
 //! - [`backend`]: [`CudaBackend`], the [`crate::run::backend::Backend`] the router lists.
 //!
 //! The arithmetic is the wgpu backend's (the delta state-space form of
@@ -32,9 +34,11 @@
 pub mod backend;
 pub mod chain;
 pub mod context;
+pub mod sos64;
 
 pub use backend::{open_backend, CudaBackend};
 pub use chain::{CudaChain, CudaResident, Sample};
+pub use sos64::CudaSos64;
 pub use context::CudaDevice;
 
 use crate::gpu::GpuError;

@@ -11,7 +11,7 @@
 
 mod launch;
 mod overlap;
-mod resident;
+pub(super) mod resident;
 pub use resident::{CudaResident, Sample};
 pub use overlap::OVERLAP_DEPTH;
 mod staging;

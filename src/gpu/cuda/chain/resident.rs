@@ -279,7 +279,7 @@ impl CudaResident {
 ///
 /// # Safety
 /// `event`, `from` and `to` are live in the current context.
-unsafe fn order(event: sys::CUevent, from: sys::CUstream, to: sys::CUstream) -> Result<(), CudaError> {
+pub(in crate::gpu::cuda) unsafe fn order(event: sys::CUevent, from: sys::CUstream, to: sys::CUstream) -> Result<(), CudaError> {
     // SAFETY: the caller's contract.
     unsafe {
         sys::cuEventRecord(event, from).result()?;
@@ -289,7 +289,7 @@ unsafe fn order(event: sys::CUevent, from: sys::CUstream, to: sys::CUstream) -> 
 }
 
 /// The allocation `ptr` lies in: its start and size in bytes.
-fn range_of(ptr: u64) -> Result<(u64, u64), CudaError> {
+pub(in crate::gpu::cuda) fn range_of(ptr: u64) -> Result<(u64, u64), CudaError> {
     let mut start: sys::CUdeviceptr = 0;
     let mut size: usize = 0;
     // SAFETY: each query writes one value of the attribute's type (a device pointer, a

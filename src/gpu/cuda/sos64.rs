@@ -1,0 +1,167 @@
+//! [`CudaSos64`]: one cascade of second-order sections in float64 over float64 device
+//! memory the caller owns, in place, from zero state, a whole signal per call, on the
+//! caller's stream. What the Python package's PyTorch operator (`ferrofx.torch`) runs on
+//! CUDA tensors: its forward pass and the filters of its adjoint, whose gradients
+//! `torch.autograd.gradcheck` checks in float64 (the chain path, [`super::CudaResident`],
+//! runs float32 samples and would not pass it).
+//!
+//! The sections run in the delta form of [`crate::gpu::realize`] in `f64`
+//! (`kernels/sos64.cu`'s `sos64d` kernels: one thread per row up to the device's
+//! sequential limit, else a 256-chunk scan per row), bit for bit
+//! `realize::model_section::<f64>`; the same error estimate as every GPU path declines a
+//! cascade that would miss the tolerance even in float64 (with the reason).
+
+use super::chain::resident::{order, range_of};
+use super::{CudaDevice, CudaError};
+use crate::design::Sos;
+use crate::gpu::realize::{chunking, realize_cascade, Realization, SCAN_STEPS};
+use crate::gpu::GpuError;
+use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+
+/// `fx_sos_params` of kernels/sos_math.h.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct SosParams {
+    frames: u32,
+    chunk_len: u32,
+    chunks: u32,
+    stride: u32,
+    first: u32,
+    count: u32,
+    state_base: u32,
+    channels: u32,
+}
+// SAFETY: plain 32-bit fields, `#[repr(C)]`, laid out as the kernels' struct.
+unsafe impl DeviceRepr for SosParams {}
+
+fn job(why: String) -> CudaError {
+    CudaError::Gpu(GpuError::Job { why })
+}
+
+/// A float64 cascade on a CUDA device, for float64 rows in device memory.
+pub struct CudaSos64 {
+    dev: Arc<CudaDevice>,
+    stream: Arc<CudaStream>,
+    sos: Vec<Sos>,
+    realizations: Vec<Realization>,
+    sections: CudaSlice<f64>,
+    tables: CudaSlice<f64>,
+    /// The chunk length `tables` was written for (0: none yet).
+    table_chunk_len: usize,
+    /// Zeroed per call: 2 per section and row (grown to the largest call's rows).
+    states: CudaSlice<f64>,
+    /// Frame counts whose error estimate passed (the estimate depends on the chunking).
+    checked: Vec<usize>,
+    caller_ready: CudaEvent,
+    done: CudaEvent,
+}
+
+impl CudaSos64 {
+    /// The cascade `sos` (rows normalised or not: each is divided by its `a0`) on `dev`.
+    /// A section with a zero or non-finite `a0` is refused.
+    pub fn new(dev: &Arc<CudaDevice>, sos: &[Sos]) -> Result<CudaSos64, CudaError> {
+        if sos.is_empty() {
+            return Err(job("a cascade of no sections".into()));
+        }
+        if let Some(i) = sos.iter().position(|s| !(s.a[0].is_finite() && s.a[0] != 0.0)) {
+            return Err(job(format!("section {i}: a0 = {} (must be finite and nonzero)", sos[i].a[0])));
+        }
+        let realizations: Vec<Realization> = sos.iter().map(|s| Realization::new(&s.into())).collect();
+        let records: Vec<f64> = realizations.iter().flat_map(|r| r.to_gpu_as::<f64>().words()).collect();
+        let stream = dev.stream()?;
+        let mut sections = stream.alloc_zeros::<f64>(records.len())?;
+        stream.memcpy_htod(&records, &mut sections)?;
+        let tables = stream.alloc_zeros::<f64>(realizations.len() * SCAN_STEPS * 4)?;
+        let states = stream.alloc_zeros::<f64>(2 * realizations.len())?;
+        let (caller_ready, done) = (dev.ctx.new_event(None)?, dev.ctx.new_event(None)?);
+        stream.synchronize()?;
+        Ok(CudaSos64 { dev: dev.clone(), stream, sos: sos.to_vec(), realizations, sections, tables, table_chunk_len: 0, states, checked: Vec::new(), caller_ready, done })
+    }
+
+    /// Filters `rows` rows of `frames` float64 samples at device address `data` (row `r`
+    /// at `r * frames`), in place, each from zero state, ordered on the caller's CUDA
+    /// stream `stream` (0: the legacy default stream). Returns without waiting for the
+    /// device. Refused by name: an address that is not device memory of this context or
+    /// whose allocation is too short, a cascade whose float64 form would miss the
+    /// tolerance for signals of this length.
+    ///
+    /// # Safety
+    /// `stream` must be a live stream of this device's primary context (or 0), and no
+    /// other work may touch the memory until this call's work is done on that stream.
+    pub unsafe fn process_raw(&mut self, data: u64, rows: usize, frames: usize, stream: u64) -> Result<(), CudaError> {
+        self.dev.ctx.bind_to_thread()?;
+        let bytes = (rows * frames * 8) as u64;
+        let (start, size) = range_of(data).map_err(|e| job(format!("the address {data:#x} is not device memory of this context ({e})")))?;
+        if data + bytes > start + size {
+            return Err(job(format!("the allocation holds {} bytes from {data:#x}; {rows} rows x {frames} frames of float64 need {bytes}", start + size - data)));
+        }
+        if rows == 0 || frames == 0 {
+            return Ok(());
+        }
+        let too_large = || job(format!("{rows} rows x {frames} frames in one call (at most 2^31 rows and 2^32 - 1 frames)"));
+        let (rows32, frames32) = (u32::try_from(rows).map_err(|_| too_large())?, u32::try_from(frames).map_err(|_| too_large())?);
+        if rows32 > i32::MAX as u32 {
+            return Err(too_large());
+        }
+        let sequential_max = self.dev.tuning.sequential_max_frames;
+        if !self.checked.contains(&frames) {
+            // float64 whatever float32 would do: the layer's gradients are checked in float64.
+            // The shared decline rule: where float32 is within the budget, float64 (the
+            // same form, finer rounding) is too; else float64's own estimate decides.
+            realize_cascade(&self.sos, 0, frames, sequential_max, true).map_err(CudaError::Gpu)?;
+            self.checked.push(frames);
+        }
+        let (chunks, chunk_len) = chunking(frames, sequential_max);
+        if chunks > 1 && chunk_len != self.table_chunk_len {
+            let tables: Vec<f64> = self.realizations.iter().flat_map(|r| r.scan_table_as::<f64>(chunk_len)).flatten().collect();
+            self.stream.memcpy_htod(&tables, &mut self.tables)?;
+            self.table_chunk_len = chunk_len;
+        }
+        let need = 2 * rows * self.realizations.len();
+        if self.states.len() < need {
+            self.states = self.stream.alloc_zeros::<f64>(need)?;
+        }
+        let caller = stream as sys::CUstream;
+        let ours = self.stream.cu_stream();
+        // SAFETY: both events and streams are live in this context (bound above).
+        let ordered = unsafe { order(self.caller_ready.cu_event(), caller, ours) };
+        let ran = ordered.and_then(|()| self.launch(data, rows32, frames32, chunks, chunk_len));
+        // SAFETY: as above, the other way round.
+        let ordered = ran.and_then(|()| unsafe { order(self.done.cu_event(), ours, caller) });
+        ordered.map_err(|e| job(format!("the device refused the job ({e})")))
+    }
+
+    fn launch(&mut self, data: u64, rows: u32, frames: u32, chunks: usize, chunk_len: usize) -> Result<(), CudaError> {
+        let need = 2 * rows as usize * self.realizations.len();
+        self.stream.memset_zeros(&mut self.states.slice_mut(..need))?;
+        let p = SosParams {
+            frames,
+            chunk_len: chunk_len as u32,
+            chunks: chunks as u32,
+            stride: frames,
+            first: 0,
+            count: self.realizations.len() as u32,
+            state_base: 0,
+            channels: rows,
+        };
+        if chunks == 1 {
+            let cfg = LaunchConfig { grid_dim: (rows.div_ceil(64), 1, 1), block_dim: (64, 1, 1), shared_mem_bytes: 0 };
+            let mut launch = self.stream.launch_builder(&self.dev.sos64d_channels);
+            launch.arg(&p).arg(&data).arg(&self.sections).arg(&mut self.states);
+            // SAFETY: the arguments match ferrofx_sos64d_channels(fx_sos_params, double*,
+            // const fx_section64*, fx_dvec2*): `data` holds rows x frames doubles (checked
+            // in `process_raw`), `sections` 12 doubles per section, `states` 2 doubles per
+            // section and row.
+            unsafe { launch.launch(cfg) }?;
+        } else {
+            let cfg = LaunchConfig { grid_dim: (rows, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            let mut launch = self.stream.launch_builder(&self.dev.sos64d_scan);
+            launch.arg(&p).arg(&data).arg(&self.sections).arg(&self.tables).arg(&mut self.states);
+            // SAFETY: as above for ferrofx_sos64d_scan, plus `tables` with SCAN_STEPS 2x2
+            // entries per section; chunks <= 256 threads.
+            unsafe { launch.launch(cfg) }?;
+        }
+        Ok(())
+    }
+}
