@@ -6,6 +6,10 @@ against SciPy's float64 `sosfilt` (relative to the output's peak) beside its tim
 
     python benchmarks/python_gpu.py [--seconds 60] [--runs 5] [--device cuda|cpu] [--build-cuda-ext]
 
+Also FerroFX's PyTorch layer (`ferrofx.torch.Filter`) on `api_chain`: eager, compiled
+(`torch.compile(fullgraph=True)`) and forward + backward, for the goals "the compiled
+module no slower than eager" and "backward at most 3x the forward".
+
 Cases (one JSON line per engine and case, the median of `runs` synchronised passes after
 a warm-up, the data already on the device):
 - `api_chain`: TorchFX's headline workload, 15 sections (3 Chebyshev I high-passes, 3
@@ -90,7 +94,7 @@ def main():
     cases = []
     frames = int(args.seconds * FS)
     x = np.random.default_rng(1).uniform(-1, 1, (8, frames)).astype(np.float32)
-    cases.append(("api_chain", API, FS, x, ("ferrofx", "torchfx", "torchaudio", "cupy")))
+    cases.append(("api_chain", API, FS, x, ("ferrofx", "ferrofx_torch", "ferrofx_torch_compiled", "ferrofx_torch_backward", "ferrofx_torch_backward_input", "torchfx", "torchaudio", "cupy")))
     clips = args.batch_clips if cuda else min(args.batch_clips, 8)
     xb = np.random.default_rng(2).uniform(-1, 1, (clips, 2, 10 * BATCH_FS)).astype(np.float32)
     cases.append(("batch", BATCH_STAGES, BATCH_FS, xb, ("ferrofx", "cupy")))
@@ -124,6 +128,34 @@ def run_engine(engine, stages, sos, fs, data, runs, cuda, torch, sync):
             t, y = timed(lambda: chain.process(xd, fs), runs, sync)
             return t, y.cpu().numpy()
         return timed(lambda: chain.process(data, fs), runs, sync)
+    if engine.startswith("ferrofx_torch"):
+        # The PyTorch layer (ferrofx.torch: the cascade in float64 on the device, float32
+        # in and out): eager, compiled (torch.compile, fullgraph), and forward + backward
+        # (dL/dx and dL/dsos of sum(y); `_input`: dL/dx alone, fixed coefficients);
+        # "backward at most 3x the forward" is (backward line - eager line) / eager line.
+        if torch is None:
+            raise ImportError("PyTorch is not installed")
+        import ferrofx
+        from ferrofx.torch import Filter
+
+        dev = "cuda" if cuda else "cpu"
+        backward = engine.startswith("ferrofx_torch_backward")
+        layer = Filter.from_chain(ferrofx.Chain.from_stages(stages), fs, learnable=engine == "ferrofx_torch_backward").to(dev)
+        run = torch.compile(layer, fullgraph=True) if engine == "ferrofx_torch_compiled" else layer
+        xd = torch.from_numpy(data).to(dev).requires_grad_(backward)
+
+        def once():
+            if not backward:
+                with torch.no_grad():
+                    return run(xd)
+            layer.zero_grad()
+            xd.grad = None
+            y = run(xd)
+            y.sum().backward()
+            return y
+
+        t, y = timed(once, runs, sync)
+        return t, y.detach().cpu().numpy()
     if engine == "torchfx":
         if torch is None:
             raise ImportError("PyTorch is not installed")

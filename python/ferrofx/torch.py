@@ -124,11 +124,17 @@ def _(x: torch.Tensor, sos: torch.Tensor) -> torch.Tensor:
 
 
 @torch.library.custom_op("ferrofx::sosfilt_backward", mutates_args=())
-def _sosfilt_backward_op(x: torch.Tensor, sos: torch.Tensor, grad_y: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+def _sosfilt_backward_op(x: torch.Tensor, sos: torch.Tensor, grad_y: torch.Tensor, need_sos: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     _host_only(x, sos, grad_y)
     rows, a0 = _sections(sos)
+    filt = _device_filter if _on_cuda(x) else _host_filter
+    if not need_sos:
+        # dL/dx alone: the cascade's adjoint is the cascade run backwards in time, one
+        # filter call (its sections commute); dL/dsos is not asked for (zeros).
+        gx = filt(grad_y.detach().flip(-1), rows).flip(-1)
+        return gx.to(device=x.device, dtype=x.dtype), torch.zeros_like(sos)
     if _on_cuda(x):
-        gx, gs = _adjoint(x.detach().to(torch.float64), rows, grad_y.detach().to(torch.float64), _device_filter)
+        gx, gs = _adjoint(x.detach().to(torch.float64), rows, grad_y.detach().to(torch.float64), filt)
         gs = gs / torch.from_numpy(a0).to(gs.device)
         return gx.to(x.dtype), gs.to(dtype=sos.dtype, device=sos.device)
     gx, gs = _signal.sosfilt_backward(rows, _numpy64(x), _numpy64(grad_y), axis=-1)
@@ -142,7 +148,7 @@ def _sosfilt_backward_op(x: torch.Tensor, sos: torch.Tensor, grad_y: torch.Tenso
 
 
 @_sosfilt_backward_op.register_fake
-def _(x: torch.Tensor, sos: torch.Tensor, grad_y: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+def _(x: torch.Tensor, sos: torch.Tensor, grad_y: torch.Tensor, need_sos: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     return torch.empty_like(x), torch.empty_like(sos)
 
 
@@ -153,7 +159,7 @@ def _setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
 
 def _backward(ctx: Any, grad_y: torch.Tensor) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
     x, sos = ctx.saved_tensors
-    gx, gs = _sosfilt_backward_op(x, sos, grad_y.contiguous())
+    gx, gs = _sosfilt_backward_op(x, sos, grad_y.contiguous(), bool(ctx.needs_input_grad[1]))
     return (gx if ctx.needs_input_grad[0] else None, gs if ctx.needs_input_grad[1] else None)
 
 

@@ -51,31 +51,29 @@ pub fn sosfilt_backward_row(
         next.copy_from_slice(&done[s * n..]);
         sosfilt_rows(&sos[s..s + 1], &mut [next], &mut [0.0, 0.0])?;
     }
+    // One backward pass per section: lambda[i] from g[i] and the two later lambdas, the
+    // six sums and dL/dx[i] (which needs lambda[i..i + 3]: all known at step i) in the same
+    // pass; g[i] is replaced by dL/dx[i] once lambda[i] has read it.
     let mut g = grad_y.to_vec();
-    let mut lambda = vec![0.0f64; n];
     for s in (0..sections).rev() {
         let [b0, b1, b2, _, a1, a2] = sos[s];
         let xs = &scratch[s * n..(s + 1) * n];
         let ys = &scratch[(s + 1) * n..(s + 2) * n];
         let (mut l1, mut l2) = (0.0f64, 0.0f64);
+        let (mut db, mut da) = ([0.0f64; 3], [0.0f64; 3]);
         for i in (0..n).rev() {
             let l = g[i] - a1 * l1 - a2 * l2;
-            lambda[i] = l;
+            for k in 0..3.min(i + 1) {
+                db[k] += l * xs[i - k];
+                da[k] += l * ys[i - k];
+            }
+            g[i] = b0 * l + b1 * l1 + b2 * l2;
             (l1, l2) = (l, l1);
         }
         let gs = &mut grad_sos[s];
         for k in 0..3 {
-            let (mut db, mut da) = (0.0f64, 0.0f64);
-            for i in k..n {
-                db += lambda[i] * xs[i - k];
-                da += lambda[i] * ys[i - k];
-            }
-            gs[k] += db;
-            gs[3 + k] -= da;
-        }
-        for i in 0..n {
-            let at = |j: usize| if j < n { lambda[j] } else { 0.0 };
-            g[i] = b0 * lambda[i] + b1 * at(i + 1) + b2 * at(i + 2);
+            gs[k] += db[k];
+            gs[3 + k] -= da[k];
         }
     }
     grad_x.copy_from_slice(&g);
