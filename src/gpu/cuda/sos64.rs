@@ -11,29 +11,17 @@
 //! `realize::model_section::<f64>`; the same error estimate as every GPU path declines a
 //! cascade that would miss the tolerance even in float64 (with the reason).
 
+use super::chain::launch::SosParams;
 use super::chain::resident::{order, range_of};
 use super::{CudaDevice, CudaError};
 use crate::design::Sos;
 use crate::gpu::realize::{chunking, realize_cascade, Realization, SCAN_STEPS};
 use crate::gpu::GpuError;
-use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
-/// `fx_sos_params` of kernels/sos_math.h.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct SosParams {
-    frames: u32,
-    chunk_len: u32,
-    chunks: u32,
-    stride: u32,
-    first: u32,
-    count: u32,
-    state_base: u32,
-    channels: u32,
-}
-// SAFETY: plain 32-bit fields, `#[repr(C)]`, laid out as the kernels' struct.
-unsafe impl DeviceRepr for SosParams {}
+/// Signal lengths whose error estimate a cascade remembers.
+const CHECKED_KEPT: usize = 16;
 
 fn job(why: String) -> CudaError {
     CudaError::Gpu(GpuError::Job { why })
@@ -51,7 +39,8 @@ pub struct CudaSos64 {
     table_chunk_len: usize,
     /// Zeroed per call: 2 per section and row (grown to the largest call's rows).
     states: CudaSlice<f64>,
-    /// Frame counts whose error estimate passed (the estimate depends on the chunking).
+    /// Frame counts whose error estimate passed (the estimate depends on the chunking),
+    /// the last [`CHECKED_KEPT`].
     checked: Vec<usize>,
     caller_ready: CudaEvent,
     done: CudaEvent,
@@ -110,6 +99,9 @@ impl CudaSos64 {
             // The shared decline rule: where float32 is within the budget, float64 (the
             // same form, finer rounding) is too; else float64's own estimate decides.
             realize_cascade(&self.sos, 0, frames, sequential_max, true).map_err(CudaError::Gpu)?;
+            if self.checked.len() == CHECKED_KEPT {
+                self.checked.remove(0);
+            }
             self.checked.push(frames);
         }
         let (chunks, chunk_len) = chunking(frames, sequential_max);

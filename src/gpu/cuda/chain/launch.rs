@@ -10,18 +10,18 @@ use crate::gpu::realize::{chunking, GpuPrecision, SCAN_STEPS};
 use cudarc::driver::{sys, CudaGraph, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
-/// `fx_sos_params` of kernels/sos_math.h.
+/// `fx_sos_params` of kernels/sos_math.h (also launched by `gpu::cuda::sos64`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-struct SosParams {
-    frames: u32,
-    chunk_len: u32,
-    chunks: u32,
-    stride: u32,
-    first: u32,
-    count: u32,
-    state_base: u32,
-    channels: u32,
+pub(in crate::gpu::cuda) struct SosParams {
+    pub frames: u32,
+    pub chunk_len: u32,
+    pub chunks: u32,
+    pub stride: u32,
+    pub first: u32,
+    pub count: u32,
+    pub state_base: u32,
+    pub channels: u32,
 }
 // SAFETY: plain 32-bit fields, `#[repr(C)]`, laid out as the kernels' struct.
 unsafe impl DeviceRepr for SosParams {}

@@ -9,7 +9,7 @@
 //! Construction and the job API are here; `staging.rs` holds the pinned slots and the
 //! state hand-over, `launch.rs` the kernels' parameters, the graphs and the launches.
 
-mod launch;
+pub(super) mod launch;
 mod overlap;
 pub(super) mod resident;
 pub use resident::{CudaResident, Sample};
