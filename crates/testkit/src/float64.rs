@@ -62,3 +62,31 @@ pub fn model(designed: &DesignedChain, fs: f64, wide: &[bool], input: &[Vec<f32>
     }
     out
 }
+
+/// Two jobs over `input` (its channels, two halves of `frames` frames each), the state
+/// handed out to the host between them: `job(planar block, state)` runs one job on a chain
+/// built for it (so nothing is left on the device). Returns how far the joined output is
+/// from the CPU engine's (relative to the peak), and how far the end state (the engine's
+/// TDF-II form) is from the engine's after the same input (relative to its peak).
+pub fn two_jobs_through_the_host(designed: &DesignedChain, input: &[Vec<f32>], frames: usize, mut job: impl FnMut(&mut [f32], &mut ferrofx::engine::ChainState)) -> (f64, f64) {
+    let channels = input.len();
+    let mut engine = ferrofx::engine::Engine::new(designed, channels, 2 * frames);
+    let mut state = engine.new_state().expect("a state of the engine's shape");
+    let mut joined = vec![Vec::with_capacity(2 * frames); channels];
+    for half in 0..2 {
+        let mut block: Vec<f32> = input.iter().flat_map(|c| c[half * frames..(half + 1) * frames].to_vec()).collect();
+        job(&mut block, &mut state);
+        for (c, out) in joined.iter_mut().enumerate() {
+            out.extend_from_slice(&block[c * frames..(c + 1) * frames]);
+        }
+    }
+    let output_error = crate::engine::rel_error(&joined, &crate::engine::run_engine(designed, input, 2 * frames, ferrofx::engine::EngineOptions::default()));
+    let mut cpu_state = engine.new_state().expect("a state of the engine's shape");
+    let mut y = input.to_vec();
+    let mut slices: Vec<&mut [f32]> = y.iter_mut().map(|c| &mut c[..2 * frames]).collect();
+    engine.process(&mut slices);
+    engine.save_state(&mut cpu_state).expect("the engine's state saves");
+    let peak = cpu_state.sos.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-12);
+    let worst = state.sos.iter().flatten().zip(cpu_state.sos.iter().flatten()).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    (output_error, worst / peak)
+}
