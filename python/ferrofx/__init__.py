@@ -212,10 +212,13 @@ class Chain:
         also shaped `(samples,)`) are filtered on their device, on the caller's current
         stream, with no host copy, into a new array of the same kind, dtype and device (or
         into `out`, which may be `x` itself); the call returns before the device is done,
-        as the frameworks' own calls do. The device computes with float32 samples (float64
-        inside the cascades whose float32 form would miss the tolerance): a float64 array
-        is converted on the device both ways and its result is within the reference
-        tolerance of SciPy's float64 result, not float64-exact (a CPU float64 array is).
+        as the frameworks' own calls do. float32 arrays are computed with float32 samples
+        (float64 inside the cascades whose float32 form would miss the tolerance). float64
+        torch tensors and CuPy arrays through a chain of IIR stages only run in float64 on
+        the device (within 1e-10 of SciPy's float64 result's peak); through a chain with a
+        FIR stage (or from another producer) they take the float32 path, converted on the
+        device both ways: within the reference tolerance, not float64-exact (a CPU
+        float64 array is).
         Where no CUDA driver or device is, or a cascade would miss the tolerance even in
         float64, the error says so.
         float32 data runs the engine; float64 data is filtered in float64 with SciPy's
@@ -269,6 +272,16 @@ class Chain:
         o = _device_output(d, out)
         if d.frames == 0 or d.rows == 0:
             return o.x
+        designed = self.design(fs)
+        if d.float64 and d.kind in ("torch", "cupy") and all(p["type"] == "sos" for p in designed):
+            # An IIR-only chain on float64 data runs in float64 on the device: its
+            # cascades as one (`sosfilt_device64`, in place on the output, which starts
+            # as a copy of the input), within 1e-10 of SciPy's float64 result's peak.
+            if o.ptr != d.ptr:
+                o.x[...] = d.x
+            rows = np.vstack([np.asarray(p["sos"], dtype=np.float64) for p in designed])
+            _ferrofx.sosfilt_device64(rows, o.ptr, d.rows, d.frames, d.ordinal, d.stream)
+            return out if out is not None else o.x
         ds = self._device_stream(fs, d.rows, d.ordinal, d.frames)
         ds.reset()
         ds.process_ptr(d.ptr, o.ptr, d.frames, d.stream, d.float64)
