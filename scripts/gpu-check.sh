@@ -5,7 +5,8 @@
 # command-line.md workloads on CPU, wgpu and CUDA in one run (60 s cells, 3 runs each;
 # realtime blocks of 32-4096 frames; CUDA's offline workloads also without the copy
 # stream's overlap, --cuda-overlap off). Every step has its own time limit, so one
-# that hangs costs only its own share; logs go to $OUT (at most 8 files come back).
+# that hangs costs only its own share, and the whole run keeps to a deadline (below); logs
+# go to $OUT (at most 8 files come back).
 #   scripts/gpu-check.sh [all|cuda|resident]
 # `cuda` skips the wgpu tests and bench and the demo render (a rerun after a CUDA
 # change) and times realtime_block once more with every block on the scan kernel
@@ -32,28 +33,40 @@ icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
     lscpu | grep -E 'Model name|^CPU\(s\)'; ldconfig -p | grep -E 'libcuda.so|libvulkan.so' | head -4
 } > "$info" 2>&1
 export FERROFX_REFERENCE_DIR="$PWD/reference" FERROFX_REQUIRE_CUDA=1 FERROFX_REQUIRE_GPU=1
+# The whole script ends within GPU_CHECK_DEADLINE_S seconds (default 560: one device call
+# of at most 600 s, with time to pack the results): each step's limit is cut to what is
+# left, and a step with under 10 s left is skipped and said so (info.log).
+deadline="${GPU_CHECK_DEADLINE_S:-560}"
 step() { # name, seconds, command...
     local name=$1 limit=$2; shift 2
+    local left=$((deadline - SECONDS))
+    if [ "$left" -lt 10 ]; then
+        echo "== $name: skipped, ${left} s left of the ${deadline} s deadline" | tee -a "$info" >&2
+        return
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
     local t0=$SECONDS
     timeout -k 5 "$limit" "$@"
-    echo "== $name: exit $?, $((SECONDS - t0)) s" | tee -a "$info" >&2
+    echo "== $name: exit $?, $((SECONDS - t0)) s (limit $limit s)" | tee -a "$info" >&2
 }
 # `resident`: only the device-resident path, first (the data-on-the-device tests, the
 # Python package on CUDA tensors, the resident benchmark and the Python peers), for a
 # device session that must measure the newest work within its minutes.
 if [ "$mode" = resident ]; then
-    step gpu_cuda_resident 90 ./gpu_cuda_resident --nocapture --test-threads=1 > "$OUT/gpu_resident.log" 2>&1
-    step gpu_cuda_float64 90 ./gpu_cuda_float64 --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
-    step gpu_resident 90 ./gpu_resident --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
+    # The newest work first: float64 on CUDA, device memory in and out, the Python
+    # package's device arrays and PyTorch layer, then the benchmarks, wgpu last.
+    step gpu_cuda_float64 60 ./gpu_cuda_float64 --nocapture --test-threads=1 > "$OUT/gpu_resident.log" 2>&1
+    step gpu_cuda_resident 60 ./gpu_cuda_resident --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/ffx wheels/*.whl 2>> "$OUT/gpu_resident.log"
-    PYTHONPATH=/tmp/ffx step python_device 120 python3 "$root/tests/python/test_device.py" >> "$OUT/gpu_resident.log" 2>&1
+    PYTHONPATH=/tmp/ffx step python_device 90 python3 "$root/tests/python/test_device.py" >> "$OUT/gpu_resident.log" 2>&1
     # ferrofx.torch on CUDA tensors: forward against SciPy, gradcheck, a layer against the
     # CPU, torch.compile (pytest from the carried wheels).
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/pyt pywheels/*.whl 2>> "$OUT/gpu_resident.log"
-    PYTHONPATH=/tmp/ffx:/tmp/pyt step python_torch 180 python3 -m pytest -q -rs -s "$root/tests/python/test_torch.py" >> "$OUT/gpu_resident.log" 2>&1
-    step bench_resident 120 ./xtask bench --resident --backend cuda --backend wgpu --runs 5 --json > "$OUT/bench_resident.json" 2>> "$OUT/bench.err"
+    PYTHONPATH=/tmp/ffx:/tmp/pyt step python_torch 150 python3 -m pytest -q -rs -s "$root/tests/python/test_torch.py" >> "$OUT/gpu_resident.log" 2>&1
+    step bench_resident 90 ./xtask bench --resident --backend cuda --backend wgpu --runs 5 --json > "$OUT/bench_resident.json" 2>> "$OUT/bench.err"
     [ -d "$root/.whl" ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$root"/.whl/*.whl 2>> "$OUT/bench.err"
-    PYTHONPATH=/tmp/ffx:/tmp/site TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 step python_gpu 300 python3 "$root/benchmarks/python_gpu.py" --build-cuda-ext --seconds 60 --runs 5 > "$OUT/python_gpu.json" 2>> "$OUT/bench.err"
+    PYTHONPATH=/tmp/ffx:/tmp/site TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 step python_gpu 240 python3 "$root/benchmarks/python_gpu.py" --build-cuda-ext --seconds 60 --runs 5 > "$OUT/python_gpu.json" 2>> "$OUT/bench.err"
+    step gpu_resident 60 ./gpu_resident --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     exit 0
 fi
 # One test at a time: the router test times real round trips.
@@ -98,6 +111,7 @@ python3 -c "
 import numpy as np; from scipy.io import wavfile
 wavfile.write('/tmp/long.wav', 48000, (np.random.default_rng(1).standard_normal((48000 * 60, 8)) * 0.1).astype(np.float32))" 2>> "$info"
 for bs in 4096 65536; do
+    [ $((deadline - SECONDS)) -lt 150 ] && { echo "long renders: skipped, out of time" >> "$info"; break; }
     for ov in on off; do
         t0=$EPOCHREALTIME
         timeout 60 ./xtask render --backend cuda --cuda-overlap $ov --block-size $bs --chain "$root/examples/chains/demo.json" --output /tmp/long_out_$ov.wav /tmp/long.wav > /dev/null 2>> "$info"
