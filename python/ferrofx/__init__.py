@@ -72,6 +72,8 @@ class _DeviceArray:
 
     def __init__(self, x: Any, cai: dict, kind: str, ordinal: int, stream: int):
         self.x, self.kind, self.ordinal, self.stream = x, kind, ordinal, stream
+        # How a new result goes back to the caller's kind (None: as it is).
+        self.back: Any = None
         shape = tuple(int(n) for n in cai["shape"])
         typestr = cai["typestr"]
         if typestr not in ("<f4", "=f4", "|f4", "<f8", "=f8", "|f8"):
@@ -116,17 +118,59 @@ def _device_array(x: Any) -> "_DeviceArray | None":
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is None:
         dl = getattr(x, "__dlpack_device__", None)
-        if dl is not None and int(dl()[0]) not in (1, 3):  # kDLCPU, kDLCUDAHost
-            raise ValueError(f"a device array without __cuda_array_interface__ (DLPack device {dl()}): "
-                             "pass it through torch.from_dlpack or cupy.from_dlpack first")
-        return None
+        if dl is None or int(dl()[0]) in (1, 3):  # kDLCPU, kDLCUDAHost: host data
+            return None
+        if int(dl()[0]) != 2:  # kDLCUDA
+            raise ValueError(f"a DLPack array on device {tuple(dl())}: ferrofx filters CUDA arrays (DLPack device type 2) and host arrays")
+        # A DLPack-only CUDA array (JAX, ...): read through PyTorch or CuPy, sharing its
+        # memory; the result goes back as the producer's kind where it names its array
+        # namespace (`__array_namespace__().from_dlpack`).
+        d = _device_array(_from_dlpack(x))
+        d.back = _namespace_from_dlpack(x)
+        return d
     if type(x).__module__.split(".")[0] == "cupy":
         import cupy
 
         return _DeviceArray(x, cai, "cupy", int(x.device.id), int(cupy.cuda.get_current_stream().ptr))
     # Another producer: its interface's stream (version 3), else the legacy default stream.
     stream = cai.get("stream")
-    return _DeviceArray(x, cai, "other", 0, int(stream) if isinstance(stream, int) and stream > 2 else 0)
+    d = _DeviceArray(x, cai, "other", 0, int(stream) if isinstance(stream, int) and stream > 2 else 0)
+    d.back = _namespace_from_dlpack(x)
+    return d
+
+
+def _from_dlpack(x: Any) -> Any:
+    """A DLPack CUDA array as a torch tensor (else a CuPy array) on the same memory."""
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        return torch.from_dlpack(x)
+    try:
+        import cupy
+    except ImportError:
+        raise ValueError("a DLPack CUDA array is read through PyTorch or CuPy, and neither is installed: "
+                         "install one, or pass an array offering __cuda_array_interface__") from None
+    return cupy.from_dlpack(x)
+
+
+def _namespace_from_dlpack(x: Any) -> Any:
+    """The producer's `from_dlpack` (its array API namespace's), to give a result back
+    as its kind; None where it names none."""
+    ns = getattr(x, "__array_namespace__", None)
+    if ns is None:
+        return None
+    try:
+        return getattr(ns(), "from_dlpack", None)
+    except Exception:  # a namespace that cannot be had: the result stays torch/CuPy
+        return None
+
+
+def _given_back(d: _DeviceArray, y: Any) -> Any:
+    """A new result `y` in the caller's kind (a DLPack producer's own, where it takes
+    DLPack back)."""
+    return d.back(y) if d.back is not None else y
 
 
 def _device_output(d: _DeviceArray, out: Any) -> _DeviceArray:
@@ -143,6 +187,17 @@ def _device_output(d: _DeviceArray, out: Any) -> _DeviceArray:
 
             with cupy.cuda.Device(d.ordinal):
                 out = cupy.empty(d.shape, dtype=getattr(cupy, dtype_name))
+        elif d.back is not None:
+            # A producer that takes DLPack back: the output allocated by PyTorch or CuPy.
+            try:
+                import torch
+
+                out = torch.empty(d.shape, dtype=getattr(torch, dtype_name), device=f"cuda:{d.ordinal}")
+            except ImportError:
+                import cupy
+
+                with cupy.cuda.Device(d.ordinal):
+                    out = cupy.empty(d.shape, dtype=getattr(cupy, dtype_name))
         else:
             raise ValueError(f"{type(d.x).__name__} is a device array ferrofx cannot allocate: pass out= "
                              "(a device array of the same shape), or give a torch tensor or CuPy array")
@@ -208,9 +263,12 @@ class Chain:
         """Filters `x` shaped `(channels, samples)` or `(batch, channels, samples)` from
         zero state (each batch item separately, spread over `threads`, default all cores).
 
-        Device arrays (a torch CUDA tensor, a CuPy array; float32 or float64, C-contiguous,
-        also shaped `(samples,)`) are filtered on their device, on the caller's current
-        stream, with no host copy, into a new array of the same kind, dtype and device (or
+        Device arrays (a torch CUDA tensor, a CuPy array, another `__cuda_array_interface__`
+        or CUDA DLPack producer such as JAX, read through PyTorch or CuPy; float32 or
+        float64, C-contiguous, also shaped `(samples,)`) are filtered on their device, on
+        the caller's current stream, with no host copy, into a new array of the same kind
+        (a producer that names its array namespace gets its own kind back through
+        `from_dlpack`), dtype and device (or
         into `out`, which may be `x` itself); the call returns before the device is done,
         as the frameworks' own calls do. float32 arrays are computed with float32 samples
         (float64 inside the cascades whose float32 form would miss the tolerance). float64
@@ -271,7 +329,7 @@ class Chain:
     def _process_device(self, d: _DeviceArray, fs: float, out: Any) -> Any:
         o = _device_output(d, out)
         if d.frames == 0 or d.rows == 0:
-            return o.x
+            return out if out is not None else _given_back(d, o.x)
         designed = self.design(fs)
         if d.float64 and d.kind in ("torch", "cupy") and all(p["type"] == "sos" for p in designed):
             # An IIR-only chain on float64 data runs in float64 on the device: its
@@ -281,11 +339,11 @@ class Chain:
                 o.x[...] = d.x
             rows = np.vstack([np.asarray(p["sos"], dtype=np.float64) for p in designed])
             _ferrofx.sosfilt_device64(rows, o.ptr, d.rows, d.frames, d.ordinal, d.stream)
-            return out if out is not None else o.x
+            return out if out is not None else _given_back(d, o.x)
         ds = self._device_stream(fs, d.rows, d.ordinal, d.frames)
         ds.reset()
         ds.process_ptr(d.ptr, o.ptr, d.frames, d.stream, d.float64)
-        return out if out is not None else o.x
+        return out if out is not None else _given_back(d, o.x)
 
     def stream(self, fs: float, channels: int) -> "Stream":
         """A stateful stream of blocks through this chain (host arrays, or device arrays:
@@ -339,7 +397,7 @@ class Stream:
         o = _device_output(d, None)
         if d.frames:
             self._where.process_ptr(d.ptr, o.ptr, d.frames, d.stream, d.float64)
-        return o.x
+        return _given_back(d, o.x)
 
     def reset(self) -> None:
         """Clears the filter state (and lets the stream move between host and device)."""

@@ -84,13 +84,28 @@ def test_a_producer_ferrofx_cannot_allocate_for_needs_out():
         CHAIN.process(FakeDeviceArray((2, 100)), FS, out=FakeDeviceArray((2, 99)))
 
 
-def test_dlpack_only_device_arrays_are_refused_with_the_way_in():
+def test_dlpack_only_device_arrays_are_read_through_torch_or_cupy():
     class DlpackOnly:
-        def __dlpack_device__(self):
-            return (2, 0)  # kDLCUDA
+        def __init__(self, device):
+            self.device = device
 
-    with raises(ValueError, match="torch.from_dlpack or cupy.from_dlpack"):
-        CHAIN.process(DlpackOnly(), FS)
+        def __dlpack_device__(self):
+            return self.device
+
+    # Not CUDA (here ROCm, DLPack device type 10): refused by name.
+    with raises(ValueError, match="DLPack device type 2"):
+        CHAIN.process(DlpackOnly((10, 0)), FS)
+    # CUDA, read through PyTorch or CuPy; without either, the error says so.
+    readers = []
+    for name in ("torch", "cupy"):
+        try:
+            __import__(name)
+            readers.append(name)
+        except ImportError:
+            pass
+    if not readers:
+        with raises(ValueError, match="neither is installed"):
+            CHAIN.process(DlpackOnly((2, 0)), FS)
 
 
 def test_a_device_call_without_a_device_is_a_clear_error():
@@ -201,6 +216,36 @@ def test_cupy_arrays_in_and_out():
     assert isinstance(y, cupy.ndarray)
     ref = _reference(x64)
     assert np.abs(cupy.asnumpy(y) - ref).max() / np.abs(ref).max() <= 1e-4
+
+
+def test_jax_arrays_in_and_out():
+    # JAX on the GPU: read through DLPack or its __cuda_array_interface__, the result a
+    # JAX array again (its namespace's from_dlpack).
+    if not _cuda_present():
+        if pytest:
+            pytest.skip("no CUDA device with PyTorch here")
+        return
+    import os
+
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        if pytest:
+            pytest.skip("JAX is not installed")
+        return
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    if not gpus:
+        return
+    x64 = np.random.default_rng(7).standard_normal((2, 50_000))
+    x = jax.device_put(jnp.asarray(x64.astype(np.float32)), gpus[0])
+    y = CHAIN.process(x, FS)
+    assert isinstance(y, jax.Array), type(y)
+    ref = _reference(x64)
+    err = np.abs(np.asarray(y, dtype=np.float64) - ref).max() / np.abs(ref).max()
+    print(f"jax {x.shape}: {err:.2e} of the peak from SciPy's float64")
+    assert err <= 1e-4, err
 
 
 if __name__ == "__main__":
