@@ -79,17 +79,7 @@ FX_GLOBAL void ferrofx_sos_scan(fx_sos_params p, float* work, const fx_section* 
         ends[j] = s;
         fx_sync();
         /* 2. inclusive scan of the end states */
-        unsigned offset = 1;
-        for (unsigned k = 0; k < FX_SCAN_STEPS && offset < p.chunks; k++) {
-            fx_vec2 v = ends[j];
-            if (j >= offset) {
-                v = fx_scan_combine(&tables[((p.first + i) * FX_SCAN_STEPS + k) * 4], v, ends[j - offset]);
-            }
-            fx_sync();
-            ends[j] = v;
-            fx_sync();
-            offset *= 2;
-        }
+        fx_scan_ends(ends, j, p.chunks, &tables[(p.first + i) * FX_SCAN_STEPS * 4]);
         /* 3. every chunk again from its true start state */
         s = s_init;
         if (j > 0) {

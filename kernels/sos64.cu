@@ -41,17 +41,7 @@ FX_DEVICE void fx_sos64_scan_row(const fx_sos_params* p, double* w, const fx_sec
         ends[j] = fx_samples_end64(&sec, s, w + start, end - start);
         fx_sync();
         /* 2. inclusive scan of the end states */
-        unsigned offset = 1;
-        for (unsigned k = 0; k < FX_SCAN_STEPS && offset < p->chunks; k++) {
-            fx_dvec2 v = ends[j];
-            if (j >= offset) {
-                v = fx_scan_combine64(&tables[((p->first + i) * FX_SCAN_STEPS + k) * 4], v, ends[j - offset]);
-            }
-            fx_sync();
-            ends[j] = v;
-            fx_sync();
-            offset *= 2;
-        }
+        fx_scan_ends64(ends, j, p->chunks, &tables[(p->first + i) * FX_SCAN_STEPS * 4]);
         /* 3. every chunk again from its true start state */
         s = s_init;
         if (j > 0) {

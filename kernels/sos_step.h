@@ -55,3 +55,23 @@ FX_HD FX_V2 FX_N(fx_samples_run)(const FX_SEC* sec, FX_V2 s, FX_T* v, unsigned m
     }
     return s;
 }
+
+#if defined(__CUDA_ARCH__)
+/* The scan's second pass, on the device: the block's chunk end states `ends` (in shared
+ * memory, one per thread `j`) become each chunk's true end state by a Hillis-Steele
+ * inclusive scan over `chunks` chunks with the section's transfer matrices `table`
+ * (FX_SCAN_STEPS entries of A^(L 2^k) - I). All threads of the block call it. */
+FX_DEVICE void FX_N(fx_scan_ends)(FX_V2* ends, unsigned j, unsigned chunks, const FX_T* table) {
+    unsigned offset = 1;
+    for (unsigned k = 0; k < FX_SCAN_STEPS && offset < chunks; k++) {
+        FX_V2 v = ends[j];
+        if (j >= offset) {
+            v = FX_N(fx_scan_combine)(&table[k * 4], v, ends[j - offset]);
+        }
+        fx_sync();
+        ends[j] = v;
+        fx_sync();
+        offset *= 2;
+    }
+}
+#endif

@@ -60,6 +60,21 @@ struct Case {
 }
 
 impl Case {
+    /// One stage's launch parameters over this case's channels (`count` sections from
+    /// `first`, their states from `state_base`), the block `stride` floats per channel.
+    fn params(&self, (chunks, chunk_len): (usize, usize), stride: usize, first: usize, count: usize, state_base: usize) -> SosParams {
+        SosParams {
+            frames: self.frames as u32,
+            chunk_len: chunk_len as u32,
+            chunks: chunks as u32,
+            stride: stride as u32,
+            first: first as u32,
+            count: count as u32,
+            state_base: state_base as u32,
+            channels: self.channels as u32,
+        }
+    }
+
     fn run(&self, seed: u64, sequential_max: usize) {
         let (chunks, chunk_len) = chunking(self.frames, sequential_max);
         let stride = self.frames + 3; // not a multiple of anything
@@ -102,16 +117,7 @@ impl Case {
         let mut first = 0;
         let mut state_base = 0;
         for stage in &self.stages {
-            let p = SosParams {
-                frames: self.frames as u32,
-                chunk_len: chunk_len as u32,
-                chunks: chunks as u32,
-                stride: stride as u32,
-                first: first as u32,
-                count: stage.len() as u32,
-                state_base: state_base as u32,
-                channels: self.channels as u32,
-            };
+            let p = self.params((chunks, chunk_len), stride, first, stage.len(), state_base);
             if chunks == 1 {
                 sos_channels(p, &mut work, &sections, &mut states);
             } else {
@@ -231,16 +237,7 @@ impl Case {
                 let at = state_base + ch * n;
                 S::model(stage, &mut model[ch * stride..ch * stride + self.frames], &mut model_states[at..at + n], chunk_len);
             }
-            let p = SosParams {
-                frames: self.frames as u32,
-                chunk_len: chunk_len as u32,
-                chunks: chunks as u32,
-                stride: stride as u32,
-                first: first as u32,
-                count: n as u32,
-                state_base: state_base as u32,
-                channels: self.channels as u32,
-            };
+            let p = self.params((chunks, chunk_len), stride, first, n, state_base);
             S::launch(p, &mut work, &sections, &tables, &mut states);
             first += n;
             state_base += self.channels * n;

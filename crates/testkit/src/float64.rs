@@ -65,10 +65,21 @@ pub fn model(designed: &DesignedChain, fs: f64, wide: &[bool], input: &[Vec<f32>
 
 /// Two jobs over `input` (its channels, two halves of `frames` frames each), the state
 /// handed out to the host between them: `job(planar block, state)` runs one job on a chain
-/// built for it (so nothing is left on the device). Returns how far the joined output is
-/// from the CPU engine's (relative to the peak), and how far the end state (the engine's
-/// TDF-II form) is from the engine's after the same input (relative to its peak).
-pub fn two_jobs_through_the_host(designed: &DesignedChain, input: &[Vec<f32>], frames: usize, mut job: impl FnMut(&mut [f32], &mut ferrofx::engine::ChainState)) -> (f64, f64) {
+/// built for it (so nothing is left on the device). Asserts (naming `name`) that the
+/// joined output is within the reference tolerance (1e-4 of the peak) of the CPU engine's,
+/// and the end state (the engine's TDF-II form) within 1e-4 of its peak of the engine's
+/// after the same input.
+pub fn assert_two_jobs_through_the_host(name: &str, designed: &DesignedChain, input: &[Vec<f32>], frames: usize, job: impl FnMut(&mut [f32], &mut ferrofx::engine::ChainState)) {
+    let (e, off) = two_jobs_through_the_host(designed, input, frames, job);
+    println!("{name}: two jobs, state through the host: {e:.2e} from the CPU engine");
+    assert!(e <= 1e-4, "{name}: {e:.3e}");
+    println!("{name}: end state {off:.2e} of its peak from the CPU engine's");
+    assert!(off <= 1e-4, "{name}: end state {off:.3e} of its peak from the CPU engine's");
+}
+
+/// [`assert_two_jobs_through_the_host`]'s measures: the joined output's error from the CPU
+/// engine's (relative to the peak) and the end state's (relative to its peak).
+fn two_jobs_through_the_host(designed: &DesignedChain, input: &[Vec<f32>], frames: usize, mut job: impl FnMut(&mut [f32], &mut ferrofx::engine::ChainState)) -> (f64, f64) {
     let channels = input.len();
     let mut engine = ferrofx::engine::Engine::new(designed, channels, 2 * frames);
     let mut state = engine.new_state().expect("a state of the engine's shape");
