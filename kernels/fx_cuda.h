@@ -29,6 +29,14 @@ FX_DEVICE void fx_sync(void) { __syncthreads(); }
 #define FX_HD static inline
 #endif
 
+/* Unroll the next loop fully on the device (the fused scan's fixed-width state stays in
+ * registers then); nothing on the host. */
+#if defined(__CUDA_ARCH__)
+#define FX_UNROLL _Pragma("unroll")
+#else
+#define FX_UNROLL
+#endif
+
 #define fx_fma(a, b, c) __builtin_fmaf((a), (b), (c))
 #define fx_dfma(a, b, c) __builtin_fma((a), (b), (c))
 

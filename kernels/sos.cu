@@ -27,26 +27,6 @@ FX_GLOBAL void ferrofx_sos_channels(fx_sos_params p, float* work, const fx_secti
     }
 }
 
-/* One segment of this warp's 32 chunks into their rows (see fx_seg_index). */
-FX_DEVICE void fx_seg_load(const fx_sos_params* p, const float* x, float* rows, unsigned first, unsigned lane, unsigned seg) {
-    for (unsigned i = 0; i < 16; i++) {
-        unsigned slot;
-        unsigned n = fx_seg_index(p, first, lane, i, seg, &slot);
-        rows[slot] = n < p->frames ? x[n] : 0.0f;
-    }
-}
-
-/* The rows back into the block, where they hold samples of it. */
-FX_DEVICE void fx_seg_store(const fx_sos_params* p, float* x, const float* rows, unsigned first, unsigned lane, unsigned seg) {
-    for (unsigned i = 0; i < 16; i++) {
-        unsigned slot;
-        unsigned n = fx_seg_index(p, first, lane, i, seg, &slot);
-        if (n < p->frames) {
-            x[n] = rows[slot];
-        }
-    }
-}
-
 FX_GLOBAL void ferrofx_sos_scan(fx_sos_params p, float* work, const fx_section* sections, const float* tables, fx_vec2* states) {
     FX_SHARED fx_vec2 ends[FX_SOS_THREADS];
     FX_SHARED float tile[FX_SOS_THREADS * FX_ROW];

@@ -147,6 +147,28 @@ FX_HD unsigned fx_seg_len(unsigned len, unsigned seg) {
     return len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
 }
 
+#if defined(__CUDA_ARCH__)
+/* One segment of this warp's 32 chunks into their rows (see fx_seg_index). */
+FX_DEVICE void fx_seg_load(const fx_sos_params* p, const float* x, float* rows, unsigned first, unsigned lane, unsigned seg) {
+    for (unsigned i = 0; i < 16; i++) {
+        unsigned slot;
+        unsigned n = fx_seg_index(p, first, lane, i, seg, &slot);
+        rows[slot] = n < p->frames ? x[n] : 0.0f;
+    }
+}
+
+/* The rows back into the block, where they hold samples of it. */
+FX_DEVICE void fx_seg_store(const fx_sos_params* p, float* x, const float* rows, unsigned first, unsigned lane, unsigned seg) {
+    for (unsigned i = 0; i < 16; i++) {
+        unsigned slot;
+        unsigned n = fx_seg_index(p, first, lane, i, seg, &slot);
+        if (n < p->frames) {
+            x[n] = rows[slot];
+        }
+    }
+}
+#endif
+
 /* The float64 kernels (sos64.cu): a cascade's samples move into double once (fx_widen),
  * every section runs on them in double, and they are rounded to float once at the
  * cascade's end (fx_narrow), as realize.rs's run_cascade::<f64>. */

@@ -114,3 +114,63 @@ fn float64_form_runs_every_reference_case_float32_declines() {
     println!("float64 runs what float32 declines: {ran:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The fused cascade scan (CUDA's throughput kernels) against every SciPy reference case:
+/// where its estimate lets a cascade run fused, the model of the kernels (groups of 2 to
+/// 8 sections, chunks of 128 and of 32 samples, one block and blocks of a tile and a
+/// half with the state carried) meets the tolerance; the cascades it declines keep the
+/// per-section kernels. Few of the cascades float32 runs are declined.
+#[test]
+fn fused_model_meets_reference_tolerances_where_its_estimate_lets_it_run() {
+    use ferrofx::gpu::fused::{fuse_cascade, fused_error_estimate, model_fused, FUSED_CHUNK_FRAMES, FUSED_TILE};
+    let mut failures = Vec::new();
+    let (mut ran, mut declined) = (0usize, Vec::new());
+    let mut worst: f64 = 0.0;
+    for case in load_cases() {
+        let designed = chain_of(case.given_stage()).design(case.fs).unwrap();
+        let cascades: Vec<Vec<SosCoefs>> = designed
+            .stages
+            .iter()
+            .filter_map(|s| if let DesignedStage::Sos(v) = s { Some(v.iter().map(SosCoefs::from).collect()) } else { None })
+            .collect();
+        if cascades.is_empty() || designed.stages.len() != cascades.len() {
+            continue;
+        }
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if cascades.iter().any(|c| !(f32_error_estimate(c, 4096, 64) <= GPU_ERROR_BUDGET)) {
+            continue; // float64 or the CPU: not the fused kernels' business
+        }
+        for (group_max, chunk_len) in [(8, FUSED_CHUNK_FRAMES), (2, 32)] {
+            let estimate = cascades.iter().map(|c| fused_error_estimate(c, group_max, chunk_len)).fold(0.0f64, f64::max);
+            if !(estimate <= GPU_ERROR_BUDGET) {
+                declined.push(format!("{} (groups of {group_max}: {estimate:.1e})", case.id));
+                continue;
+            }
+            ran += 1;
+            for block in [usize::MAX, FUSED_TILE * chunk_len * 3 / 2] {
+                let mut y = case.input.clone();
+                for c in &cascades {
+                    let r: Vec<Realization> = c.iter().map(Realization::new).collect();
+                    for group in fuse_cascade(&r, group_max, chunk_len) {
+                        for ch in y.iter_mut() {
+                            let mut states = vec![[0.0f32; 2]; group.sections.len()];
+                            let len = block.min(ch.len()).max(1);
+                            for part in ch.chunks_mut(len) {
+                                model_fused(&group, part, &mut states, chunk_len);
+                            }
+                        }
+                    }
+                }
+                let e = rel_error(&y, &case.expected);
+                worst = worst.max(e);
+                if e.is_nan() || e > 1e-4 {
+                    failures.push(format!("{} groups of {group_max}, block {block}: {e:.3e} but the estimate {estimate:.1e} lets it run fused", case.id));
+                }
+            }
+        }
+    }
+    println!("fused model worst {worst:.3e} over {ran} runs; declined: {declined:?}");
+    assert!(ran > 0);
+    assert!(declined.len() * 10 <= ran, "the fused form declines too many cascades float32 runs: {declined:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -5,6 +5,8 @@
 //! - [`realize`]: sections in the delta state-space form the shaders run (accurate in
 //!   `f32` near `z = 1`), scan tables, the float32 error estimate that decides whether
 //!   a cascade may run on a GPU, and a CPU model of the shader arithmetic.
+//! - [`fused`]: the fused cascade scan's transfer tables, CPU model and error estimate
+//!   (CUDA's throughput kernels, `kernels/sos_fused.cu`; opt-in, [`GpuTuning`]).
 //! - [`design`]: a designed chain in the float32 forms a backend uploads and where each
 //!   stage lies in them; designs of one shape fit the same device buffers.
 //! - [`wgpu`] (feature `wgpu`, on by default): adapter selection and
@@ -14,6 +16,7 @@
 //!   block. Without a driver it opens with a clear error and is not offered.
 
 pub mod design;
+pub mod fused;
 pub mod realize;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;

@@ -32,6 +32,24 @@ pub struct SosParams {
     pub channels: u32,
 }
 
+/// `fx_fused_params` (sos_fused_math.h).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct FusedParams {
+    pub frames: u32,
+    pub chunk_len: u32,
+    pub chunks: u32,
+    pub tiles: u32,
+    pub stride: u32,
+    pub first: u32,
+    pub count: u32,
+    pub state_base: u32,
+    pub state_stride: u32,
+    pub table_base: u32,
+    pub channels: u32,
+    pub pad: u32,
+}
+
 /// `fx_fir_params` (fir_math.h).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
@@ -93,6 +111,7 @@ pub const SCAN_STEPS: usize = 8;
 extern "C" {
     fn fx_host_sos_channels(p: SosParams, work: *mut f32, sections: *const Section, states: *mut [f32; 2]);
     fn fx_host_sos_scan(p: SosParams, work: *mut f32, sections: *const Section, tables: *const f32, states: *mut [f32; 2]);
+    fn fx_host_sos_fused(p: FusedParams, work: *mut f32, sections: *const Section, tables: *const f32, prefix: *mut f32, carry: *mut f32, states: *mut [f32; 2]);
     fn fx_host_sos64_channels(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, states: *mut [f64; 2]);
     fn fx_host_sos64_scan(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, tables: *const f64, states: *mut [f64; 2]);
     fn fx_host_sos64d_channels(p: SosParams, work: *mut f64, sections: *const Section64, states: *mut [f64; 2]);
@@ -135,6 +154,27 @@ pub fn sos_scan(p: SosParams, work: &mut [f32], sections: &[Section], tables: &[
     assert!(p.chunks as usize <= SOS_THREADS && (p.chunks * p.chunk_len) as usize >= p.frames as usize, "chunking {p:?}");
     // SAFETY: as above; tables hold SCAN_STEPS entries for every section indexed.
     unsafe { fx_host_sos_scan(p, work.as_mut_ptr(), sections.as_ptr(), tables.as_ptr().cast(), states.as_mut_ptr()) }
+}
+
+/// The fused scan's three kernels (sos_fused.cu: `ferrofx_sos_fused_ends`, `_carry`,
+/// `_run`) in launch order over `work`, in place: one group of `p.count` sections from
+/// `p.first`, its tables (`FUSED_TABLE_FLOATS` floats, `ferrofx::gpu::fused`) from
+/// `p.table_base` in `tables`, its states from `p.state_base`, `p.state_stride` apart per
+/// channel. The scratch buffers are allocated here, filled with NaN (a value the kernels
+/// read before writing would show).
+pub fn sos_fused(p: FusedParams, work: &mut [f32], sections: &[Section], tables: &[f32], states: &mut [[f32; 2]]) {
+    const WIDTH: usize = 16;
+    const TILE: usize = 256;
+    assert!(p.channels as usize * p.stride as usize <= work.len() && p.frames <= p.stride && p.frames > 0, "work buffer for {p:?}");
+    assert!(p.chunk_len > 0 && p.chunks == p.frames.div_ceil(p.chunk_len) && p.tiles as usize == (p.chunks as usize).div_ceil(TILE), "chunking {p:?}");
+    assert!((1..=8).contains(&p.count) && (p.first + p.count) as usize <= sections.len(), "sections for {p:?}");
+    assert!(p.table_base as usize + 9 * WIDTH * WIDTH <= tables.len(), "tables for {p:?}");
+    assert!(p.count <= p.state_stride && p.state_base as usize + (p.channels as usize - 1) * p.state_stride as usize + p.count as usize <= states.len(), "states for {p:?}");
+    let mut prefix = vec![f32::NAN; p.channels as usize * WIDTH * p.chunks as usize];
+    let mut carry = vec![f32::NAN; p.channels as usize * p.tiles as usize * WIDTH];
+    // SAFETY: every index the C code forms from `p` was checked above against the
+    // buffers' lengths; the scratch buffers have the sizes its comment names.
+    unsafe { fx_host_sos_fused(p, work.as_mut_ptr(), sections.as_ptr(), tables.as_ptr(), prefix.as_mut_ptr(), carry.as_mut_ptr(), states.as_mut_ptr()) }
 }
 
 /// `ferrofx_sos64_channels` (sos64.cu) over `work` in place: the cascade in double, its

@@ -565,3 +565,84 @@ fn row_conversion_kernels_move_every_sample_once_and_nothing_else() {
         }
     }
 }
+
+/// The fused cascade scan (sos_fused.cu's three kernels) against its CPU model
+/// (`ferrofx::gpu::fused::model_fused`) bit for bit: seeded random cascades of every IIR
+/// family cut into groups of 1 to 8 sections, 1 to 3 channels at an odd stride, blocks
+/// from one sample to three tiles and a part, chunk lengths that are and are not
+/// multiples of the staging segment, random start states, the group's sections, tables
+/// and states at offsets in shared buffers as the backend packs them; two blocks in a row
+/// (the state carried on the device's layout). That the model is the cascade (within the
+/// tolerance) is `ferrofx::gpu::fused`'s and `tests/gpu_model.rs`'s business.
+#[test]
+fn fused_scan_kernels_equal_their_cpu_model_bit_for_bit() {
+    use ferrofx::gpu::fused::{fuse_cascade, fused_groups, model_fused, FUSED_TABLE_FLOATS, FUSED_TILE};
+    use ferrofx_kernel_host::{sos_fused, FusedParams};
+    let mut rng = Rng::new(4311);
+    for seed in 0..24u64 {
+        let mut cascade: Vec<SosCoefs> = Vec::new();
+        while cascade.len() < 1 + rng.below(12) {
+            cascade.extend(design_sos(&random_iir(&mut rng)));
+        }
+        let group_max = 1 + rng.below(8);
+        let chunk_len = [16usize, 24, 37, 128][rng.below(4)];
+        let frames = [1usize, 15, 16, 17, 300, chunk_len * FUSED_TILE, chunk_len * FUSED_TILE + 1, 3 * chunk_len * FUSED_TILE + 555][rng.below(8)];
+        let channels = 1 + rng.below(3);
+        let stride = frames + 5;
+        let reals: Vec<Realization> = cascade.iter().map(Realization::new).collect();
+        let groups = fuse_cascade(&reals, group_max, chunk_len);
+        let count = cascade.len();
+        // One unrelated section first and one table block first: nonzero offsets.
+        let mut sections = vec![Section([0.25; 12])];
+        sections.extend(reals.iter().map(|r| words(&r.to_gpu())));
+        let mut tables = vec![f32::NAN; 7];
+        for g in &groups {
+            tables.extend(g.table_words());
+        }
+        let mut states: Vec<[f32; 2]> = (0..channels * count).map(|_| [rng.unit() as f32 - 0.5, rng.unit() as f32 - 0.5]).collect();
+        let mut work = vec![0.0f32; channels * stride];
+        for ch in 0..channels {
+            work[ch * stride..ch * stride + frames].copy_from_slice(&noise_amp(frames, seed * 17 + ch as u64, 0.7));
+        }
+        let mut model = work.clone();
+        let mut model_states = states.clone();
+        let input = work.clone();
+        let what = format!("seed {seed}: {count} sections in groups of {group_max}, {channels} x {frames} frames, chunks of {chunk_len}");
+        for round in 0..2 {
+            if round == 1 {
+                work.copy_from_slice(&input);
+                model.copy_from_slice(&input);
+            }
+            for (g, ((g0, size), group)) in fused_groups(count, group_max).into_iter().zip(&groups).enumerate() {
+                let chunks = frames.div_ceil(chunk_len);
+                let p = FusedParams {
+                    frames: frames as u32,
+                    chunk_len: chunk_len as u32,
+                    chunks: chunks as u32,
+                    tiles: chunks.div_ceil(FUSED_TILE) as u32,
+                    stride: stride as u32,
+                    first: (1 + g0) as u32,
+                    count: size as u32,
+                    state_base: g0 as u32,
+                    state_stride: count as u32,
+                    table_base: (7 + g * FUSED_TABLE_FLOATS) as u32,
+                    channels: channels as u32,
+                    pad: 0,
+                };
+                sos_fused(p, &mut work, &sections, &tables, &mut states);
+                for ch in 0..channels {
+                    let st = &mut model_states[ch * count + g0..ch * count + g0 + size];
+                    model_fused(group, &mut model[ch * stride..ch * stride + frames], st, chunk_len);
+                }
+            }
+            let differ = work.iter().zip(&model).position(|(a, b)| a.to_bits() != b.to_bits());
+            assert_eq!(differ, None, "{what}, block {round}: the kernels' output differs from the model's");
+            let differ = states.iter().zip(&model_states).position(|(a, b)| a[0].to_bits() != b[0].to_bits() || a[1].to_bits() != b[1].to_bits());
+            assert_eq!(differ, None, "{what}, block {round}: the kernels' end states differ from the model's");
+            // Nothing outside the channels' frames was touched.
+            for ch in 0..channels {
+                assert!(work[ch * stride + frames..(ch + 1) * stride].iter().all(|&v| v == 0.0), "{what}: past the frames");
+            }
+        }
+    }
+}
