@@ -53,9 +53,13 @@ step() { # name, seconds, command...
 # Python package on CUDA tensors, the resident benchmark and the Python peers), for a
 # device session that must measure the newest work within its minutes.
 if [ "$mode" = resident ]; then
-    # The newest work first: float64 on CUDA, device memory in and out, the Python
-    # package's device arrays and PyTorch layer, then the benchmarks, wgpu last.
-    step gpu_cuda_float64 60 ./gpu_cuda_float64 --nocapture --test-threads=1 > "$OUT/gpu_resident.log" 2>&1
+    # The newest work first: the fused cascade scan (bit for bit its model, and the
+    # resident bench with it beside the one without), float64 on CUDA, device memory in
+    # and out, the Python package's device arrays and PyTorch layer, then the
+    # benchmarks, wgpu last.
+    step gpu_cuda_fused 60 ./gpu_cuda fused --nocapture --test-threads=1 > "$OUT/gpu_resident.log" 2>&1
+    step bench_resident_fused 90 ./xtask bench --resident --backend cuda --cuda-fused 8 --runs 5 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
+    step gpu_cuda_float64 60 ./gpu_cuda_float64 --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     step gpu_cuda_resident 60 ./gpu_cuda_resident --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/ffx wheels/*.whl 2>> "$OUT/gpu_resident.log"
     PYTHONPATH=/tmp/ffx step python_device 90 python3 "$root/tests/python/test_device.py" >> "$OUT/gpu_resident.log" 2>&1
@@ -130,6 +134,9 @@ for b in $backends; do
     # The offline stream without the overlap (one stream), for the comparison in one run.
     # Data already on the device: the resident path beside a device copy and the whole CPU.
     [ "$b" = cuda ] && step bench_resident 120 ./xtask bench --resident --backend cuda --backend wgpu --runs 5 --json > "$OUT/bench_resident.json" 2>> "$OUT/bench.err"
+    # The fused cascade scan (opt-in) on the same workloads and the resident ones.
+    [ "$b" = cuda ] && step bench_cuda_fused 90 ./xtask bench --backend cuda --cuda-fused 8 --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_fused.json" 2>> "$OUT/bench.err"
+    [ "$b" = cuda ] && step bench_resident_fused 90 ./xtask bench --resident --backend cuda --cuda-fused 8 --runs 5 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
     [ "$b" = cuda ] && step bench_cuda_staged 90 ./xtask bench --backend cuda --cuda-overlap off --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_staged.json" 2>> "$OUT/bench.err"
 done
 kill "$clocks" 2>/dev/null

@@ -286,3 +286,79 @@ fn new_coefficients_replay_the_same_graphs_and_equal_a_fresh_chain() {
     assert_eq!(chain.graph_counts(), (captured, 1));
 }
 
+
+/// The fused cascade scan (opt-in, `CudaChain::set_fused`): an IIR chain's cascade on a
+/// block of three tiles and a part equals the fused kernels' CPU model bit for bit, with
+/// graphs and with plain launches, in groups of 2, 3 and 8; the mixed chain (two
+/// cascades around a FIR) over consecutive blocks, its state carried, meets the CPU
+/// engine's tolerance; short blocks keep the per-section kernels.
+#[test]
+fn the_fused_scan_equals_its_model_bit_for_bit_and_the_cpu_within_the_tolerance() {
+    use ferrofx::chain::DesignedStage;
+    use ferrofx::dsp::sos::SosCoefs;
+    use ferrofx::gpu::cuda::chain::FUSED_MIN_FRAMES;
+    use ferrofx::gpu::fused::{fuse_cascade, model_fused, FUSED_CHUNK_FRAMES, FUSED_TILE};
+    use ferrofx::gpu::realize::Realization;
+    let Some(b) = backend() else { return };
+    let designed = (Butterworth::highpass(20.0, 4) | Chebyshev1::lowpass(9000.0, 6, 0.5) | Biquad::peaking(1000.0, 2.0, 6.0)).design(48_000.0).unwrap();
+    let forms: Vec<Realization> = designed
+        .stages
+        .iter()
+        .flat_map(|s| match s {
+            DesignedStage::Sos(v) => v.iter().map(|x| Realization::new(&SosCoefs::from(x))).collect::<Vec<_>>(),
+            DesignedStage::Fir(_) => unreachable!(),
+        })
+        .collect();
+    let frames = 3 * FUSED_TILE * FUSED_CHUNK_FRAMES + 1001;
+    let input = ferrofx_testkit::noise_channels(3, frames, 9, 0.8);
+    for group_max in [2usize, 3, 8] {
+        let mut want = input.clone();
+        for group in fuse_cascade(&forms, group_max, FUSED_CHUNK_FRAMES) {
+            for ch in want.iter_mut() {
+                let mut states = vec![[0.0f32; 2]; group.sections.len()];
+                model_fused(&group, ch, &mut states, FUSED_CHUNK_FRAMES);
+            }
+        }
+        for graphs in [true, false] {
+            let mut chain = CudaChain::new(b.device(), &designed, 3, frames).unwrap();
+            chain.set_graphs(graphs);
+            chain.set_fused(group_max).unwrap();
+            assert_eq!(chain.fused_status(), (group_max, vec![true]));
+            let mut state = chain.new_state();
+            let mut data: Vec<f32> = input.iter().flatten().copied().collect();
+            chain.process(&mut data, frames, &mut state).unwrap();
+            for (ch, w) in want.iter().enumerate() {
+                let got = &data[ch * frames..(ch + 1) * frames];
+                if let Some(n) = (0..frames).find(|&n| got[n].to_bits() != w[n].to_bits()) {
+                    panic!("groups of {group_max}, graphs {graphs}: channel {ch} differs first at {n}: {} against {}", got[n], w[n]);
+                }
+            }
+        }
+    }
+    // The mixed chain over blocks (long ones fused, a short one not), against the CPU.
+    let designed = mixed_chain(48_000.0);
+    let blocks = [FUSED_MIN_FRAMES * 2 + 5, 1000, FUSED_MIN_FRAMES + 1];
+    let total: usize = blocks.iter().sum();
+    let input = ferrofx_testkit::noise_channels(2, total, 11, 0.8);
+    let mut cpu = Engine::with_options(&designed, 2, 4096, OFFLOAD_ENGINE_OPTIONS);
+    let mut want = input.clone();
+    let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
+    cpu.process(&mut s);
+    let mut chain = CudaChain::new(b.device(), &designed, 2, blocks[0]).unwrap();
+    chain.set_fused(8).unwrap();
+    assert_eq!(chain.fused_status(), (8, vec![true, true]));
+    let mut state = chain.new_state();
+    let mut got = vec![Vec::new(); 2];
+    let mut at = 0;
+    for &n in &blocks {
+        let mut data: Vec<f32> = input.iter().flat_map(|c| c[at..at + n].iter().copied()).collect();
+        chain.process(&mut data, n, &mut state).unwrap();
+        for (ch, g) in got.iter_mut().enumerate() {
+            g.extend_from_slice(&data[ch * n..(ch + 1) * n]);
+        }
+        at += n;
+    }
+    let e = rel_error(&got, &want);
+    println!("fused mixed chain over blocks {blocks:?}: {e:.2e} of the peak from the CPU");
+    assert!(e <= TIME_TOLERANCE, "{e:.3e}");
+}

@@ -160,3 +160,37 @@ fn float64_memory_runs_the_float32_path_widened() {
     let e = unsafe { resident.process_raw_as(p, p, 100 + 1, raw, Sample::F64) }.unwrap_err().to_string();
     assert!(e.contains("frames of float64 need 2424"), "{e}");
 }
+
+/// The fused cascade scan (opt-in) on device memory: the unit decides, so a stream of
+/// calls cut anywhere still equals one call bit for bit, and one call meets the CPU
+/// engine's tolerance; the chain reports the cascade as fused.
+#[test]
+fn the_fused_scan_keeps_a_stream_of_calls_equal_to_one_call() {
+    use ferrofx::gpu::cuda::chain::FUSED_MIN_FRAMES;
+    let Some(dev) = device() else { return };
+    let mut rng = Rng::new(4343);
+    let designed = (Chain::from(Butterworth::highpass(30.0, 4)) | Chebyshev1::lowpass(9000.0, 8, 0.5) | Biquad::peaking(1200.0, 1.0, 4.0)).design(48_000.0).unwrap();
+    for (rows, unit, group_max) in [(3usize, 2 * FUSED_MIN_FRAMES + 100, 8usize), (8, FUSED_MIN_FRAMES, 3), (1, 8 * FUSED_MIN_FRAMES, 5)] {
+        let frames = 3 * unit + 777;
+        let input = ferrofx_testkit::noise_channels(rows, frames, 77 + rows as u64, 1.0);
+        let mut resident = CudaResident::new(dev, &designed, rows, unit).unwrap();
+        resident.set_fused(group_max).unwrap();
+        assert_eq!(resident.fused_status(), (group_max, vec![true]), "the cascade runs fused");
+        let one = run_split(&mut resident, &input, &[], false);
+        let e = rel_error(&one, &run_engine(&designed, &input, 4096, EngineOptions::default()));
+        println!("fused, groups of {group_max}: {rows} rows, unit {unit}: {e:.2e} of the peak from the CPU");
+        assert!(e <= TIME_TOLERANCE, "groups of {group_max}: {e:.3e}");
+        resident.reset();
+        let mut cuts = Vec::new();
+        let mut at = 0;
+        loop {
+            at += 1 + rng.below(2 * unit);
+            if at >= frames {
+                break;
+            }
+            cuts.push(at);
+        }
+        let y = run_split(&mut resident, &input, &cuts, true);
+        assert_bits(&y, &one, &format!("groups of {group_max}, {} calls", cuts.len() + 1));
+    }
+}

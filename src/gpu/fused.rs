@@ -30,7 +30,6 @@
 //! [`GPU_ERROR_BUDGET`]); a cascade that misses it keeps the per-section kernels.
 
 use super::realize::{step, DeltaSection, Realization, GPU_ERROR_BUDGET};
-use crate::dsp::sos::SosCoefs;
 
 /// Sections fused into one group at most (the kernels keep `2 x` this many state numbers
 /// in registers per thread).
@@ -260,28 +259,28 @@ pub fn fuse_cascade(realizations: &[Realization], group_max: usize, chunk_len: u
     fused_groups(realizations.len(), group_max).into_iter().map(|(first, count)| FusedGroup::new(&realizations[first..first + count], chunk_len)).collect()
 }
 
-/// The error of running `sections` (one cascade) through the fused kernels in groups of
-/// `group_max`, chunks of `chunk_len`: a seeded white-noise probe of a little over two
-/// tiles (so the carry between tiles and a partial tile are both in it) through
-/// [`model_fused`], group after group, against the cascade in `f64` TDF-II, as a share
-/// of the output peak (infinite where not finite). Within [`GPU_ERROR_BUDGET`]: the
-/// cascade may run fused.
-pub fn fused_error_estimate(sections: &[SosCoefs], group_max: usize, chunk_len: usize) -> f64 {
+/// The error of running a cascade (its sections' delta forms, `realizations`) through
+/// the fused kernels in groups of `group_max`, chunks of `chunk_len`: a seeded
+/// white-noise probe of a little over two tiles (so the carry between tiles and a
+/// partial tile are both in it) through [`model_fused`], group after group, against the
+/// cascade in `f64` (the same delta forms unrounded: a similarity transform of TDF-II),
+/// as a share of the output peak (infinite where not finite). Within
+/// [`GPU_ERROR_BUDGET`]: the cascade may run fused.
+pub fn fused_error_estimate(realizations: &[Realization], group_max: usize, chunk_len: usize) -> f64 {
     let len = 2 * FUSED_TILE * chunk_len.max(1) + 100 * chunk_len.max(1) + 37;
     let probe: Vec<f32> = crate::design::probe_noise(len).iter().map(|&v| v as f32).collect();
     let mut exact: Vec<f64> = probe.iter().map(|&v| f64::from(v)).collect();
-    for s in sections {
-        let mut z = [0.0f64; 2];
+    for r in realizations {
+        let mut s = [0.0f64; 2];
         for v in exact.iter_mut() {
-            let y = s.b0 * *v + z[0];
-            z[0] = s.b1 * *v - s.a1 * y + z[1];
-            z[1] = s.b2 * *v - s.a2 * y;
-            *v = y;
+            let x = *v;
+            *v = r.c[0] * s[0] + r.c[1] * s[1] + r.d * x;
+            let d = r.delta;
+            s = [s[0] + d[0][0] * s[0] + d[0][1] * s[1] + r.b[0] * x, s[1] + d[1][0] * s[0] + d[1][1] * s[1] + r.b[1] * x];
         }
     }
-    let realizations: Vec<Realization> = sections.iter().map(Realization::new).collect();
     let mut y = probe;
-    for group in fuse_cascade(&realizations, group_max, chunk_len) {
+    for group in fuse_cascade(realizations, group_max, chunk_len) {
         let mut states = vec![[0.0f32; 2]; group.sections.len()];
         model_fused(&group, &mut y, &mut states, chunk_len);
     }
@@ -303,14 +302,15 @@ pub fn fused_error_estimate(sections: &[SosCoefs], group_max: usize, chunk_len: 
 }
 
 /// Whether a cascade may run fused: its estimate within the GPU error budget.
-pub fn fusable(sections: &[SosCoefs], group_max: usize, chunk_len: usize) -> bool {
-    fused_error_estimate(sections, group_max, chunk_len) <= GPU_ERROR_BUDGET
+pub fn fusable(realizations: &[Realization], group_max: usize, chunk_len: usize) -> bool {
+    fused_error_estimate(realizations, group_max, chunk_len) <= GPU_ERROR_BUDGET
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::realize::{run_cascade, Realization};
+    use crate::dsp::sos::SosCoefs;
+    use crate::gpu::realize::run_cascade;
 
     fn cascade(chain: crate::chain::Chain, fs: f64) -> Vec<SosCoefs> {
         match chain.design(fs).unwrap().stages.remove(0) {
@@ -339,26 +339,31 @@ mod tests {
         }
     }
 
-    /// The tables are powers of the one-sample matrix: `M^L` against `L` steps of the
-    /// group from each unit state with zero input (f64), and each table the square of the
-    /// one before.
+    /// The tables are the group's chunk transfer: `M^L - I` against `L` samples of
+    /// silence through the sections one after another (realize.rs's `step` in `f64`) from
+    /// each unit state, and each later table against `M^(L 2^k)` the same way.
     #[test]
     fn tables_are_the_groups_chunk_transfer_matrices() {
         let coefs = cascade(crate::chain::Butterworth::lowpass(300.0, 8).into(), 48_000.0);
         let r: Vec<Realization> = coefs.iter().map(Realization::new).collect();
+        let sections: Vec<DeltaSection<f64>> = r.iter().map(|x| x.to_gpu_as::<f64>()).collect();
         let l = 48;
         let g = FusedGroup::new(&r, l);
-        let m = one_sample(&r);
-        for k in 0..FUSED_WIDTH {
-            let mut v = [0.0f64; FUSED_WIDTH];
-            v[k] = 1.0;
-            for _ in 0..l {
-                v = std::array::from_fn(|i| (0..FUSED_WIDTH).map(|j| m[i][j] * v[j]).sum());
-            }
-            for i in 0..FUSED_WIDTH {
-                let want = v[i] - if i == k { 1.0 } else { 0.0 };
-                let got = f64::from(g.tables[0][i * FUSED_WIDTH + k]);
-                assert!((got - want).abs() <= 1e-6 * want.abs().max(1e-3), "({i}, {k}): {got} vs {want}");
+        for (k_table, samples) in [(0usize, l), (1, 2 * l), (3, 8 * l)] {
+            for k in 0..2 * r.len() {
+                let mut s = vec![[0.0f64; 2]; r.len()];
+                s[k / 2][k % 2] = 1.0;
+                for _ in 0..samples {
+                    let mut u = 0.0;
+                    for (sec, st) in sections.iter().zip(s.iter_mut()) {
+                        u = step(sec, st, u);
+                    }
+                }
+                for (i, want) in s.iter().flatten().enumerate() {
+                    let want = want - if i == k { 1.0 } else { 0.0 };
+                    let got = f64::from(g.tables[k_table][i * FUSED_WIDTH + k]);
+                    assert!((got - want).abs() <= 1e-5 * want.abs().max(1e-3), "table {k_table} ({i}, {k}): {got} vs {want}");
+                }
             }
         }
     }
@@ -420,11 +425,12 @@ mod tests {
     /// error, so a cascade it accepts meets the budget on another signal too.
     #[test]
     fn the_estimate_accepts_ordinary_cascades_and_refuses_broken_ones() {
-        let easy = cascade(crate::chain::Butterworth::lowpass(1000.0, 8).into(), 48_000.0);
+        let forms = |c: &[SosCoefs]| c.iter().map(Realization::new).collect::<Vec<_>>();
+        let easy = forms(&cascade(crate::chain::Butterworth::lowpass(1000.0, 8).into(), 48_000.0));
         let e = fused_error_estimate(&easy, 8, FUSED_CHUNK_FRAMES);
         assert!(e <= GPU_ERROR_BUDGET, "{e}");
         assert!(fusable(&easy, 4, 64));
-        let broken = [SosCoefs::from(&crate::design::Sos { b: [1.0, 0.0, 0.0], a: [1.0, f64::NAN, 0.5] })];
+        let broken = forms(&[SosCoefs::from(&crate::design::Sos { b: [1.0, 0.0, 0.0], a: [1.0, f64::NAN, 0.5] })]);
         assert!(!fusable(&broken, 8, FUSED_CHUNK_FRAMES));
         assert_eq!(fused_error_estimate(&broken, 8, FUSED_CHUNK_FRAMES), f64::INFINITY);
     }

@@ -35,11 +35,15 @@ pub struct GpuTuning {
     /// CUDA: blocks up to this many frames run on the channel-parallel kernel, longer
     /// ones on the time-parallel scan (0: every block on the scan).
     pub cuda_sequential_max_frames: usize,
+    /// CUDA: float32 cascades run through the fused scan on long blocks, in groups of up
+    /// to this many sections (at most 8; 0, the default: off, not yet measured on a
+    /// device).
+    pub cuda_fused_sections: usize,
 }
 
 impl Default for GpuTuning {
     fn default() -> GpuTuning {
-        GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64 }
+        GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64, cuda_fused_sections: 0 }
     }
 }
 

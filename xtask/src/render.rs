@@ -88,11 +88,15 @@ pub struct TuningArgs {
     /// ones on the time-parallel scan (0: every block on the scan).
     #[arg(long, default_value_t = ferrofx::backends::GpuTuning::default().cuda_sequential_max_frames, value_name = "FRAMES")]
     cuda_sequential_max: usize,
+    /// CUDA: run float32 cascades through the fused scan on blocks of 16,384 frames and
+    /// more, in groups of up to this many sections (at most 8; 0: off, the default).
+    #[arg(long, default_value_t = ferrofx::backends::GpuTuning::default().cuda_fused_sections, value_name = "SECTIONS")]
+    cuda_fused: usize,
 }
 
 impl TuningArgs {
     pub fn tuning(&self) -> ferrofx::backends::GpuTuning {
-        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max }
+        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max, cuda_fused_sections: self.cuda_fused }
     }
 }
 

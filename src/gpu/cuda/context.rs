@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 /// The embedded PTX of each kernel file, per target architecture (sm_80 for compute
 /// capability 8.0 and newer, which the driver JIT-compiles for its GPU; sm_70 below).
-const PTX: [(&str, &str, &str); 5] = [
+const PTX: [(&str, &str, &str); 6] = [
     ("sos", include_str!("../../../kernels/ptx/sm_70/sos.ptx"), include_str!("../../../kernels/ptx/sm_80/sos.ptx")),
     ("sos64", include_str!("../../../kernels/ptx/sm_70/sos64.ptx"), include_str!("../../../kernels/ptx/sm_80/sos64.ptx")),
     ("fir", include_str!("../../../kernels/ptx/sm_70/fir.ptx"), include_str!("../../../kernels/ptx/sm_80/fir.ptx")),
     ("fft_fir", include_str!("../../../kernels/ptx/sm_70/fft_fir.ptx"), include_str!("../../../kernels/ptx/sm_80/fft_fir.ptx")),
+    ("sos_fused", include_str!("../../../kernels/ptx/sm_70/sos_fused.ptx"), include_str!("../../../kernels/ptx/sm_80/sos_fused.ptx")),
     ("convert", include_str!("../../../kernels/ptx/sm_70/convert.ptx"), include_str!("../../../kernels/ptx/sm_80/convert.ptx")),
 ];
 
@@ -22,6 +23,9 @@ pub struct CudaDevice {
     pub(crate) compute_capability: (i32, i32),
     pub(crate) sos_channels: CudaFunction,
     pub(crate) sos_scan: CudaFunction,
+    pub(crate) sos_fused_ends: CudaFunction,
+    pub(crate) sos_fused_carry: CudaFunction,
+    pub(crate) sos_fused_run: CudaFunction,
     pub(crate) sos64_channels: CudaFunction,
     pub(crate) sos64_scan: CudaFunction,
     pub(crate) sos64d_channels: CudaFunction,
@@ -98,6 +102,9 @@ impl CudaDevice {
         Ok(Arc::new(CudaDevice {
             sos_channels: load("sos", "ferrofx_sos_channels")?,
             sos_scan: load("sos", "ferrofx_sos_scan")?,
+            sos_fused_ends: load("sos_fused", "ferrofx_sos_fused_ends")?,
+            sos_fused_carry: load("sos_fused", "ferrofx_sos_fused_carry")?,
+            sos_fused_run: load("sos_fused", "ferrofx_sos_fused_run")?,
             sos64_channels: load("sos64", "ferrofx_sos64_channels")?,
             sos64_scan: load("sos64", "ferrofx_sos64_scan")?,
             sos64d_channels: load("sos64", "ferrofx_sos64d_channels")?,

@@ -62,11 +62,16 @@ pub struct CudaTuning {
     /// Offline streams overlap uploads, kernels and downloads (see
     /// [`CudaChain::process_slices`]); off, each block is one synchronous job.
     pub overlap: bool,
+    /// Float32 cascades run through the fused scan (`kernels/sos_fused.cu`) on blocks of
+    /// at least [`chain::FUSED_MIN_FRAMES`] frames, in groups of up to this many sections
+    /// (at most 8; 0: off). Off by default until a device has measured it
+    /// (`cargo xtask bench --backend cuda --cuda-fused 8`).
+    pub fused_sections: usize,
 }
 
 impl Default for CudaTuning {
     fn default() -> CudaTuning {
-        CudaTuning { sequential_max_frames: SEQUENTIAL_MAX_FRAMES, overlap: true }
+        CudaTuning { sequential_max_frames: SEQUENTIAL_MAX_FRAMES, overlap: true, fused_sections: 0 }
     }
 }
 /// FIRs up to this many taps run by direct convolution, longer ones by FFT (as on wgpu).

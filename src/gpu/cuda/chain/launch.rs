@@ -67,7 +67,7 @@ struct FftParams {
 unsafe impl DeviceRepr for FftParams {}
 
 /// Threads per block of the scan and FIR kernels (`FX_SOS_THREADS`, `FX_FIR_TILE`).
-const BLOCK_THREADS: u32 = 256;
+pub(super) const BLOCK_THREADS: u32 = 256;
 /// Threads per block of the channel-parallel kernel.
 const CHANNEL_THREADS: u32 = 64;
 /// Graphs kept, one per block length and staging slot or work buffer (a stream's last
@@ -202,6 +202,8 @@ impl CudaChain {
     /// `what` on the chain's stream: a whole job (upload, every stage's kernels,
     /// download) or the kernels alone on one work buffer.
     fn enqueue(&mut self, frames: usize, chunks: usize, chunk_len: usize, what: Work) -> Result<(), CudaError> {
+        // Whether the fused cascades run fused on this block (scanned blocks only).
+        let fused_block = chunks > 1 && self.fused_block(frames);
         let CudaChain {
             dev,
             stream,
@@ -227,6 +229,7 @@ impl CudaChain {
             spec_a,
             spec_b,
             n_max,
+            fused,
             ..
         } = self;
         let (channels, fir_len) = (*channels, *fir_len);
@@ -260,10 +263,15 @@ impl CudaChain {
             }
         }
         let mut state_base = 0usize;
-        for plan in plans.iter() {
+        for (index, plan) in plans.iter().enumerate() {
             match *plan {
                 Plan::Sos { first, count, precision } => {
                     if count == 0 {
+                        continue;
+                    }
+                    if fused_block && fused.runs(index) {
+                        super::fused::enqueue_fused(dev, stream, fused, index, (first, count, state_base), frames, channels, work, sections, states)?;
+                        state_base += channels * count;
                         continue;
                     }
                     let p = SosParams {

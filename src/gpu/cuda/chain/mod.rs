@@ -9,10 +9,12 @@
 //! Construction and the job API are here; `staging.rs` holds the pinned slots and the
 //! state hand-over, `launch.rs` the kernels' parameters, the graphs and the launches.
 
+mod fused;
 pub(super) mod launch;
 mod overlap;
 pub(super) mod resident;
 pub use resident::{CudaResident, Sample};
+pub use fused::FUSED_MIN_FRAMES;
 pub use overlap::OVERLAP_DEPTH;
 mod staging;
 mod update;
@@ -98,6 +100,9 @@ pub struct CudaChain {
     /// The overlapped stream's blocks in flight.
     flight: overlap::Flight,
     overlap: bool,
+    /// The fused cascade scan (opt-in): which cascades run through it, its tables and
+    /// scratch buffers.
+    fused: fused::Fused,
     /// Graphs captured, coefficient updates taken (for tests: see `graph_counts`).
     captures: usize,
     coefficient_updates: usize,
@@ -195,7 +200,9 @@ impl CudaChain {
         // slot is read back or reused (`process`, `process_slices`).
         let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(staged) }?;
         let event = || dev.ctx.new_event(None);
-        let chain = CudaChain {
+        let fused = fused::Fused::off(&stream, plans.len())?;
+        let mut chain = CudaChain {
+            fused,
             copy_in: dev.stream()?,
             copy_out: dev.stream()?,
             uploaded: [event()?, event()?],
@@ -239,6 +246,9 @@ impl CudaChain {
             captures: 0,
             coefficient_updates: 0,
         };
+        if dev.tuning.fused_sections > 0 {
+            chain.set_fused(dev.tuning.fused_sections)?;
+        }
         chain.stream.synchronize()?;
         Ok(chain)
     }

@@ -125,6 +125,17 @@ impl CudaResident {
         &self.chain.stream
     }
 
+    /// [`super::CudaChain::set_fused`] on the chain (decided by the unit's frames: every
+    /// call of the stream runs the same kernels).
+    pub fn set_fused(&mut self, group_max: usize) -> Result<(), CudaError> {
+        self.chain.set_fused(group_max)
+    }
+
+    /// [`super::CudaChain::fused_status`].
+    pub fn fused_status(&self) -> (usize, Vec<bool>) {
+        self.chain.fused_status()
+    }
+
     /// Back to silence at the start of a new grid.
     pub fn reset(&mut self) {
         self.carried = 0;

@@ -61,6 +61,8 @@ impl CudaChain {
         }
         self.plans = design.stages;
         self.realizations = design.realizations;
+        // The fused groups' tables follow too (and a cascade may leave or join them).
+        self.refresh_fused()?;
         self.coefficient_updates += 1;
         Ok(())
     }
