@@ -58,7 +58,7 @@ if [ "$mode" = resident ]; then
     # and out, the Python package's device arrays and PyTorch layer, then the
     # benchmarks, wgpu last.
     step gpu_cuda_fused 60 ./gpu_cuda fused --nocapture --test-threads=1 > "$OUT/gpu_resident.log" 2>&1
-    step bench_resident_fused 90 ./xtask bench --resident --backend cuda --cuda-fused 8 --runs 5 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
+    step bench_resident_fused 90 ./xtask bench --resident --backend cuda --backend wgpu --cuda-fused 8 --wgpu-fused 8 --runs 5 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
     step gpu_cuda_float64 60 ./gpu_cuda_float64 --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     step gpu_cuda_resident 60 ./gpu_cuda_resident --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/ffx wheels/*.whl 2>> "$OUT/gpu_resident.log"
@@ -136,7 +136,7 @@ for b in $backends; do
     [ "$b" = cuda ] && step bench_resident 120 ./xtask bench --resident --backend cuda --backend wgpu --runs 5 --json > "$OUT/bench_resident.json" 2>> "$OUT/bench.err"
     # The fused cascade scan (opt-in) on the same workloads and the resident ones.
     [ "$b" = cuda ] && step bench_cuda_fused 90 ./xtask bench --backend cuda --cuda-fused 8 --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_fused.json" 2>> "$OUT/bench.err"
-    [ "$b" = cuda ] && step bench_resident_fused 90 ./xtask bench --resident --backend cuda --cuda-fused 8 --runs 5 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
+    [ "$b" = cuda ] && step bench_resident_fused 90 ./xtask bench --resident --backend cuda --backend wgpu --cuda-fused 8 --wgpu-fused 8 --runs 5 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
     [ "$b" = cuda ] && step bench_cuda_staged 90 ./xtask bench --backend cuda --cuda-overlap off --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_staged.json" 2>> "$OUT/bench.err"
 done
 kill "$clocks" 2>/dev/null

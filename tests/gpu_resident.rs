@@ -197,3 +197,32 @@ fn bad_buffers_are_refused_by_name() {
     let got = run_split(ctx, &mut resident, &input, &[300], false);
     assert_bits(&got, &want, "after refused calls");
 }
+
+/// The fused cascade scan (opt-in) on device memory: every call runs with the unit's
+/// chunking, so a stream of calls cut anywhere (in place) still equals one call bit for
+/// bit, and one call meets the CPU engine's tolerance; the chain reports its cascades as
+/// fused.
+#[test]
+fn the_fused_scan_keeps_a_stream_of_calls_equal_to_one_call() {
+    use ferrofx::gpu::fused::FUSED_MIN_FRAMES;
+    let Some(ctx) = context() else { return };
+    let mut rng = Rng::new(4344);
+    let designed = (Chain::from(Butterworth::highpass(30.0, 4)) | Chebyshev1::lowpass(9000.0, 6, 0.5) | Fir::lowpass(31, 15_000.0) | Biquad::peaking(1200.0, 1.0, 4.0))
+        .design(48_000.0)
+        .unwrap();
+    for (rows, unit, group_max) in [(2usize, FUSED_MIN_FRAMES + 100, 8usize), (3, 2 * FUSED_MIN_FRAMES, 3)] {
+        let frames = 3 * unit + 777;
+        let input = ferrofx_testkit::noise_channels(rows, frames, 88 + rows as u64, 1.0);
+        let mut resident = WgpuResident::new(ctx, &designed, rows, unit).unwrap();
+        resident.set_fused(group_max).unwrap();
+        assert_eq!(resident.fused_status(), (group_max, vec![true, true]), "both cascades run fused");
+        let one = run_split(ctx, &mut resident, &input, &[], false);
+        let e = rel_error(&one, &run_engine(&designed, &input, 4096, EngineOptions::default()));
+        println!("fused, groups of {group_max}: {rows} rows, unit {unit}: {e:.2e} of the peak from the CPU");
+        assert!(e <= TIME_TOLERANCE, "groups of {group_max}: {e:.3e}");
+        resident.reset();
+        let cuts = random_cuts(&mut rng, frames, unit);
+        let y = run_split(ctx, &mut resident, &input, &cuts, true);
+        assert_bits(&y, &one, &format!("groups of {group_max}, {} calls", cuts.len() + 1));
+    }
+}

@@ -325,3 +325,74 @@ mod offload {
         assert!(off.stats().offloaded > 0);
     }
 }
+
+/// The fused cascade scan's shader (`shaders/sos_fused.wgsl`, opt-in): an IIR chain's
+/// cascade over blocks of three tiles and a part follows the fused kernels' CPU model
+/// (`gpu::fused::model_fused`; lavapipe does not fuse its multiply-adds, so within a few
+/// float32 roundings, as the per-section shader above), in groups of 1, 3 and 8, its state
+/// carried from block to block; and the CPU engine within the tolerance. A short block in
+/// the stream keeps the per-section shader; the mixed chain's two cascades around a FIR
+/// both run fused.
+#[test]
+fn the_fused_shader_follows_its_model_and_the_cpu() {
+    use ferrofx::chain::DesignedStage;
+    use ferrofx::dsp::sos::SosCoefs;
+    use ferrofx::gpu::fused::{fuse_cascade, model_fused, FUSED_CHUNK_FRAMES, FUSED_MIN_FRAMES, FUSED_TILE};
+    use ferrofx::gpu::realize::Realization;
+    let Some(ctx) = context() else { return };
+    let designed = (Butterworth::highpass(30.0, 4) | Chebyshev1::lowpass(9000.0, 6, 0.5) | Biquad::peaking(1000.0, 2.0, 6.0))
+        .design(48_000.0)
+        .unwrap();
+    let forms: Vec<Realization> = designed
+        .stages
+        .iter()
+        .flat_map(|s| match s {
+            DesignedStage::Sos(v) => v.iter().map(|x| Realization::new(&SosCoefs::from(x))).collect::<Vec<_>>(),
+            DesignedStage::Fir(_) => unreachable!(),
+        })
+        .collect();
+    let big = 3 * FUSED_TILE * FUSED_CHUNK_FRAMES + 1001;
+    let blocks = [big, FUSED_MIN_FRAMES + 7];
+    let total: usize = blocks.iter().sum();
+    let input = noise(2, total, 21);
+    let cpu = run_engine(&designed, &input, 4096, EngineOptions::default());
+    for group_max in [1usize, 3, 8] {
+        let mut chain = WgpuChain::new(ctx, &designed, 2, big).unwrap();
+        chain.set_fused(group_max).unwrap();
+        assert_eq!(chain.fused_status(), (group_max, vec![true]));
+        let groups = fuse_cascade(&forms, group_max, FUSED_CHUNK_FRAMES);
+        let mut model = input.clone();
+        let mut model_states: Vec<Vec<Vec<[f32; 2]>>> = (0..2).map(|_| groups.iter().map(|g| vec![[0.0; 2]; g.sections.len()]).collect()).collect();
+        let mut got = vec![Vec::new(); 2];
+        let mut state = chain.new_state();
+        let mut at = 0;
+        for &n in &blocks {
+            let mut data: Vec<f32> = input.iter().flat_map(|c| c[at..at + n].iter().copied()).collect();
+            chain.process(&mut data, n, &mut state).unwrap();
+            for ch in 0..2 {
+                got[ch].extend_from_slice(&data[ch * n..(ch + 1) * n]);
+                for (g, st) in groups.iter().zip(model_states[ch].iter_mut()) {
+                    model_fused(g, &mut model[ch][at..at + n], st, FUSED_CHUNK_FRAMES);
+                }
+            }
+            at += n;
+        }
+        let e_model = rel_error(&got, &model);
+        let e_cpu = rel_error(&got, &cpu);
+        println!("fused, groups of {group_max}: {e_model:.2e} of the peak from its model, {e_cpu:.2e} from the CPU");
+        assert!(e_model <= 2e-6, "groups of {group_max}: {e_model:.3e} from the model");
+        assert!(e_cpu <= TIME_TOLERANCE, "groups of {group_max}: {e_cpu:.3e} from the CPU");
+    }
+    // Two cascades around a FIR, through a stream in blocks of the chain's largest.
+    let designed = (Butterworth::highpass(20.0, 4) | Fir::lowpass(255, 12_000.0) | Chebyshev1::lowpass(9000.0, 6, 0.5)).design(48_000.0).unwrap();
+    let input = noise(3, 2 * big + 99, 22);
+    let mut gpu = WgpuStream::new(ctx, &designed, 3, FUSED_MIN_FRAMES * 2).unwrap();
+    gpu.chain_mut().set_fused(8).unwrap();
+    assert_eq!(gpu.chain_mut().fused_status(), (8, vec![true, true]));
+    let mut out = input.clone();
+    let mut slices: Vec<&mut [f32]> = out.iter_mut().map(|c| &mut c[..]).collect();
+    gpu.process(&mut slices).unwrap();
+    let e = rel_error(&out, &run_engine(&designed, &input, 4096, EngineOptions::default()));
+    println!("fused mixed chain in a stream: {e:.2e} of the peak from the CPU");
+    assert!(e <= TIME_TOLERANCE, "{e:.3e}");
+}

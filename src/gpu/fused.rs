@@ -43,6 +43,10 @@ pub const FUSED_TILE: usize = 256;
 pub const FUSED_STEPS: usize = 9;
 /// Samples per chunk the CUDA backend uses.
 pub const FUSED_CHUNK_FRAMES: usize = 128;
+/// Blocks shorter than this keep the per-section kernels (their 256 chunks per channel
+/// keep more threads busy there than the fused kernels' chunks of 128 samples). Not
+/// measured on a device yet: a guess, documented as one.
+pub const FUSED_MIN_FRAMES: usize = 16_384;
 /// Floats of one group's tables.
 pub const FUSED_TABLE_FLOATS: usize = FUSED_STEPS * FUSED_WIDTH * FUSED_WIDTH;
 
@@ -304,6 +308,62 @@ pub fn fused_error_estimate(realizations: &[Realization], group_max: usize, chun
 /// Whether a cascade may run fused: its estimate within the GPU error budget.
 pub fn fusable(realizations: &[Realization], group_max: usize, chunk_len: usize) -> bool {
     fused_error_estimate(realizations, group_max, chunk_len) <= GPU_ERROR_BUDGET
+}
+
+/// One fused group's place: its first section within its cascade, its size, its tables'
+/// offset (floats) in the tables a backend uploads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FusedPlace {
+    pub first: usize,
+    pub count: usize,
+    pub table_base: usize,
+}
+
+/// Which cascades of a chain run fused and where their groups' tables lie: what both
+/// GPU backends upload.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FusedPlan {
+    /// Per stage of the chain: its groups where it runs fused.
+    pub stages: Vec<Option<Vec<FusedPlace>>>,
+    /// Every fused group's tables, one after another ([`FUSED_TABLE_FLOATS`] each).
+    pub tables: Vec<f32>,
+}
+
+impl FusedPlan {
+    /// The plan for a chain whose stages are `cascades` (`Some((first, count))` for a
+    /// float32 cascade of `realizations[first..first + count]`, `None` for any other
+    /// stage), in groups of up to `group_max` sections (0: none fused): a cascade runs
+    /// fused where [`fusable`] says so, in chunks of [`FUSED_CHUNK_FRAMES`].
+    pub fn new(cascades: &[Option<(usize, usize)>], realizations: &[Realization], group_max: usize) -> FusedPlan {
+        let group_max = group_max.min(FUSED_MAX_SECTIONS);
+        let mut tables = Vec::new();
+        let stages = cascades
+            .iter()
+            .map(|s| {
+                let (first, count) = (*s)?;
+                let forms = &realizations[first..first + count];
+                if count == 0 || group_max == 0 || !fusable(forms, group_max, FUSED_CHUNK_FRAMES) {
+                    return None;
+                }
+                let groups = fused_groups(count, group_max).into_iter().zip(fuse_cascade(forms, group_max, FUSED_CHUNK_FRAMES));
+                Some(
+                    groups
+                        .map(|((g0, size), group)| {
+                            let place = FusedPlace { first: g0, count: size, table_base: tables.len() };
+                            tables.extend(group.table_words());
+                            place
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        FusedPlan { stages, tables }
+    }
+
+    /// Whether any stage runs fused.
+    pub fn any(&self) -> bool {
+        self.stages.iter().any(Option::is_some)
+    }
 }
 
 #[cfg(test)]

@@ -39,11 +39,13 @@ pub struct GpuTuning {
     /// to this many sections (at most 8; 0, the default: off, not yet measured on a
     /// device).
     pub cuda_fused_sections: usize,
+    /// wgpu: the same fused scan (`shaders/sos_fused.wgsl`; 0, the default: off).
+    pub wgpu_fused_sections: usize,
 }
 
 impl Default for GpuTuning {
     fn default() -> GpuTuning {
-        GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64, cuda_fused_sections: 0 }
+        GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64, cuda_fused_sections: 0, wgpu_fused_sections: 0 }
     }
 }
 

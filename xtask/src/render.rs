@@ -92,11 +92,15 @@ pub struct TuningArgs {
     /// more, in groups of up to this many sections (at most 8; 0: off, the default).
     #[arg(long, default_value_t = ferrofx::backends::GpuTuning::default().cuda_fused_sections, value_name = "SECTIONS")]
     cuda_fused: usize,
+    /// wgpu: the same fused scan (shaders/sos_fused.wgsl), groups of up to this many
+    /// sections (0: off, the default).
+    #[arg(long, default_value_t = ferrofx::backends::GpuTuning::default().wgpu_fused_sections, value_name = "SECTIONS")]
+    wgpu_fused: usize,
 }
 
 impl TuningArgs {
     pub fn tuning(&self) -> ferrofx::backends::GpuTuning {
-        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max, cuda_fused_sections: self.cuda_fused }
+        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max, cuda_fused_sections: self.cuda_fused, wgpu_fused_sections: self.wgpu_fused }
     }
 }
 

@@ -23,8 +23,10 @@ impl WgpuBackend {
 }
 
 /// Opens the best adapter (the wgpu entry of the list in `src/backends.rs`).
-pub fn open_backend(_tuning: &crate::gpu::GpuTuning) -> Result<Arc<dyn Backend>, String> {
-    WgpuContext::new().map(|ctx| Arc::new(WgpuBackend::new(ctx)) as Arc<dyn Backend>).map_err(|e| e.to_string())
+pub fn open_backend(tuning: &crate::gpu::GpuTuning) -> Result<Arc<dyn Backend>, String> {
+    WgpuContext::new()
+        .map(|ctx| Arc::new(WgpuBackend::new(ctx.with_fused_sections(tuning.wgpu_fused_sections))) as Arc<dyn Backend>)
+        .map_err(|e| e.to_string())
 }
 
 /// A refusal or failure of this backend, as the run layer reports it.

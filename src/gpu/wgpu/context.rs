@@ -43,6 +43,9 @@ pub struct WgpuContext {
     /// The device runs float64 shaders (`SHADER_F64` asked for and granted), and
     /// `FERROFX_WGPU_FLOAT64=0` does not turn them off.
     float64: bool,
+    /// Chains built on this context run float32 cascades through the fused scan in
+    /// groups of up to this many sections (0: off; [`crate::gpu::GpuTuning`]).
+    fused_sections: usize,
     /// Serialises submissions and polls of every user of this device: wgpu-core 30 trips
     /// an internal assertion ("current submission index should be at least the wait
     /// submission index") when one thread submits while another polls. GPU work of
@@ -109,11 +112,23 @@ impl WgpuContext {
             let lost = lost.clone();
             device.set_device_lost_callback(move |_, _| lost.store(true, Ordering::Release));
         }
-        Ok(WgpuContext { device, queue, report, limits, lost, float64, gate: Arc::new(Mutex::new(())), shared: Arc::new(OnceLock::new()) })
+        Ok(WgpuContext { device, queue, report, limits, lost, float64, fused_sections: 0, gate: Arc::new(Mutex::new(())), shared: Arc::new(OnceLock::new()) })
     }
 
     pub fn report(&self) -> &AdapterReport {
         &self.report
+    }
+
+    /// This context with chains built on it running the fused scan in groups of up to
+    /// `sections` sections (0: off), as [`super::WgpuChain::set_fused`].
+    pub fn with_fused_sections(mut self, sections: usize) -> WgpuContext {
+        self.fused_sections = sections;
+        self
+    }
+
+    /// The fused scan's group size chains built here take (0: off).
+    pub fn fused_sections(&self) -> usize {
+        self.fused_sections
     }
 
     /// Whether cascades whose float32 form would miss the tolerance run in float64 here

@@ -28,6 +28,7 @@ mod backend;
 mod chain;
 mod context;
 mod executor;
+mod fused;
 mod fir;
 mod pipelines;
 mod resident;
@@ -46,6 +47,7 @@ use std::time::Duration;
 const SOS_WGSL: &str = concat!(include_str!("../../../shaders/sos_f32.wgsl"), include_str!("../../../shaders/sos.wgsl"));
 const SOS64_WGSL: &str = concat!(include_str!("../../../shaders/sos_f64.wgsl"), include_str!("../../../shaders/sos.wgsl"));
 // Both FIR shaders read their input through `input_at` (shaders/fir_input.wgsl).
+const FUSED_WGSL: &str = include_str!("../../../shaders/sos_fused.wgsl");
 const FIR_WGSL: &str = concat!(include_str!("../../../shaders/fir.wgsl"), include_str!("../../../shaders/fir_input.wgsl"));
 const FFT_WGSL: &str = concat!(include_str!("../../../shaders/fft_fir.wgsl"), include_str!("../../../shaders/fir_input.wgsl"));
 

@@ -2,7 +2,7 @@
 //! [`super::WgpuChain`] on it (a chain swap only builds buffers and bind groups). The FFT
 //! pipelines are built the first time a chain has a long FIR.
 
-use super::{FFT_WGSL, FIR_WGSL, SOS64_WGSL, SOS_WGSL};
+use super::{FFT_WGSL, FIR_WGSL, FUSED_WGSL, SOS64_WGSL, SOS_WGSL};
 use std::sync::OnceLock;
 
 /// The SOS and direct-FIR pipelines with their layouts.
@@ -14,6 +14,16 @@ pub struct Pipelines {
     pub hist: wgpu::ComputePipeline,
     fft: OnceLock<FftPipelines>,
     sos64: OnceLock<Sos64Pipeline>,
+    fused: OnceLock<FusedPipelines>,
+}
+
+/// The fused cascade scan's three pipelines (`shaders/sos_fused.wgsl`) and their layout:
+/// built the first time a chain runs a cascade fused.
+pub struct FusedPipelines {
+    pub layout: wgpu::BindGroupLayout,
+    pub ends: wgpu::ComputePipeline,
+    pub carry: wgpu::ComputePipeline,
+    pub run: wgpu::ComputePipeline,
 }
 
 /// The float64 SOS pipeline (`shaders/sos_f64.wgsl` + `sos.wgsl`) and its layout: built the first time a
@@ -96,7 +106,7 @@ impl Pipelines {
         let sos = pipeline(device, SOS_WGSL, &sos_layout, "main");
         let fir = pipeline(device, FIR_WGSL, &fir_layout, "main");
         let hist = pipeline(device, FIR_WGSL, &fir_layout, "history_main");
-        Pipelines { sos_layout, fir_layout, sos, fir, hist, fft: OnceLock::new(), sos64: OnceLock::new() }
+        Pipelines { sos_layout, fir_layout, sos, fir, hist, fft: OnceLock::new(), sos64: OnceLock::new(), fused: OnceLock::new() }
     }
 
     /// The float64 SOS pipeline, built on first use (the device must have `SHADER_F64`).
@@ -112,6 +122,28 @@ impl Pipelines {
             ];
             let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("sos64"), entries: &entries });
             Sos64Pipeline { pipeline: pipeline(device, SOS64_WGSL, &layout, "main"), layout }
+        })
+    }
+
+    /// The fused scan's pipelines, built on first use.
+    pub fn fused(&self, device: &wgpu::Device) -> &FusedPipelines {
+        self.fused.get_or_init(|| {
+            let entries = [
+                uniform_entry(false),
+                storage_entry(1, false),
+                storage_entry(2, true),
+                storage_entry(3, true),
+                storage_entry(4, false),
+                storage_entry(5, false),
+                storage_entry(6, false),
+            ];
+            let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("fused"), entries: &entries });
+            FusedPipelines {
+                ends: pipeline(device, FUSED_WGSL, &layout, "ends_main"),
+                carry: pipeline(device, FUSED_WGSL, &layout, "carry_main"),
+                run: pipeline(device, FUSED_WGSL, &layout, "run_main"),
+                layout,
+            }
         })
     }
 

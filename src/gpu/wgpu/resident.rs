@@ -62,6 +62,17 @@ impl WgpuResident {
         Ok(WgpuResident { chain, unit, chunks, carried: 0, carry, saved_states, saved_history, clear: true })
     }
 
+    /// [`WgpuChain::set_fused`] on the chain (every call runs with the unit's chunking,
+    /// so every call of the stream runs the same shaders).
+    pub fn set_fused(&mut self, group_max: usize) -> Result<(), GpuError> {
+        self.chain.set_fused(group_max)
+    }
+
+    /// [`WgpuChain::fused_status`].
+    pub fn fused_status(&self) -> (usize, Vec<bool>) {
+        self.chain.fused_status()
+    }
+
     /// Rows this chain filters per call.
     pub fn rows(&self) -> usize {
         self.chain.channels()

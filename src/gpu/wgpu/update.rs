@@ -42,6 +42,7 @@ impl WgpuChain {
         }
         self.forms = design.stages;
         self.realizations = design.realizations;
-        Ok(())
+        // The fused groups' tables and choice follow (a cascade may leave or join them).
+        self.refresh_fused()
     }
 }

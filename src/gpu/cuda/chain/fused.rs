@@ -11,15 +11,11 @@
 use super::launch::BLOCK_THREADS;
 use super::{CudaChain, Plan};
 use crate::gpu::cuda::{CudaDevice, CudaError};
-use crate::gpu::fused::{fusable, fuse_cascade, fused_groups, FUSED_CHUNK_FRAMES, FUSED_MAX_SECTIONS, FUSED_TABLE_FLOATS, FUSED_TILE, FUSED_WIDTH};
+pub use crate::gpu::fused::FUSED_MIN_FRAMES;
+use crate::gpu::fused::{FusedPlace, FusedPlan, FUSED_CHUNK_FRAMES, FUSED_MAX_SECTIONS, FUSED_TILE, FUSED_WIDTH};
 use crate::gpu::realize::GpuPrecision;
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
-
-/// Blocks shorter than this keep the per-section scan (its 256 chunks per channel keep
-/// more threads busy there than the fused kernels' chunks of 128 samples). Not measured
-/// on a device yet: a guess, documented as one.
-pub const FUSED_MIN_FRAMES: usize = 16_384;
 
 /// `fx_fused_params` of kernels/sos_fused_math.h.
 #[repr(C)]
@@ -41,20 +37,11 @@ struct FusedParams {
 // SAFETY: plain 32-bit fields, `#[repr(C)]`, laid out as the kernels' struct.
 unsafe impl DeviceRepr for FusedParams {}
 
-/// One group's place: its first section within the cascade, its size, its tables'
-/// offset (floats) in the tables buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Group {
-    first: usize,
-    count: usize,
-    table_base: usize,
-}
-
 /// A chain's fused scan: off (`group_max` 0) or the groups of each plan that runs fused.
 pub(super) struct Fused {
     group_max: usize,
     /// Per plan: its groups where it runs fused.
-    stages: Vec<Option<Vec<Group>>>,
+    stages: Vec<Option<Vec<FusedPlace>>>,
     tables: CudaSlice<f32>,
     /// `channels x FUSED_WIDTH x chunks` floats: each chunk's in-tile prefix state.
     prefix: CudaSlice<f32>,
@@ -82,28 +69,15 @@ impl CudaChain {
     /// captured graphs where the launches change. Not for an audio thread.
     pub fn set_fused(&mut self, group_max: usize) -> Result<(), CudaError> {
         let group_max = group_max.min(FUSED_MAX_SECTIONS);
-        let mut stages = Vec::with_capacity(self.plans.len());
-        let mut words: Vec<f32> = Vec::new();
-        for plan in &self.plans {
-            let fused = match *plan {
-                Plan::Sos { first, count, precision: GpuPrecision::F32 } if group_max > 0 && count > 0 => {
-                    let forms = &self.realizations[first..first + count];
-                    if fusable(forms, group_max, FUSED_CHUNK_FRAMES) {
-                        let mut groups = Vec::new();
-                        for ((g0, size), group) in fused_groups(count, group_max).into_iter().zip(fuse_cascade(forms, group_max, FUSED_CHUNK_FRAMES)) {
-                            groups.push(Group { first: g0, count: size, table_base: words.len() });
-                            words.extend(group.table_words());
-                        }
-                        Some(groups)
-                    } else {
-                        None
-                    }
-                }
+        let cascades: Vec<Option<(usize, usize)>> = self
+            .plans
+            .iter()
+            .map(|p| match *p {
+                Plan::Sos { first, count, precision: GpuPrecision::F32 } => Some((first, count)),
                 _ => None,
-            };
-            stages.push(fused);
-        }
-        debug_assert_eq!(words.len() % FUSED_TABLE_FLOATS, 0);
+            })
+            .collect();
+        let FusedPlan { stages, tables: words } = FusedPlan::new(&cascades, &self.realizations, group_max);
         let any = stages.iter().any(Option::is_some);
         let stream = self.stream.clone();
         if any {

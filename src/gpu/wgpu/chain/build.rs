@@ -161,7 +161,7 @@ impl WgpuChain {
             .collect::<Vec<_>>();
         let fft = (fft_slots > 0).then(|| FftKit::new(ctx, &fft_plans, fft_slots, &kernel_spectra, spec_len, [&b.work, &b.history, &b.tmp]));
         let pipes = ctx.pipelines();
-        Ok(WgpuChain {
+        let mut chain = WgpuChain {
             ctx: ctx.clone(),
             channels,
             max_frames,
@@ -191,7 +191,13 @@ impl WgpuChain {
             sequential_max,
             fft,
             state_required: false,
-        })
+            fused: None,
+            fused_group_max: 0,
+        };
+        if ctx.fused_sections() > 0 {
+            chain.set_fused(ctx.fused_sections())?;
+        }
+        Ok(chain)
     }
 }
 

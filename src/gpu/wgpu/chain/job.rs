@@ -118,10 +118,14 @@ impl WgpuChain {
         }
         // Parameters of every stage for this block length. Queue writes take effect in
         // submission order, after the jobs already submitted.
+        let fused_block = super::super::fused::fused_block((chunks, chunk_len));
         let mut state_base = 0usize;
         for (i, stage) in self.stages.iter().enumerate() {
             let words: [u32; 8] = match *stage {
                 StagePlan::Sos { first, count, .. } => {
+                    if let Some(f) = self.fused.as_ref().filter(|f| fused_block && f.runs(i)) {
+                        f.write_params(&queue, i, (first, count, state_base), frames, channels);
+                    }
                     let w = [frames, chunk_len, chunks, frames, first, count, state_base, 0];
                     state_base += channels * count;
                     w.map(|v| v as u32)
@@ -136,10 +140,15 @@ impl WgpuChain {
             queue.write_buffer(&self.params, i as u64 * PARAM_SLOT, bytemuck::cast_slice(&words));
         }
         let block_bytes = (channels * frames * 4) as u64;
-        for stage in &self.stages {
+        for (i, stage) in self.stages.iter().enumerate() {
             match stage {
                 StagePlan::Sos { count, bind, bind64, precision, .. } => {
                     if *count == 0 {
+                        continue;
+                    }
+                    if let Some(f) = self.fused.as_ref().filter(|f| fused_block && f.runs(i)) {
+                        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("sos fused"), timestamp_writes: None });
+                        f.encode(&mut pass, self.ctx.pipelines().fused(&self.ctx.device), i, frames, channels);
                         continue;
                     }
                     let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("sos"), timestamp_writes: None });

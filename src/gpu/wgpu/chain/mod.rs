@@ -39,7 +39,7 @@ struct SlotJob {
 /// stages' float64 bind groups.
 pub(super) struct Float64Stages {
     pipeline: wgpu::ComputePipeline,
-    pub(super) sections: wgpu::Buffer,
+    pub(in crate::gpu::wgpu) sections: wgpu::Buffer,
     tables: wgpu::Buffer,
     /// Where the float64 states start in the states buffer (a storage binding's offset).
     states_at: u64,
@@ -64,13 +64,13 @@ pub struct WgpuChain {
     pub(super) sections: wgpu::Buffer,
     pub(super) taps: wgpu::Buffer,
     params: wgpu::Buffer,
-    pub(super) work: wgpu::Buffer,
+    pub(in crate::gpu::wgpu) work: wgpu::Buffer,
     tmp: wgpu::Buffer,
     tables: wgpu::Buffer,
     /// Every SOS state: the float32 states (`vec2<f32>`, one per channel and section) from
     /// 0, and on a device with float64 the float64 ones (`vec2<f64>`, the same indexing)
     /// from [`Float64Stages::states_at`]. One buffer, so saving and restoring it keeps both.
-    pub(super) states: wgpu::Buffer,
+    pub(in crate::gpu::wgpu) states: wgpu::Buffer,
     /// The bytes of `states` in use.
     states_bytes: u64,
     pub(super) history: wgpu::Buffer,
@@ -92,6 +92,10 @@ pub struct WgpuChain {
     pub(super) fft: Option<FftKit>,
     /// A cascade changed precision in place: the next job must bring its state.
     pub(super) state_required: bool,
+    /// The fused cascade scan (opt-in), where some cascade runs through it, and the
+    /// group size asked for (0: off).
+    pub(in crate::gpu::wgpu) fused: Option<super::fused::WgpuFused>,
+    pub(in crate::gpu::wgpu) fused_group_max: usize,
 }
 
 impl WgpuChain {
@@ -105,6 +109,14 @@ impl WgpuChain {
 
     pub fn report(&self) -> &AdapterReport {
         self.ctx.report()
+    }
+
+    /// Per stage: `(first section, sections, precision)` of an SOS stage, `None` for a FIR.
+    pub(in crate::gpu::wgpu) fn sos_stages(&self) -> impl Iterator<Item = Option<(usize, usize, GpuPrecision)>> + '_ {
+        self.stages.iter().map(|s| match *s {
+            StagePlan::Sos { first, count, precision, .. } => Some((first, count, precision)),
+            StagePlan::Fir { .. } => None,
+        })
     }
 
     /// Blocks up to `frames` take the sequential path (tests use this to force either path).
