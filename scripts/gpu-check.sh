@@ -53,12 +53,14 @@ step() { # name, seconds, command...
 # Python package on CUDA tensors, the resident benchmark and the Python peers), for a
 # device session that must measure the newest work within its minutes.
 if [ "$mode" = resident ]; then
-    # The newest work first: the fused cascade scan (bit for bit its model, and the
-    # resident bench with it beside the one without), float64 on CUDA, device memory in
+    # The newest work first: the fused cascade scan and the registered host buffers (bit
+    # for bit their models / the staged stream, and the benches with them beside the
+    # defaults), float64 on CUDA, device memory in
     # and out, the Python package's device arrays and PyTorch layer, then the
     # benchmarks, wgpu last.
-    step gpu_cuda_fused 60 ./gpu_cuda fused --nocapture --test-threads=1 > "$OUT/gpu_resident.log" 2>&1
+    step gpu_cuda_fused 60 ./gpu_cuda fused registered --nocapture --test-threads=1 > "$OUT/gpu_resident.log" 2>&1
     step bench_resident_fused 90 ./xtask bench --resident --backend cuda --backend wgpu --cuda-fused 8 --wgpu-fused 8 --runs 5 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
+    step bench_cuda_registered 90 ./xtask bench --backend cuda --cuda-register-host on --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_registered.json" 2>> "$OUT/bench.err"
     step gpu_cuda_float64 60 ./gpu_cuda_float64 --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     step gpu_cuda_resident 60 ./gpu_cuda_resident --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/ffx wheels/*.whl 2>> "$OUT/gpu_resident.log"
@@ -137,6 +139,7 @@ for b in $backends; do
     # The fused cascade scan (opt-in) on the same workloads and the resident ones.
     [ "$b" = cuda ] && step bench_cuda_fused 90 ./xtask bench --backend cuda --cuda-fused 8 --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_fused.json" 2>> "$OUT/bench.err"
     [ "$b" = cuda ] && step bench_resident_fused 90 ./xtask bench --resident --backend cuda --backend wgpu --cuda-fused 8 --wgpu-fused 8 --runs 5 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
+    [ "$b" = cuda ] && step bench_cuda_registered 90 ./xtask bench --backend cuda --cuda-register-host on --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_registered.json" 2>> "$OUT/bench.err"
     [ "$b" = cuda ] && step bench_cuda_staged 90 ./xtask bench --backend cuda --cuda-overlap off --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_staged.json" 2>> "$OUT/bench.err"
 done
 kill "$clocks" 2>/dev/null

@@ -41,11 +41,14 @@ pub struct GpuTuning {
     pub cuda_fused_sections: usize,
     /// wgpu: the same fused scan (`shaders/sos_fused.wgsl`; 0, the default: off).
     pub wgpu_fused_sections: usize,
+    /// CUDA: long host-to-host calls register the caller's buffers with the driver and
+    /// skip the pinned staging copies (`false`, the default: not yet measured).
+    pub cuda_register_host: bool,
 }
 
 impl Default for GpuTuning {
     fn default() -> GpuTuning {
-        GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64, cuda_fused_sections: 0, wgpu_fused_sections: 0 }
+        GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64, cuda_fused_sections: 0, wgpu_fused_sections: 0, cuda_register_host: false }
     }
 }
 

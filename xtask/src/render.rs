@@ -96,11 +96,15 @@ pub struct TuningArgs {
     /// sections (0: off, the default).
     #[arg(long, default_value_t = ferrofx::backends::GpuTuning::default().wgpu_fused_sections, value_name = "SECTIONS")]
     wgpu_fused: usize,
+    /// CUDA: long host-to-host calls (16 MiB and more) register the caller's buffers
+    /// and copy by DMA straight from and into them, no pinned staging (off by default).
+    #[arg(long, default_value = "off", value_parser = ["on", "off"], value_name = "on|off")]
+    cuda_register_host: String,
 }
 
 impl TuningArgs {
     pub fn tuning(&self) -> ferrofx::backends::GpuTuning {
-        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max, cuda_fused_sections: self.cuda_fused, wgpu_fused_sections: self.wgpu_fused }
+        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max, cuda_fused_sections: self.cuda_fused, wgpu_fused_sections: self.wgpu_fused, cuda_register_host: self.cuda_register_host == "on" }
     }
 }
 

@@ -67,11 +67,16 @@ pub struct CudaTuning {
     /// (at most 8; 0: off). Off by default until a device has measured it
     /// (`cargo xtask bench --backend cuda --cuda-fused 8`).
     pub fused_sections: usize,
+    /// Long calls of [`CudaChain::process_slices`] (at least [`chain::REGISTER_MIN_BYTES`])
+    /// register the caller's buffers with the driver and copy blocks by DMA straight from
+    /// and into them, no pinned staging copy (off by default until a device has measured
+    /// it: `--cuda-register-host on`).
+    pub register_host: bool,
 }
 
 impl Default for CudaTuning {
     fn default() -> CudaTuning {
-        CudaTuning { sequential_max_frames: SEQUENTIAL_MAX_FRAMES, overlap: true, fused_sections: 0 }
+        CudaTuning { sequential_max_frames: SEQUENTIAL_MAX_FRAMES, overlap: true, fused_sections: 0, register_host: false }
     }
 }
 /// FIRs up to this many taps run by direct convolution, longer ones by FFT (as on wgpu).

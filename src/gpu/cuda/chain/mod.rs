@@ -12,10 +12,12 @@
 mod fused;
 pub(super) mod launch;
 mod overlap;
+mod registered;
 pub(super) mod resident;
 pub use resident::{CudaResident, Sample};
 pub use fused::FUSED_MIN_FRAMES;
 pub use overlap::OVERLAP_DEPTH;
+pub use registered::REGISTER_MIN_BYTES;
 mod staging;
 mod update;
 
@@ -100,6 +102,10 @@ pub struct CudaChain {
     /// The overlapped stream's blocks in flight.
     flight: overlap::Flight,
     overlap: bool,
+    /// Long calls of `process_slices` register the caller's buffers (`registered.rs`),
+    /// and why the last one that tried could not.
+    register_host: bool,
+    register_note: String,
     /// The fused cascade scan (opt-in): which cascades run through it, its tables and
     /// scratch buffers.
     fused: fused::Fused,
@@ -211,6 +217,8 @@ impl CudaChain {
             downloaded: [event()?, event()?, event()?],
             flight: overlap::Flight::default(),
             overlap: dev.tuning.overlap,
+            register_host: dev.tuning.register_host,
+            register_note: String::new(),
             work2: zeros(if staging { block } else { 1 })?,
             work: zeros(block)?,
             wide: zeros64(if has_float64 { block } else { 1 })?,
@@ -348,14 +356,24 @@ impl CudaChain {
         self.check_idle()?;
         let max = self.max_frames;
         let blocks: Vec<(usize, usize)> = (0..frames).step_by(max).map(|s| (s, max.min(frames - s))).collect();
-        let streamed = if self.overlap { self.stream_overlapped(buffers, &blocks, state) } else { self.stream_staged(buffers, &blocks, state) };
+        let streamed = if self.registers(buffers) {
+            match self.stream_registered(buffers, &blocks, state) {
+                Ok(true) => Ok(()),
+                Ok(false) => self.stream_overlapped(buffers, &blocks, state),
+                Err(e) => Err(e),
+            }
+        } else if self.overlap {
+            self.stream_overlapped(buffers, &blocks, state)
+        } else {
+            self.stream_staged(buffers, &blocks, state)
+        };
         self.settled(streamed)
     }
 
     /// `r`, after waiting for both streams when it is an error: copies that were
     /// enqueued before the failure may still read or write the pinned slots, which the
     /// next job reuses (or dropping the chain frees).
-    fn settled<T>(&mut self, r: Result<T, CudaError>) -> Result<T, CudaError> {
+    pub(super) fn settled<T>(&mut self, r: Result<T, CudaError>) -> Result<T, CudaError> {
         if r.is_err() {
             self.abandon();
         }

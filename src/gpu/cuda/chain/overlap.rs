@@ -134,7 +134,7 @@ impl CudaChain {
     }
 
     /// `state` onto the device, through slot 0's state part, on the compute stream.
-    fn upload_state(&mut self, state: &ChainState) -> Result<(), CudaError> {
+    pub(super) fn upload_state(&mut self, state: &ChainState) -> Result<(), CudaError> {
         let (block, ns, fir_len) = (self.channels * self.max_frames, super::state_words(self.channels * self.realizations.len()), self.fir_len);
         self.stage_state(0, state)?;
         let base = self.slot_ptr(0)?;
@@ -153,7 +153,7 @@ impl CudaChain {
 
     /// The device's state after the last kernels into `state` (waits for the compute
     /// stream).
-    fn download_state(&mut self, state: &mut ChainState) -> Result<(), CudaError> {
+    pub(super) fn download_state(&mut self, state: &mut ChainState) -> Result<(), CudaError> {
         let (block, ns, fir_len) = (self.channels * self.max_frames, super::state_words(self.channels * self.realizations.len()), self.fir_len);
         let base = self.slot_ptr(0)?;
         // SAFETY: as in `upload_state`; the host reads it after the stream is synchronised.
