@@ -294,21 +294,11 @@ fn new_coefficients_replay_the_same_graphs_and_equal_a_fresh_chain() {
 /// engine's tolerance; short blocks keep the per-section kernels.
 #[test]
 fn the_fused_scan_equals_its_model_bit_for_bit_and_the_cpu_within_the_tolerance() {
-    use ferrofx::chain::DesignedStage;
-    use ferrofx::dsp::sos::SosCoefs;
     use ferrofx::gpu::cuda::chain::FUSED_MIN_FRAMES;
     use ferrofx::gpu::fused::{fuse_cascade, model_fused, FUSED_CHUNK_FRAMES, FUSED_TILE};
-    use ferrofx::gpu::realize::Realization;
     let Some(b) = backend() else { return };
     let designed = (Butterworth::highpass(20.0, 4) | Chebyshev1::lowpass(9000.0, 6, 0.5) | Biquad::peaking(1000.0, 2.0, 6.0)).design(48_000.0).unwrap();
-    let forms: Vec<Realization> = designed
-        .stages
-        .iter()
-        .flat_map(|s| match s {
-            DesignedStage::Sos(v) => v.iter().map(|x| Realization::new(&SosCoefs::from(x))).collect::<Vec<_>>(),
-            DesignedStage::Fir(_) => unreachable!(),
-        })
-        .collect();
+    let forms = ferrofx_testkit::engine::gpu_forms(&designed);
     let frames = 3 * FUSED_TILE * FUSED_CHUNK_FRAMES + 1001;
     let input = ferrofx_testkit::noise_channels(3, frames, 9, 0.8);
     for group_max in [2usize, 3, 8] {

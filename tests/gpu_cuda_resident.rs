@@ -46,6 +46,19 @@ fn run_split(resident: &mut CudaResident, input: &[Vec<f32>], cuts: &[usize], in
     })
 }
 
+/// Cut points in `0..frames`, pieces of 1 to 2 units.
+fn random_cuts(rng: &mut Rng, frames: usize, unit: usize) -> Vec<usize> {
+    let mut cuts = Vec::new();
+    let mut at = 0;
+    loop {
+        at += 1 + rng.below(2 * unit);
+        if at >= frames {
+            return cuts;
+        }
+        cuts.push(at);
+    }
+}
+
 fn assert_bits(a: &[Vec<f32>], b: &[Vec<f32>], what: &str) {
     for (r, (x, y)) in a.iter().zip(b).enumerate() {
         if let Some(n) = (0..x.len()).find(|&n| x[n].to_bits() != y[n].to_bits()) {
@@ -84,15 +97,7 @@ fn a_stream_of_calls_equals_one_call_bit_for_bit_and_the_cpu_within_tolerance() 
         assert!(e <= TIME_TOLERANCE, "case {case}: {e:.3e}");
         for (split, in_place) in [(0, false), (1, true)] {
             resident.reset();
-            let mut cuts = Vec::new();
-            let mut at = 0;
-            loop {
-                at += 1 + rng.below(2 * unit);
-                if at >= frames {
-                    break;
-                }
-                cuts.push(at);
-            }
+            let cuts = random_cuts(&mut rng, frames, unit);
             let y = run_split(&mut resident, &input, &cuts, in_place);
             assert_bits(&y, &one, &format!("case {case}, split {split} ({} calls)", cuts.len() + 1));
         }
@@ -181,15 +186,7 @@ fn the_fused_scan_keeps_a_stream_of_calls_equal_to_one_call() {
         println!("fused, groups of {group_max}: {rows} rows, unit {unit}: {e:.2e} of the peak from the CPU");
         assert!(e <= TIME_TOLERANCE, "groups of {group_max}: {e:.3e}");
         resident.reset();
-        let mut cuts = Vec::new();
-        let mut at = 0;
-        loop {
-            at += 1 + rng.below(2 * unit);
-            if at >= frames {
-                break;
-            }
-            cuts.push(at);
-        }
+        let cuts = random_cuts(&mut rng, frames, unit);
         let y = run_split(&mut resident, &input, &cuts, true);
         assert_bits(&y, &one, &format!("groups of {group_max}, {} calls", cuts.len() + 1));
     }

@@ -74,11 +74,7 @@ fn float64_form_runs_every_reference_case_float32_declines() {
     let mut failures = Vec::new();
     for case in load_cases() {
         let designed = chain_of(case.given_stage()).design(case.fs).unwrap();
-        let cascades: Vec<Vec<SosCoefs>> = designed
-            .stages
-            .iter()
-            .filter_map(|s| if let DesignedStage::Sos(v) = s { Some(v.iter().map(SosCoefs::from).collect()) } else { None })
-            .collect();
+        let cascades = ferrofx_testkit::engine::sos_cascades(&designed);
         let f32_estimate = cascades.iter().map(|c| f32_error_estimate(c, 4096, 512)).fold(0.0f64, f64::max);
         #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN estimate declines too
         if f32_estimate <= GPU_ERROR_BUDGET {
@@ -128,11 +124,7 @@ fn fused_model_meets_reference_tolerances_where_its_estimate_lets_it_run() {
     let mut worst: f64 = 0.0;
     for case in load_cases() {
         let designed = chain_of(case.given_stage()).design(case.fs).unwrap();
-        let cascades: Vec<Vec<SosCoefs>> = designed
-            .stages
-            .iter()
-            .filter_map(|s| if let DesignedStage::Sos(v) = s { Some(v.iter().map(SosCoefs::from).collect()) } else { None })
-            .collect();
+        let cascades = ferrofx_testkit::engine::sos_cascades(&designed);
         if cascades.is_empty() || designed.stages.len() != cascades.len() {
             continue;
         }

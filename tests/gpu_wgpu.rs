@@ -335,22 +335,12 @@ mod offload {
 /// both run fused.
 #[test]
 fn the_fused_shader_follows_its_model_and_the_cpu() {
-    use ferrofx::chain::DesignedStage;
-    use ferrofx::dsp::sos::SosCoefs;
     use ferrofx::gpu::fused::{fuse_cascade, model_fused, FUSED_CHUNK_FRAMES, FUSED_MIN_FRAMES, FUSED_TILE};
-    use ferrofx::gpu::realize::Realization;
     let Some(ctx) = context() else { return };
     let designed = (Butterworth::highpass(30.0, 4) | Chebyshev1::lowpass(9000.0, 6, 0.5) | Biquad::peaking(1000.0, 2.0, 6.0))
         .design(48_000.0)
         .unwrap();
-    let forms: Vec<Realization> = designed
-        .stages
-        .iter()
-        .flat_map(|s| match s {
-            DesignedStage::Sos(v) => v.iter().map(|x| Realization::new(&SosCoefs::from(x))).collect::<Vec<_>>(),
-            DesignedStage::Fir(_) => unreachable!(),
-        })
-        .collect();
+    let forms = ferrofx_testkit::engine::gpu_forms(&designed);
     let big = 3 * FUSED_TILE * FUSED_CHUNK_FRAMES + 1001;
     let blocks = [big, FUSED_MIN_FRAMES + 7];
     let total: usize = blocks.iter().sum();

@@ -29,7 +29,7 @@
 //! the same kind of estimate as the float32 form's ([`fused_error_estimate`], within
 //! [`GPU_ERROR_BUDGET`]); a cascade that misses it keeps the per-section kernels.
 
-use super::realize::{step, DeltaSection, Realization, GPU_ERROR_BUDGET};
+use super::realize::{peak_error, step, DeltaSection, Realization, GPU_ERROR_BUDGET};
 
 /// Sections fused into one group at most (the kernels keep `2 x` this many state numbers
 /// in registers per thread).
@@ -289,20 +289,7 @@ pub fn fused_error_estimate(realizations: &[Realization], group_max: usize, chun
         model_fused(&group, &mut y, &mut states, chunk_len);
     }
     let peak = exact.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let err = y.iter().zip(&exact).fold(0.0f64, |m, (a, b)| {
-        let d = (f64::from(*a) - b).abs();
-        if d.is_nan() {
-            f64::INFINITY
-        } else {
-            m.max(d)
-        }
-    });
-    let rel = if peak > 0.0 { err / peak } else { err };
-    if rel.is_finite() {
-        rel
-    } else {
-        f64::INFINITY
-    }
+    peak_error(&y, &exact, peak)
 }
 
 /// Whether a cascade may run fused: its estimate within the GPU error budget.

@@ -437,19 +437,29 @@ pub fn error_estimate(sections: &[SosCoefs], frames: usize, sequential_max: usiz
             GpuPrecision::F32 => modelled::<f32>(&realizations, &probe, block, chunk_len),
             GpuPrecision::F64 => modelled::<f64>(&realizations, &probe, block, chunk_len),
         };
-        // A NaN anywhere (model or reference) counts as infinitely wrong: `max` would skip it.
-        let err = y.iter().zip(&exact).fold(0.0f64, |m, (a, b)| {
-            let d = (f64::from(*a) - b).abs();
-            if d.is_nan() {
-                f64::INFINITY
-            } else {
-                m.max(d)
-            }
-        });
-        let rel = if peak > 0.0 { err / peak } else { err };
-        worst = worst.max(if rel.is_finite() { rel } else { f64::INFINITY });
+        worst = worst.max(peak_error(&y, &exact, peak));
     }
     worst
+}
+
+/// `max |y - exact| / peak` (the absolute error where `peak` is 0), infinite where any
+/// difference is not a number or the result is not finite (`max` would skip a NaN): the
+/// error estimates' measure.
+pub fn peak_error(y: &[f32], exact: &[f64], peak: f64) -> f64 {
+    let err = y.iter().zip(exact).fold(0.0f64, |m, (a, b)| {
+        let d = (f64::from(*a) - b).abs();
+        if d.is_nan() {
+            f64::INFINITY
+        } else {
+            m.max(d)
+        }
+    });
+    let rel = if peak > 0.0 { err / peak } else { err };
+    if rel.is_finite() {
+        rel
+    } else {
+        f64::INFINITY
+    }
 }
 
 /// One block of one channel through a cascade the way a GPU path runs it in `T`: the `f32`

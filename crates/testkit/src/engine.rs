@@ -136,3 +136,20 @@ pub fn max_rel_diff(a: &[Vec<f32>], b: &[Vec<f32>]) -> f64 {
     let err = a.iter().flatten().zip(b.iter().flatten()).fold(0.0f64, |m, (x, y)| m.max((*x as f64 - *y as f64).abs()));
     err / peak
 }
+
+/// The designed chain's IIR cascades (each SOS stage's sections, in order; FIR stages
+/// left out), as the GPU paths' error estimates take them.
+pub fn sos_cascades(designed: &DesignedChain) -> Vec<Vec<ferrofx::dsp::sos::SosCoefs>> {
+    designed
+        .stages
+        .iter()
+        .filter_map(|s| if let ferrofx::chain::DesignedStage::Sos(v) = s { Some(v.iter().map(ferrofx::dsp::sos::SosCoefs::from).collect()) } else { None })
+        .collect()
+}
+
+/// Every section of an IIR-only chain in the GPU's delta form, in order (one cascade:
+/// consecutive SOS stages are one on the GPU). Panics on a FIR stage.
+pub fn gpu_forms(designed: &DesignedChain) -> Vec<ferrofx::gpu::realize::Realization> {
+    assert!(designed.stages.iter().all(|s| matches!(s, ferrofx::chain::DesignedStage::Sos(_))), "an IIR-only chain");
+    sos_cascades(designed).iter().flatten().map(ferrofx::gpu::realize::Realization::new).collect()
+}
