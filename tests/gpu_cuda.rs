@@ -355,8 +355,9 @@ fn the_fused_scan_equals_its_model_bit_for_bit_and_the_cpu_within_the_tolerance(
 
 /// Host-to-host with the caller's buffers registered (opt-in): a call over more than
 /// `REGISTER_MIN_BYTES` equals the staged overlapped stream bit for bit, output and end
-/// state, and the driver took the registration; the buffers are usable afterwards (a
-/// second call on the same memory registers it again).
+/// state, and the driver took the registration; with the channels in buffers of their
+/// own and as rows of one allocation (a NumPy array's layout: rows share pages); the
+/// buffers are usable afterwards (a second call on the same memory registers it again).
 #[test]
 fn registered_buffers_equal_the_staged_stream_bit_for_bit() {
     use ferrofx::gpu::cuda::chain::REGISTER_MIN_BYTES;
@@ -364,28 +365,33 @@ fn registered_buffers_equal_the_staged_stream_bit_for_bit() {
     let designed = mixed_chain(48_000.0);
     let frames = REGISTER_MIN_BYTES / 4 / 2 + 12_345;
     let input = ferrofx_testkit::noise_channels(2, frames, 31, 0.8);
-    let run = |register: bool, calls: usize| {
+    let run = |register: bool, calls: usize, one_allocation: bool| {
         let mut chain = CudaChain::new(b.device(), &designed, 2, 65_536).unwrap();
         chain.set_register_host(register);
         let mut state = chain.new_state();
-        let mut out = input.clone();
+        let mut rows = input.clone();
+        let mut flat: Vec<f32> = input.concat();
         for _ in 0..calls {
-            let mut s: Vec<&mut [f32]> = out.iter_mut().map(|c| &mut c[..]).collect();
+            let mut s: Vec<&mut [f32]> = if one_allocation { flat.chunks_mut(frames).collect() } else { rows.iter_mut().map(|c| &mut c[..]).collect() };
             chain.process_slices(&mut s, &mut state).unwrap();
         }
+        if one_allocation {
+            rows = flat.chunks(frames).map(<[f32]>::to_vec).collect();
+        }
         let note = chain.register_status().1.to_string();
-        (out, state, note)
+        (rows, state, note)
     };
-    for calls in [1, 2] {
-        let (staged, staged_state, _) = run(false, calls);
-        let (registered, registered_state, note) = run(true, calls);
-        assert!(note.is_empty(), "the driver refused the registration: {note}");
+    for (calls, one_allocation) in [(1, false), (2, false), (1, true)] {
+        let what = format!("{calls} call(s), {}", if one_allocation { "one allocation" } else { "a buffer per channel" });
+        let (staged, staged_state, _) = run(false, calls, one_allocation);
+        let (registered, registered_state, note) = run(true, calls, one_allocation);
+        assert!(note.is_empty(), "{what}: the driver refused the registration: {note}");
         for (ch, (a, s)) in registered.iter().zip(&staged).enumerate() {
             if let Some(n) = (0..frames).find(|&n| a[n].to_bits() != s[n].to_bits()) {
-                panic!("{calls} call(s): channel {ch} differs first at {n}: {} against {}", a[n], s[n]);
+                panic!("{what}: channel {ch} differs first at {n}: {} against {}", a[n], s[n]);
             }
         }
-        assert_eq!(registered_state.sos, staged_state.sos, "{calls} call(s): the SOS end state");
-        assert_eq!(registered_state.fir, staged_state.fir, "{calls} call(s): the FIR history");
+        assert_eq!(registered_state.sos, staged_state.sos, "{what}: the SOS end state");
+        assert_eq!(registered_state.fir, staged_state.fir, "{what}: the FIR history");
     }
 }

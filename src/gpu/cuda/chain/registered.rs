@@ -35,6 +35,34 @@ impl Drop for Registered {
     }
 }
 
+/// The host's page size (4 KiB where it cannot be asked).
+fn page_size() -> usize {
+    #[cfg(unix)]
+    {
+        // SAFETY: sysconf only reads a system constant.
+        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if n > 0 {
+            return n as usize;
+        }
+    }
+    4096
+}
+
+/// The pages of `(address, bytes)` buffers as sorted `[start, end)` ranges, merged where
+/// two buffers' pages overlap (only there: a gap between buffers is never included).
+fn page_ranges(buffers: impl Iterator<Item = (usize, usize)>, page: usize) -> Vec<(usize, usize)> {
+    let mut pages: Vec<(usize, usize)> = buffers.filter(|b| b.1 > 0).map(|(a, n)| (a / page * page, (a + n).div_ceil(page) * page)).collect();
+    pages.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(pages.len());
+    for (s, e) in pages {
+        match merged.last_mut() {
+            Some(last) if s < last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    merged
+}
+
 impl CudaChain {
     /// Registers (or not) the caller's buffers for long calls of
     /// [`CudaChain::process_slices`] (with the overlapped stream).
@@ -53,20 +81,25 @@ impl CudaChain {
         self.register_host && self.overlap && buffers.iter().map(|b| b.len() * 4).sum::<usize>() >= REGISTER_MIN_BYTES
     }
 
-    /// Registers every buffer, or none (the reason kept in `register_note`).
+    /// Registers the pages of every buffer, or none (the reason kept in `register_note`).
+    /// The driver refuses a range that overlaps one already registered, and channels of
+    /// one allocation (the rows of a NumPy array) share pages, so the buffers' page ranges
+    /// are merged where they overlap and each merged range is registered once.
     fn register(&mut self, buffers: &mut [&mut [f32]]) -> Option<Registered> {
         if let Err(e) = self.dev.ctx.bind_to_thread() {
             self.register_note = format!("binding the context: {e}");
             return None;
         }
-        let mut registered = Registered { ptrs: Vec::with_capacity(buffers.len()) };
-        for b in buffers.iter_mut() {
-            let p: *mut std::ffi::c_void = b.as_mut_ptr().cast();
-            // SAFETY: `p` and its byte length are the caller's live buffer, mutably borrowed
-            // for the whole call; it is unregistered before the call returns.
-            let r = unsafe { sys::cuMemHostRegister_v2(p, std::mem::size_of_val(&**b), 0) };
+        let ranges = page_ranges(buffers.iter().map(|b| (b.as_ptr() as usize, std::mem::size_of_val(&**b))), page_size());
+        let mut registered = Registered { ptrs: Vec::with_capacity(ranges.len()) };
+        for (start, end) in ranges {
+            let p = start as *mut std::ffi::c_void;
+            // SAFETY: every page of `start..end` holds part of a caller's live buffer (the
+            // ranges are the buffers' own pages, merged only where they share one), all
+            // mutably borrowed for the whole call; unregistered before the call returns.
+            let r = unsafe { sys::cuMemHostRegister_v2(p, end - start, 0) };
             if r != sys::CUresult::CUDA_SUCCESS {
-                self.register_note = format!("the driver did not register a buffer of {} bytes ({r:?}): staged instead", std::mem::size_of_val(&**b));
+                self.register_note = format!("the driver did not register {} bytes of the buffers ({r:?}): staged instead", end - start);
                 return None; // `registered` unregisters the earlier ones
             }
             registered.ptrs.push(p);
@@ -118,5 +151,30 @@ impl CudaChain {
         self.copy_in.synchronize()?;
         self.copy_out.synchronize()?;
         self.download_state(state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page_ranges;
+
+    /// Buffers sharing a page merge into one range, buffers on pages of their own stay
+    /// apart (no gap between them registered), empty ones are left out; every byte of
+    /// every buffer is in a range.
+    #[test]
+    fn page_ranges_cover_every_buffer_and_merge_only_shared_pages() {
+        let page = 4096;
+        // Rows of one allocation (shared pages), a buffer far away, an empty one, a
+        // buffer ending exactly on a page boundary and one starting on it.
+        let bufs = [(10_000, 8_000), (18_000, 8_000), (1_000_000, 100), (5_000_000, 0), (2 * page * 100, page), (2 * page * 100 + page, 10)];
+        let r = page_ranges(bufs.iter().copied(), page);
+        let x = 2 * page * 100;
+        assert_eq!(r, vec![(8192, 28672), (x, x + page), (x + page, x + 2 * page), (999_424, 1_003_520)]);
+        for &(a, n) in bufs.iter().filter(|b| b.1 > 0) {
+            assert!(r.iter().any(|&(s, e)| s <= a && a + n <= e), "buffer at {a} ({n} bytes) not covered by {r:?}");
+        }
+        for w in r.windows(2) {
+            assert!(w[0].1 <= w[1].0, "ranges overlap: {r:?}");
+        }
     }
 }
