@@ -73,6 +73,8 @@ if [ "$mode" = resident ]; then
     [ -d "$root/.whl" ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$root"/.whl/*.whl 2>> "$OUT/bench.err"
     PYTHONPATH=/tmp/ffx:/tmp/site TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 step python_gpu 240 python3 "$root/benchmarks/python_gpu.py" --build-cuda-ext --seconds 60 --runs 5 > "$OUT/python_gpu.json" 2>> "$OUT/bench.err"
     step gpu_resident 60 ./gpu_resident --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
+    # The Python peers again with the fused scan on device arrays (FERROFX_CUDA_FUSED).
+    FERROFX_CUDA_FUSED=8 PYTHONPATH=/tmp/ffx:/tmp/site TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 step python_gpu_fused 200 python3 "$root/benchmarks/python_gpu.py" --build-cuda-ext --seconds 60 --runs 3 > "$OUT/python_gpu_fused.json" 2>> "$OUT/bench.err"
     exit 0
 fi
 # One test at a time: the router test times real round trips.

@@ -13,6 +13,14 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::{Arc, Mutex};
 
+/// The tuning device arrays run with: the defaults, but `FERROFX_CUDA_FUSED=N` runs the
+/// float32 cascades through the fused scan in groups of up to N sections (off by default
+/// until a device has timed it; for measuring it from Python, `benchmarks/python_gpu.py`).
+fn tuning() -> ferrofx::gpu::cuda::CudaTuning {
+    let fused_sections = std::env::var("FERROFX_CUDA_FUSED").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    ferrofx::gpu::cuda::CudaTuning { fused_sections, ..Default::default() }
+}
+
 /// Devices opened so far, by ordinal (opening loads the kernels: once per process).
 fn device(ordinal: usize) -> PyResult<Arc<CudaDevice>> {
     static OPEN: Mutex<Vec<(usize, Arc<CudaDevice>)>> = Mutex::new(Vec::new());
@@ -20,7 +28,7 @@ fn device(ordinal: usize) -> PyResult<Arc<CudaDevice>> {
     if let Some((_, d)) = open.iter().find(|(o, _)| *o == ordinal) {
         return Ok(d.clone());
     }
-    let d = CudaDevice::open(ordinal).map_err(|e| PyRuntimeError::new_err(format!("cuda:{ordinal}: {e}")))?;
+    let d = CudaDevice::open_tuned(ordinal, tuning()).map_err(|e| PyRuntimeError::new_err(format!("cuda:{ordinal}: {e}")))?;
     open.push((ordinal, d.clone()));
     Ok(d)
 }
