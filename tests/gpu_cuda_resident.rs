@@ -191,3 +191,44 @@ fn the_fused_scan_keeps_a_stream_of_calls_equal_to_one_call() {
         assert_bits(&y, &one, &format!("groups of {group_max}, {} calls", cuts.len() + 1));
     }
 }
+
+/// The fused scan over a seeded sweep on the device: random chains (IIR stages of every
+/// kind, sometimes a FIR), rows, units past the fused threshold, group sizes; one call
+/// within the CPU's tolerance, a stream cut anywhere bit for bit the one call.
+#[test]
+fn the_fused_scan_over_a_seeded_sweep_of_chains() {
+    use ferrofx::gpu::cuda::chain::FUSED_MIN_FRAMES;
+    let Some(dev) = device() else { return };
+    let mut rng = Rng::new(4346);
+    for case in 0..8u64 {
+        let fs = 48_000.0;
+        let f = |rng: &mut Rng, lo: f64, hi: f64| lo * (hi / lo).powf(rng.unit());
+        let mut chain = Chain::from(Butterworth::highpass(f(&mut rng, 10.0, 200.0), 1 + rng.below(4)))
+            | Chebyshev1::lowpass(f(&mut rng, 2000.0, 15_000.0), 2 + rng.below(6), 0.5)
+            | Elliptic::lowpass(f(&mut rng, 3000.0, 18_000.0), 2 + rng.below(6), 0.1, 70.0)
+            | Biquad::peaking(f(&mut rng, 40.0, 15_000.0), 1.0, 6.0);
+        if case % 2 == 1 {
+            chain = chain | Fir::lowpass(101, 12_000.0);
+        }
+        let designed = chain.design(fs).unwrap();
+        let rows = *rng.pick(&[1usize, 2, 8, 33]);
+        let unit = FUSED_MIN_FRAMES * (1 + rng.below(4)) + rng.below(1000);
+        let frames = 2 * unit + rng.below(unit);
+        let group_max = 1 + rng.below(8);
+        let input = ferrofx_testkit::noise_channels(rows, frames, 500 + case, 1.0);
+        let mut resident = match CudaResident::new(dev, &designed, rows, unit) {
+            Ok(r) => r,
+            Err(CudaError::Gpu(GpuError::Precision { .. })) => continue,
+            Err(e) => panic!("case {case}: {e}"),
+        };
+        resident.set_fused(group_max).unwrap();
+        let one = run_split(&mut resident, &input, &[], false);
+        let e = rel_error(&one, &run_engine(&designed, &input, 4096, EngineOptions::default()));
+        println!("case {case}: {rows} rows, unit {unit}, groups of {group_max}, fused {:?}: {e:.2e} of the peak from the CPU", resident.fused_status().1);
+        assert!(e <= TIME_TOLERANCE, "case {case}: {e:.3e}");
+        resident.reset();
+        let cuts = random_cuts(&mut rng, frames, unit);
+        let y = run_split(&mut resident, &input, &cuts, true);
+        assert_bits(&y, &one, &format!("case {case} ({} calls)", cuts.len() + 1));
+    }
+}

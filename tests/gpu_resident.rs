@@ -226,3 +226,46 @@ fn the_fused_scan_keeps_a_stream_of_calls_equal_to_one_call() {
         assert_bits(&y, &one, &format!("groups of {group_max}, {} calls", cuts.len() + 1));
     }
 }
+
+/// The fused scan over a seeded sweep: random chains (every IIR kind, sometimes a FIR),
+/// sample rates, rows, units past the fused threshold and group sizes. One call is within
+/// the tolerance of the CPU engine, a stream cut anywhere is bit for bit the one call;
+/// most cascades run fused (the others are the ones its estimate declines).
+#[test]
+fn the_fused_scan_over_a_seeded_sweep_of_chains() {
+    use ferrofx::gpu::fused::FUSED_MIN_FRAMES;
+    let Some(ctx) = context() else { return };
+    let mut rng = Rng::new(4345);
+    let (mut fused, mut cascades) = (0, 0);
+    for case in 0..6u64 {
+        let fs = *rng.pick(&[44_100.0, 48_000.0, 96_000.0]);
+        let designed = random_chain(&mut rng, fs, case % 2 == 1).design(fs).unwrap();
+        let rows = 1 + rng.below(3);
+        let unit = FUSED_MIN_FRAMES * (1 + rng.below(2)) + rng.below(1000);
+        let frames = 2 * unit + rng.below(unit);
+        let group_max = 1 + rng.below(8);
+        let input = ferrofx_testkit::noise_channels(rows, frames, 300 + case, 1.0);
+        let mut resident = match WgpuResident::new(ctx, &designed, rows, unit) {
+            Ok(r) => r,
+            Err(e @ (GpuError::Precision { .. } | GpuError::Unsupported { .. })) => {
+                println!("case {case}: declined ({e})");
+                continue;
+            }
+            Err(e) => panic!("case {case}: {e}"),
+        };
+        resident.set_fused(group_max).unwrap();
+        let (_, status) = resident.fused_status();
+        cascades += status.len();
+        fused += status.iter().filter(|f| **f).count();
+        let one = run_split(ctx, &mut resident, &input, &[], false);
+        let e = rel_error(&one, &run_engine(&designed, &input, 4096, EngineOptions::default()));
+        println!("case {case}: {rows} rows, unit {unit}, groups of {group_max}, fused {status:?}: {e:.2e} of the peak from the CPU");
+        assert!(e <= TIME_TOLERANCE, "case {case}: {e:.3e} from the CPU engine");
+        resident.reset();
+        let cuts = random_cuts(&mut rng, frames, unit);
+        let y = run_split(ctx, &mut resident, &input, &cuts, true);
+        assert_bits(&y, &one, &format!("case {case} ({} calls)", cuts.len() + 1));
+    }
+    println!("{fused} of {cascades} cascades ran fused");
+    assert!(fused * 4 >= cascades * 3, "only {fused} of {cascades} cascades ran fused");
+}
