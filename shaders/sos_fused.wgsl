@@ -69,12 +69,23 @@ fn advance(t: u32, v_in: array<f32, 16>) -> array<f32, 16> {
     return r;
 }
 
+// The group's sections, read once per invocation (not once per sample).
+fn load_group() -> array<Section, 8> {
+    var secs: array<Section, 8>;
+    for (var i = 0u; i < 8u; i++) {
+        if (i < p.count) {
+            secs[i] = sections[p.first + i];
+        }
+    }
+    return secs;
+}
+
 // One sample through the group from state s (each section's output the next one's input).
-fn group_step(s: ptr<function, array<f32, 16>>, x: f32) -> f32 {
+fn group_step(secs: ptr<function, array<Section, 8>>, s: ptr<function, array<f32, 16>>, x: f32) -> f32 {
     var u = x;
     for (var i = 0u; i < 8u; i++) {
         if (i < p.count) {
-            let sec = sections[p.first + i];
+            let sec = (*secs)[i];
             let sx = (*s)[2u * i];
             let sy = (*s)[2u * i + 1u];
             let y = fma(sec.bc.z, sx, fma(sec.bc.w, sy, sec.d.x * u));
@@ -103,9 +114,10 @@ fn ends_main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id)
     let base = ch * p.stride + c0 * p.chunk_len;
     let start = min(j * p.chunk_len, tile_frames);
     let end = min(start + p.chunk_len, tile_frames);
+    var secs = load_group();
     var s: array<f32, 16>;
     for (var n = start; n < end; n++) {
-        _ = group_step(&s, work[base + n]);
+        _ = group_step(&secs, &s, work[base + n]);
     }
     ends[j] = s;
     workgroupBarrier();
@@ -188,8 +200,9 @@ fn run_main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) 
             s[i] = prefix[prefix_at(ch, i, c - 1u)] + s[i];
         }
     }
+    var secs = load_group();
     for (var n = start; n < end; n++) {
-        work[base + n] = group_step(&s, work[base + n]);
+        work[base + n] = group_step(&secs, &s, work[base + n]);
     }
     if (c + 1u == p.chunks) {
         for (var i = 0u; i < p.count; i++) {

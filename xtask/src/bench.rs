@@ -407,13 +407,21 @@ pub fn run_workload(runner: Runner, w: Workload, opts: &StreamOptions) -> Result
     })
 }
 
-fn print(m: &Measurement, json_out: bool) {
+/// One row; `tuning`: the GPU switches that differ from the defaults (GPU rows only).
+fn print(m: &Measurement, json_out: bool, tuning: &str) {
+    let tuning = if m.backend == "cpu" { "" } else { tuning };
+    if !tuning.is_empty() && !json_out {
+        println!("({} with {tuning}:)", m.backend);
+    }
     if json_out {
         let mut v = json!({
             "workload": m.workload, "backend": m.backend, "channels": m.channels, "frames": m.frames,
             "sections": m.sections, "taps": m.taps, "runs": m.runs, "median_s": m.median_s,
             "min_s": m.min_s, "ns_per_sample": m.ns_per_sample(),
         });
+        if !tuning.is_empty() {
+            v["tuning"] = json!(tuning);
+        }
         if let Some((block, p999, (machine_median, machine_p999))) = m.block {
             let budget = block as f64 / 48_000.0;
             v["block"] = json!(block);
@@ -508,7 +516,7 @@ fn run_inner(args: BenchArgs) -> Result<()> {
         if gpus.is_empty() {
             anyhow::bail!("--resident times GPU backends: name one or more with --backend (e.g. --backend cuda)");
         }
-        return crate::bench_resident::run(&gpus, &workloads, args.quick, args.runs.unwrap_or(if args.quick { 2 } else { 5 }), args.json);
+        return crate::bench_resident::run(&gpus, &workloads, args.quick, args.runs.unwrap_or(if args.quick { 2 } else { 5 }), args.json, &args.tuning.changed());
     }
     if args.cpu_time && backends.iter().any(|b| b != "cpu") {
         anyhow::bail!("--cpu-time times the CPU backend only (a GPU's work is not this process's CPU time)");
@@ -556,7 +564,7 @@ fn run_inner(args: BenchArgs) -> Result<()> {
                 eprintln!("running {} ({}) ...", w.name(), runner.name());
             }
             match run_workload(runner, w, &opts) {
-                Ok(ms) => ms.iter().for_each(|m| print(m, args.json)),
+                Ok(ms) => ms.iter().for_each(|m| print(m, args.json, &args.tuning.changed())),
                 // A workload the GPU path cannot run is reported and skipped, not fatal.
                 Err(e) if matches!(runner, Runner::Gpu(_)) => eprintln!("skipped {} on {}: {e:#}", w.name(), runner.name()),
                 Err(e) => return Err(e),

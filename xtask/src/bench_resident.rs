@@ -71,7 +71,7 @@ fn time_cpu(designed: &ferrofx::DesignedChain, input: &[f32], rows: usize, frame
 }
 
 /// Runs the resident cells of `workloads` on every backend of `gpus` and prints a row each.
-pub fn run(gpus: &[&dyn Backend], workloads: &[Workload], quick: bool, runs: usize, json_out: bool) -> Result<()> {
+pub fn run(gpus: &[&dyn Backend], workloads: &[Workload], quick: bool, runs: usize, json_out: bool, tuning: &str) -> Result<()> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if !json_out {
         println!(
@@ -79,6 +79,9 @@ pub fn run(gpus: &[&dyn Backend], workloads: &[Workload], quick: bool, runs: usi
             std::env::consts::ARCH,
             ferrofx::simd_level()
         );
+        if !tuning.is_empty() {
+            println!("GPU switches: {tuning}");
+        }
     }
     for (workload, chain, channels, seconds) in cells(workloads, quick) {
         let designed = chain.design(FS)?;
@@ -94,6 +97,7 @@ pub fn run(gpus: &[&dyn Backend], workloads: &[Workload], quick: bool, runs: usi
                     print(
                         &Row { workload, backend: gpu.name().to_string(), channels, frames, filter_s: t.filter_s, copy_s: t.copy_s, cpu_one_s, cpu_all_s, threads, error: f64::from(error) },
                         json_out,
+                        tuning,
                     );
                 }
                 Err(e) => eprintln!("skipped {workload} ({channels} ch) on {}: {e}", gpu.name()),
@@ -103,17 +107,19 @@ pub fn run(gpus: &[&dyn Backend], workloads: &[Workload], quick: bool, runs: usi
     Ok(())
 }
 
-fn print(r: &Row, json_out: bool) {
+/// One row; `tuning`: the GPU switches that differ from the defaults (a field when set).
+fn print(r: &Row, json_out: bool, tuning: &str) {
     if json_out {
-        println!(
-            "{}",
-            json!({
-                "workload": r.workload, "backend": r.backend, "resident": true, "channels": r.channels, "frames": r.frames,
-                "filter_s": r.filter_s, "copy_s": r.copy_s, "copy_ratio": r.filter_s / r.copy_s,
-                "cpu_one_core_s": r.cpu_one_s, "cpu_all_cores_s": r.cpu_all_s, "cpu_threads": r.threads,
-                "speedup_vs_all_cores": r.cpu_all_s / r.filter_s, "max_error_of_peak": r.error,
-            })
-        );
+        let mut v = json!({
+            "workload": r.workload, "backend": r.backend, "resident": true, "channels": r.channels, "frames": r.frames,
+            "filter_s": r.filter_s, "copy_s": r.copy_s, "copy_ratio": r.filter_s / r.copy_s,
+            "cpu_one_core_s": r.cpu_one_s, "cpu_all_cores_s": r.cpu_all_s, "cpu_threads": r.threads,
+            "speedup_vs_all_cores": r.cpu_all_s / r.filter_s, "max_error_of_peak": r.error,
+        });
+        if !tuning.is_empty() {
+            v["tuning"] = json!(tuning);
+        }
+        println!("{v}");
         return;
     }
     println!(

@@ -103,6 +103,29 @@ pub struct TuningArgs {
 }
 
 impl TuningArgs {
+    /// The switches that differ from the defaults, as `name=value` (empty: defaults), for
+    /// the benchmark's rows.
+    pub fn changed(&self) -> String {
+        let (t, d) = (self.tuning(), ferrofx::backends::GpuTuning::default());
+        let mut out = Vec::new();
+        if t.cuda_overlap != d.cuda_overlap {
+            out.push(format!("cuda_overlap={}", t.cuda_overlap));
+        }
+        if t.cuda_sequential_max_frames != d.cuda_sequential_max_frames {
+            out.push(format!("cuda_sequential_max_frames={}", t.cuda_sequential_max_frames));
+        }
+        if t.cuda_fused_sections != d.cuda_fused_sections {
+            out.push(format!("cuda_fused_sections={}", t.cuda_fused_sections));
+        }
+        if t.wgpu_fused_sections != d.wgpu_fused_sections {
+            out.push(format!("wgpu_fused_sections={}", t.wgpu_fused_sections));
+        }
+        if t.cuda_register_host != d.cuda_register_host {
+            out.push(format!("cuda_register_host={}", t.cuda_register_host));
+        }
+        out.join(", ")
+    }
+
     pub fn tuning(&self) -> ferrofx::backends::GpuTuning {
         ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max, cuda_fused_sections: self.cuda_fused, wgpu_fused_sections: self.wgpu_fused, cuda_register_host: self.cuda_register_host == "on" }
     }
