@@ -7,11 +7,12 @@
 # stream's overlap, --cuda-overlap off). Every step has its own time limit, so one
 # that hangs costs only its own share, and the whole run keeps to a deadline (below); logs
 # go to $OUT (at most 8 files come back).
-#   scripts/gpu-check.sh [all|cuda|resident]
+#   scripts/gpu-check.sh [all|cuda|resident|throughput]
 # `cuda` skips the wgpu tests and bench and the demo render (a rerun after a CUDA
 # change) and times realtime_block once more with every block on the scan kernel
 # (--cuda-sequential-max 0) into bench_cuda_scan.json. `resident` runs only the
-# device-resident tests and benchmarks (see below). The GPU's SM clock is sampled
+# device-resident tests and benchmarks (see below); `throughput` the fused scan and the
+# registered host buffers against the defaults (see below). The GPU's SM clock is sampled
 # during the CUDA bench (info.log).
 set -u
 mode="${1:-all}"
@@ -49,19 +50,28 @@ step() { # name, seconds, command...
     timeout -k 5 "$limit" "$@"
     echo "== $name: exit $?, $((SECONDS - t0)) s (limit $limit s)" | tee -a "$info" >&2
 }
+# `throughput`: the kernels and copies built blind and off by default (the fused cascade
+# scan on CUDA and wgpu, registered host buffers): their tests, then each benchmark with
+# the default and with the option, one after the other in the same call, so the ratios
+# that decide the defaults come from one run. Run it first on a device, `resident` next.
+if [ "$mode" = throughput ]; then
+    step gpu_cuda_fused 60 ./gpu_cuda fused registered --nocapture --test-threads=1 > "$OUT/gpu_throughput.log" 2>&1
+    step gpu_cuda_resident_fused 60 ./gpu_cuda_resident fused --nocapture --test-threads=1 >> "$OUT/gpu_throughput.log" 2>&1
+    step bench_resident 80 ./xtask bench --resident --backend cuda --backend wgpu --runs 5 --json > "$OUT/bench_resident.json" 2>> "$OUT/bench.err"
+    step bench_resident_fused 80 ./xtask bench --resident --backend cuda --backend wgpu --cuda-fused 8 --wgpu-fused 8 --runs 5 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
+    step bench_cuda 90 ./xtask bench --backend cuda --duration-s 60 --runs 3 --json > "$OUT/bench_cuda.json" 2>> "$OUT/bench.err"
+    step bench_cuda_fused 90 ./xtask bench --backend cuda --cuda-fused 8 --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_fused.json" 2>> "$OUT/bench.err"
+    step bench_cuda_registered 90 ./xtask bench --backend cuda --cuda-register-host on --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_registered.json" 2>> "$OUT/bench.err"
+    exit 0
+fi
 # `resident`: only the device-resident path, first (the data-on-the-device tests, the
 # Python package on CUDA tensors, the resident benchmark and the Python peers), for a
 # device session that must measure the newest work within its minutes.
 if [ "$mode" = resident ]; then
-    # The newest work first: the fused cascade scan and the registered host buffers (bit
-    # for bit their models / the staged stream, and the benches with them beside the
-    # defaults), float64 on CUDA, device memory in
-    # and out, the Python package's device arrays and PyTorch layer, then the
-    # benchmarks, wgpu last.
-    step gpu_cuda_fused 60 ./gpu_cuda fused registered --nocapture --test-threads=1 > "$OUT/gpu_resident.log" 2>&1
-    step bench_resident_fused 90 ./xtask bench --resident --backend cuda --backend wgpu --cuda-fused 8 --wgpu-fused 8 --runs 5 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
-    step bench_cuda_registered 90 ./xtask bench --backend cuda --cuda-register-host on --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_registered.json" 2>> "$OUT/bench.err"
-    step gpu_cuda_float64 60 ./gpu_cuda_float64 --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
+    # Float64 on CUDA, device memory in and out, the Python package's device arrays and
+    # PyTorch layer, then the benchmarks (the Python peers also with the fused scan),
+    # wgpu last.
+    step gpu_cuda_float64 60 ./gpu_cuda_float64 --nocapture --test-threads=1 > "$OUT/gpu_resident.log" 2>&1
     step gpu_cuda_resident 60 ./gpu_cuda_resident --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/ffx wheels/*.whl 2>> "$OUT/gpu_resident.log"
     PYTHONPATH=/tmp/ffx step python_device 90 python3 "$root/tests/python/test_device.py" >> "$OUT/gpu_resident.log" 2>&1
