@@ -468,6 +468,29 @@ mod tests {
         }
     }
 
+    /// The plan both backends upload: per stage its groups (balanced, in the cascade's
+    /// order) where the cascade is float32 and fusable, none for other stages and for a
+    /// cascade the estimate refuses, each group's tables one after another and equal to
+    /// the group's own.
+    #[test]
+    fn the_plan_places_every_fusable_cascades_groups_and_their_tables() {
+        let forms = |c: Vec<SosCoefs>| c.iter().map(Realization::new).collect::<Vec<_>>();
+        let mut all = forms(cascade(crate::chain::Butterworth::highpass(40.0, 6).into(), 48_000.0)); // 3 sections
+        all.extend(forms(cascade(crate::chain::Butterworth::lowpass(5000.0, 20).into(), 48_000.0))); // 10 sections
+        all.extend(forms(vec![SosCoefs::from(&crate::design::Sos { b: [1.0, 0.0, 0.0], a: [1.0, f64::NAN, 0.5] })])); // refused
+        let stages = [Some((0, 3)), None, Some((3, 10)), Some((13, 1))];
+        let plan = FusedPlan::new(&stages, &all, 4);
+        let place = |first, count, g: usize| FusedPlace { first, count, table_base: g * FUSED_TABLE_FLOATS };
+        assert_eq!(plan.stages, vec![Some(vec![place(0, 3, 0)]), None, Some(vec![place(0, 4, 1), place(4, 3, 2), place(7, 3, 3)]), None]);
+        assert!(plan.any());
+        assert_eq!(plan.tables.len(), 4 * FUSED_TABLE_FLOATS);
+        let want: Vec<f32> = FusedGroup::new(&all[3 + 4..3 + 7], FUSED_CHUNK_FRAMES).table_words().collect();
+        assert_eq!(plan.tables[2 * FUSED_TABLE_FLOATS..3 * FUSED_TABLE_FLOATS], want[..]);
+        // Off: nothing fused, no tables.
+        let off = FusedPlan::new(&stages, &all, 0);
+        assert!(!off.any() && off.tables.is_empty());
+    }
+
     /// The estimate accepts ordinary cascades and refuses a broken one; it is the model's
     /// error, so a cascade it accepts meets the budget on another signal too.
     #[test]
