@@ -395,3 +395,21 @@ fn registered_buffers_equal_the_staged_stream_bit_for_bit() {
         assert_eq!(registered_state.fir, staged_state.fir, "{what}: the FIR history");
     }
 }
+
+/// The tuning reaches the chains: a device opened with the fused scan and registration
+/// on builds chains that run their cascades fused and register long calls' buffers.
+#[test]
+fn a_device_tuned_for_the_fused_scan_builds_fused_chains() {
+    use ferrofx::gpu::cuda::{CudaDevice, CudaTuning};
+    if backend().is_none() {
+        return;
+    }
+    let dev = CudaDevice::open_tuned(0, CudaTuning { fused_sections: 6, register_host: true, ..CudaTuning::default() }).unwrap();
+    let designed = (Butterworth::highpass(25.0, 4) | Chebyshev1::lowpass(9000.0, 6, 0.5)).design(48_000.0).unwrap();
+    let chain = CudaChain::new(&dev, &designed, 2, 65_536).unwrap();
+    assert_eq!(chain.fused_status(), (6, vec![true]));
+    assert!(chain.register_status().0);
+    let plain = CudaChain::new(backend().unwrap().device(), &designed, 2, 65_536).unwrap();
+    assert_eq!(plain.fused_status(), (0, vec![false]));
+    assert!(!plain.register_status().0);
+}

@@ -386,3 +386,29 @@ fn the_fused_shader_follows_its_model_and_the_cpu() {
     println!("fused mixed chain in a stream: {e:.2e} of the peak from the CPU");
     assert!(e <= TIME_TOLERANCE, "{e:.3e}");
 }
+
+/// The tuning reaches the chains: a context opened with the fused scan on
+/// (`with_fused_sections`, what `GpuTuning::wgpu_fused_sections` sets when the backend
+/// opens) builds chains that run their cascades fused, and the backend's prepared stream
+/// over that context meets the CPU engine's tolerance on a long input.
+#[test]
+fn a_context_tuned_for_the_fused_scan_builds_fused_chains() {
+    use ferrofx::gpu::fused::FUSED_MIN_FRAMES;
+    use ferrofx::run::backend::Backend;
+    let Some(ctx) = context() else { return };
+    let tuned = ctx.clone().with_fused_sections(6);
+    assert_eq!((ctx.fused_sections(), tuned.fused_sections()), (0, 6));
+    let designed = (Butterworth::highpass(25.0, 4) | Elliptic::lowpass(12_000.0, 6, 0.1, 70.0)).design(48_000.0).unwrap();
+    let chain = WgpuChain::new(&tuned, &designed, 2, 2 * FUSED_MIN_FRAMES).unwrap();
+    assert_eq!(chain.fused_status(), (6, vec![true]));
+    assert_eq!(WgpuChain::new(ctx, &designed, 2, 2 * FUSED_MIN_FRAMES).unwrap().fused_status(), (0, vec![false]));
+    let backend = ferrofx::gpu::wgpu::WgpuBackend::new(tuned);
+    let mut prepared = backend.prepare(&designed, 2, 2 * FUSED_MIN_FRAMES).unwrap();
+    let input = noise(2, 5 * FUSED_MIN_FRAMES + 3, 41);
+    let mut out = input.clone();
+    let mut slices: Vec<&mut [f32]> = out.iter_mut().map(|c| &mut c[..]).collect();
+    prepared.process(&mut slices).unwrap();
+    let e = rel_error(&out, &run_engine(&designed, &input, 4096, EngineOptions::default()));
+    println!("tuned context, prepared stream: {e:.2e} of the peak from the CPU");
+    assert!(e <= TIME_TOLERANCE, "{e:.3e}");
+}
