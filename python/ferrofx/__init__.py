@@ -177,27 +177,29 @@ def _device_output(d: _DeviceArray, out: Any) -> _DeviceArray:
     """Where a device call writes: `out` (the same shape and dtype, on the same device), or
     a new array of the input's kind."""
     dtype_name = "float64" if d.float64 else "float32"
+
+    def torch_empty(device: Any) -> Any:
+        import torch
+
+        return torch.empty(d.shape, dtype=getattr(torch, dtype_name), device=device)
+
+    def cupy_empty() -> Any:
+        import cupy
+
+        with cupy.cuda.Device(d.ordinal):
+            return cupy.empty(d.shape, dtype=getattr(cupy, dtype_name))
+
     if out is None:
         if d.kind == "torch":
-            import torch
-
-            out = torch.empty(d.shape, dtype=getattr(torch, dtype_name), device=d.x.device)
+            out = torch_empty(d.x.device)
         elif d.kind == "cupy":
-            import cupy
-
-            with cupy.cuda.Device(d.ordinal):
-                out = cupy.empty(d.shape, dtype=getattr(cupy, dtype_name))
+            out = cupy_empty()
         elif d.back is not None:
             # A producer that takes DLPack back: the output allocated by PyTorch or CuPy.
             try:
-                import torch
-
-                out = torch.empty(d.shape, dtype=getattr(torch, dtype_name), device=f"cuda:{d.ordinal}")
+                out = torch_empty(f"cuda:{d.ordinal}")
             except ImportError:
-                import cupy
-
-                with cupy.cuda.Device(d.ordinal):
-                    out = cupy.empty(d.shape, dtype=getattr(cupy, dtype_name))
+                out = cupy_empty()
         else:
             raise ValueError(f"{type(d.x).__name__} is a device array ferrofx cannot allocate: pass out= "
                              "(a device array of the same shape), or give a torch tensor or CuPy array")

@@ -29,7 +29,8 @@
 //! the same kind of estimate as the float32 form's ([`fused_error_estimate`], within
 //! [`GPU_ERROR_BUDGET`]); a cascade that misses it keeps the per-section kernels.
 
-use super::realize::{peak_error, step, DeltaSection, Realization, GPU_ERROR_BUDGET};
+use super::design::StageForm;
+use super::realize::{peak_error, step, DeltaSection, GpuPrecision, Realization, GPU_ERROR_BUDGET};
 
 /// Sections fused into one group at most (the kernels keep `2 x` this many state numbers
 /// in registers per thread).
@@ -317,17 +318,19 @@ pub struct FusedPlan {
 }
 
 impl FusedPlan {
-    /// The plan for a chain whose stages are `cascades` (`Some((first, count))` for a
-    /// float32 cascade of `realizations[first..first + count]`, `None` for any other
-    /// stage), in groups of up to `group_max` sections (0: none fused): a cascade runs
-    /// fused where [`fusable`] says so, in chunks of [`FUSED_CHUNK_FRAMES`].
-    pub fn new(cascades: &[Option<(usize, usize)>], realizations: &[Realization], group_max: usize) -> FusedPlan {
-        let group_max = group_max.min(FUSED_MAX_SECTIONS);
+    /// The plan for a chain of `stages` (a design's, over its `realizations`) for blocks
+    /// of up to `max_frames` frames, in groups of up to `group_max` sections (0: none
+    /// fused): a float32 cascade runs fused where [`fusable`] says so, in chunks of
+    /// [`FUSED_CHUNK_FRAMES`]; float64 cascades and FIR stages do not, and nothing does
+    /// in a chain whose blocks are all shorter than [`FUSED_MIN_FRAMES`] (no estimate is
+    /// made for it: a realtime chain's new coefficients cost nothing here).
+    pub fn new(stages: &[StageForm], realizations: &[Realization], group_max: usize, max_frames: usize) -> FusedPlan {
+        let group_max = if max_frames < FUSED_MIN_FRAMES { 0 } else { group_max.min(FUSED_MAX_SECTIONS) };
         let mut tables = Vec::new();
-        let stages = cascades
+        let stages = stages
             .iter()
             .map(|s| {
-                let (first, count) = (*s)?;
+                let StageForm::Sos { first, count, precision: GpuPrecision::F32 } = *s else { return None };
                 let forms = &realizations[first..first + count];
                 if count == 0 || group_max == 0 || !fusable(forms, group_max, FUSED_CHUNK_FRAMES) {
                     return None;
@@ -351,6 +354,12 @@ impl FusedPlan {
     pub fn any(&self) -> bool {
         self.stages.iter().any(Option::is_some)
     }
+}
+
+/// Per cascade (SOS stage) of `stages`, whether stage index `runs` says it runs fused:
+/// what the backends' `fused_status` report.
+pub fn cascade_status(stages: &[StageForm], runs: impl Fn(usize) -> bool) -> Vec<bool> {
+    stages.iter().enumerate().filter(|(_, s)| matches!(s, StageForm::Sos { .. })).map(|(i, _)| runs(i)).collect()
 }
 
 #[cfg(test)]
@@ -469,8 +478,8 @@ mod tests {
     }
 
     /// The plan both backends upload: per stage its groups (balanced, in the cascade's
-    /// order) where the cascade is float32 and fusable, none for other stages and for a
-    /// cascade the estimate refuses, each group's tables one after another and equal to
+    /// order) where the cascade is float32 and fusable, none for FIR stages, float64
+    /// cascades, a cascade the estimate refuses and a chain of short blocks, each group's tables one after another and equal to
     /// the group's own.
     #[test]
     fn the_plan_places_every_fusable_cascades_groups_and_their_tables() {
@@ -478,17 +487,24 @@ mod tests {
         let mut all = forms(cascade(crate::chain::Butterworth::highpass(40.0, 6).into(), 48_000.0)); // 3 sections
         all.extend(forms(cascade(crate::chain::Butterworth::lowpass(5000.0, 20).into(), 48_000.0))); // 10 sections
         all.extend(forms(vec![SosCoefs::from(&crate::design::Sos { b: [1.0, 0.0, 0.0], a: [1.0, f64::NAN, 0.5] })])); // refused
-        let stages = [Some((0, 3)), None, Some((3, 10)), Some((13, 1))];
-        let plan = FusedPlan::new(&stages, &all, 4);
+        all.extend(forms(cascade(crate::chain::Butterworth::lowpass(300.0, 4).into(), 48_000.0))); // 2 sections
+        let sos = |first, count, precision| StageForm::Sos { first, count, precision };
+        let fir = StageForm::Fir { tap_base: 0, taps: 3, hist_base: 0, fft: None };
+        let stages = [sos(0, 3, GpuPrecision::F32), fir, sos(3, 10, GpuPrecision::F32), sos(13, 1, GpuPrecision::F32), sos(14, 2, GpuPrecision::F64)];
+        let plan = FusedPlan::new(&stages, &all, 4, FUSED_MIN_FRAMES);
         let place = |first, count, g: usize| FusedPlace { first, count, table_base: g * FUSED_TABLE_FLOATS };
-        assert_eq!(plan.stages, vec![Some(vec![place(0, 3, 0)]), None, Some(vec![place(0, 4, 1), place(4, 3, 2), place(7, 3, 3)]), None]);
+        assert_eq!(plan.stages, vec![Some(vec![place(0, 3, 0)]), None, Some(vec![place(0, 4, 1), place(4, 3, 2), place(7, 3, 3)]), None, None]);
+        assert_eq!(cascade_status(&stages, |i| plan.stages[i].is_some()), vec![true, true, false, false]);
         assert!(plan.any());
         assert_eq!(plan.tables.len(), 4 * FUSED_TABLE_FLOATS);
         let want: Vec<f32> = FusedGroup::new(&all[3 + 4..3 + 7], FUSED_CHUNK_FRAMES).table_words().collect();
         assert_eq!(plan.tables[2 * FUSED_TABLE_FLOATS..3 * FUSED_TABLE_FLOATS], want[..]);
         // Off: nothing fused, no tables.
-        let off = FusedPlan::new(&stages, &all, 0);
+        let off = FusedPlan::new(&stages, &all, 0, FUSED_MIN_FRAMES);
         assert!(!off.any() && off.tables.is_empty());
+        // Blocks too short for the fused kernels: nothing planned.
+        let short = FusedPlan::new(&stages, &all, 4, FUSED_MIN_FRAMES - 1);
+        assert!(!short.any() && short.tables.is_empty());
     }
 
     /// The estimate accepts ordinary cascades and refuses a broken one; it is the model's

@@ -12,8 +12,7 @@
 
 use super::chain::WgpuChain;
 use super::PARAM_SLOT;
-use crate::gpu::fused::{FusedPlan, FUSED_CHUNK_FRAMES, FUSED_MAX_SECTIONS, FUSED_MIN_FRAMES, FUSED_TILE, FUSED_WIDTH};
-use crate::gpu::realize::GpuPrecision;
+use crate::gpu::fused::{cascade_status, FusedPlace, FusedPlan, FUSED_CHUNK_FRAMES, FUSED_MAX_SECTIONS, FUSED_MIN_FRAMES, FUSED_TILE, FUSED_WIDTH};
 use crate::gpu::GpuError;
 use wgpu::BufferUsages as U;
 
@@ -21,12 +20,9 @@ fn whole(b: &wgpu::Buffer) -> wgpu::BindingResource<'_> {
     b.as_entire_binding()
 }
 
-/// One group's place and bindings: its first section within the cascade, its size, its
-/// parameter slot.
+/// One group's place (`gpu::fused`), its parameter slot and bindings.
 pub(super) struct Group {
-    first: usize,
-    count: usize,
-    table_base: usize,
+    place: FusedPlace,
     slot: usize,
     bind: wgpu::BindGroup,
 }
@@ -48,8 +44,7 @@ impl WgpuChain {
     /// audio thread.
     pub fn set_fused(&mut self, group_max: usize) -> Result<(), GpuError> {
         let group_max = group_max.min(FUSED_MAX_SECTIONS);
-        let cascades: Vec<Option<(usize, usize)>> = self.sos_stages().map(|s| s.and_then(|(first, count, p)| (p == GpuPrecision::F32).then_some((first, count)))).collect();
-        let FusedPlan { stages: plans, tables: words } = FusedPlan::new(&cascades, &self.realizations, group_max);
+        let FusedPlan { stages: plans, tables: words } = FusedPlan::new(&self.forms, &self.realizations, group_max, self.max_frames);
         if plans.iter().all(Option::is_none) {
             self.fused = None;
             self.fused_group_max = group_max;
@@ -94,7 +89,7 @@ impl WgpuChain {
                                 ],
                             });
                             slot += 1;
-                            Group { first: place.first, count: place.count, table_base: place.table_base, slot: slot - 1, bind }
+                            Group { place, slot: slot - 1, bind }
                         })
                         .collect()
                 })
@@ -108,8 +103,7 @@ impl WgpuChain {
     /// Sections fused per group (0: off) and, per cascade of the chain, whether it runs
     /// fused on long blocks.
     pub fn fused_status(&self) -> (usize, Vec<bool>) {
-        let fused = self.sos_stages().enumerate().filter(|(_, s)| s.is_some()).map(|(i, _)| self.fused.as_ref().is_some_and(|f| matches!(f.stages.get(i), Some(Some(_))))).collect();
-        (self.fused_group_max, fused)
+        (self.fused_group_max, cascade_status(&self.forms, |i| self.fused.as_ref().is_some_and(|f| f.runs(i))))
     }
 
     /// The fused choice and tables again after new coefficients.
@@ -139,11 +133,11 @@ impl WgpuFused {
                 chunks,
                 chunks.div_ceil(FUSED_TILE),
                 frames,
-                first + g.first,
-                g.count,
-                state_base + g.first,
+                first + g.place.first,
+                g.place.count,
+                state_base + g.place.first,
                 count,
-                g.table_base,
+                g.place.table_base,
                 channels,
                 0,
             ]

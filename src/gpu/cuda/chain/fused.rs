@@ -9,11 +9,10 @@
 //! call's frames, so a stream of calls still equals one call bit for bit.
 
 use super::launch::BLOCK_THREADS;
-use super::{CudaChain, Plan};
+use super::CudaChain;
 use crate::gpu::cuda::{CudaDevice, CudaError};
 pub use crate::gpu::fused::FUSED_MIN_FRAMES;
-use crate::gpu::fused::{FusedPlace, FusedPlan, FUSED_CHUNK_FRAMES, FUSED_MAX_SECTIONS, FUSED_TILE, FUSED_WIDTH};
-use crate::gpu::realize::GpuPrecision;
+use crate::gpu::fused::{cascade_status, FusedPlace, FusedPlan, FUSED_CHUNK_FRAMES, FUSED_MAX_SECTIONS, FUSED_TILE, FUSED_WIDTH};
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
@@ -69,15 +68,7 @@ impl CudaChain {
     /// captured graphs where the launches change. Not for an audio thread.
     pub fn set_fused(&mut self, group_max: usize) -> Result<(), CudaError> {
         let group_max = group_max.min(FUSED_MAX_SECTIONS);
-        let cascades: Vec<Option<(usize, usize)>> = self
-            .plans
-            .iter()
-            .map(|p| match *p {
-                Plan::Sos { first, count, precision: GpuPrecision::F32 } => Some((first, count)),
-                _ => None,
-            })
-            .collect();
-        let FusedPlan { stages, tables: words } = FusedPlan::new(&cascades, &self.realizations, group_max);
+        let FusedPlan { stages, tables: words } = FusedPlan::new(&self.plans, &self.realizations, group_max, self.max_frames);
         let any = stages.iter().any(Option::is_some);
         let stream = self.stream.clone();
         if any {
@@ -104,8 +95,7 @@ impl CudaChain {
     /// Sections fused per group (0: off) and, per cascade of the chain, whether it runs
     /// fused on long blocks (tests and the benchmark report it).
     pub fn fused_status(&self) -> (usize, Vec<bool>) {
-        let sos = self.plans.iter().zip(&self.fused.stages).filter(|(p, _)| matches!(p, Plan::Sos { .. }));
-        (self.fused.group_max, sos.map(|(_, f)| f.is_some()).collect())
+        (self.fused.group_max, cascade_status(&self.plans, |i| self.fused.runs(i)))
     }
 
     /// The fused scan again after new coefficients (a cascade's estimate may change).

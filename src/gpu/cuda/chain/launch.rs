@@ -139,20 +139,26 @@ impl CudaChain {
         let total = self.realizations.len();
         let (chunks, chunk_len) = self.fixed_chunking.unwrap_or_else(|| chunking(frames, self.sequential_max));
         if chunks > 1 && chunk_len != self.table_chunk_len && total > 0 {
-            // Both precisions' tables for every section (a cascade's precision may change
-            // with new coefficients; the tables are small).
+            // Every section's tables, in float64 too where a cascade runs in float64 (new
+            // coefficients that change a precision clear `table_chunk_len`, so the tables
+            // are written again before the next scanned job).
+            let float64 = self.plans.iter().any(|p| matches!(p, Plan::Sos { precision: GpuPrecision::F64, .. }));
             let scratch = self.table_scratch.chunks_exact_mut(SCAN_STEPS * 4).zip(self.table_scratch64.chunks_exact_mut(SCAN_STEPS * 4));
             for (r, (out, out64)) in self.realizations.iter().zip(scratch) {
                 for (k, m) in r.scan_table(chunk_len).iter().enumerate() {
                     out[4 * k..4 * k + 4].copy_from_slice(m);
                 }
-                for (k, m) in r.scan_table_as::<f64>(chunk_len).iter().enumerate() {
-                    out64[4 * k..4 * k + 4].copy_from_slice(m);
+                if float64 {
+                    for (k, m) in r.scan_table_as::<f64>(chunk_len).iter().enumerate() {
+                        out64[4 * k..4 * k + 4].copy_from_slice(m);
+                    }
                 }
             }
             // Stream-ordered after the jobs already enqueued, which read the old tables.
             self.stream.memcpy_htod(&self.table_scratch, &mut self.tables)?;
-            self.stream.memcpy_htod(&self.table_scratch64, &mut self.tables64)?;
+            if float64 {
+                self.stream.memcpy_htod(&self.table_scratch64, &mut self.tables64)?;
+            }
             self.table_chunk_len = chunk_len;
         }
         Ok((chunks, chunk_len))

@@ -111,14 +111,6 @@ impl WgpuChain {
         self.ctx.report()
     }
 
-    /// Per stage: `(first section, sections, precision)` of an SOS stage, `None` for a FIR.
-    pub(in crate::gpu::wgpu) fn sos_stages(&self) -> impl Iterator<Item = Option<(usize, usize, GpuPrecision)>> + '_ {
-        self.stages.iter().map(|s| match *s {
-            StagePlan::Sos { first, count, precision, .. } => Some((first, count, precision)),
-            StagePlan::Fir { .. } => None,
-        })
-    }
-
     /// Blocks up to `frames` take the sequential path (tests use this to force either path).
     pub fn set_sequential_max(&mut self, frames: usize) {
         self.sequential_max = frames;
