@@ -479,8 +479,8 @@ mod tests {
 
     /// The plan both backends upload: per stage its groups (balanced, in the cascade's
     /// order) where the cascade is float32 and fusable, none for FIR stages, float64
-    /// cascades, a cascade the estimate refuses and a chain of short blocks, each group's tables one after another and equal to
-    /// the group's own.
+    /// cascades, a cascade the estimate refuses and a chain of short blocks; each group's
+    /// tables one after another and equal to the group's own.
     #[test]
     fn the_plan_places_every_fusable_cascades_groups_and_their_tables() {
         let forms = |c: Vec<SosCoefs>| c.iter().map(Realization::new).collect::<Vec<_>>();
