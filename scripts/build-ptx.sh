@@ -9,12 +9,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-kernels/ptx}"
 clang="${CLANG:-clang}"
-for arch in sm_70 sm_80; do
+# The PTX ISA each target's code is written in (the warp shuffles need it named; the
+# PTX files' .version lines are these either way).
+for target in "sm_70 ptx60" "sm_80 ptx70"; do
+    arch="${target% *}"
+    isa="${target#* }"
     mkdir -p "$out/$arch"
     for src in kernels/*.cu; do
         name="$(basename "$src" .cu)"
         "$clang" -x cuda --cuda-device-only -nocudainc -nocudalib --cuda-gpu-arch="$arch" \
-            -O3 -ffp-contract=off -S "$src" -o "$out/$arch/$name.ptx"
+            -Xclang -target-feature -Xclang "+$isa" -O3 -ffp-contract=off -S "$src" -o "$out/$arch/$name.ptx"
     done
 done
 echo "PTX written to $out"

@@ -17,6 +17,7 @@
 
 pub mod design;
 pub mod fused;
+pub mod pipe;
 pub mod realize;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;

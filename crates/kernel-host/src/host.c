@@ -7,6 +7,7 @@
 #include <string.h>
 #include "sos_math.h"
 #include "sos_fused_math.h"
+#include "sos_pipe_math.h"
 #include "fir_math.h"
 #include "fft_math.h"
 #include "convert_math.h"
@@ -18,6 +19,72 @@ void fx_host_sos_channels(fx_sos_params p, float* work, const fx_section* sectio
         for (unsigned i = 0; i < p.count; i++) {
             unsigned st = p.state_base + ch * p.count + i;
             states[st] = fx_chunk_run(&sections[p.first + i], states[st], x, 0, p.frames);
+        }
+    }
+}
+
+/* ferrofx_sos_pipe: per channel, one warp's 32 lanes in lockstep, step by step; a
+ * shuffle reads the lanes' registers as they were before the step's updates. */
+void fx_host_sos_pipe(fx_pipe_params p, float* work, const fx_section* sections, const fx_pipe_lane* lanes, fx_vec2* states) {
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        float* x = work + ch * p.stride;
+        fx_section sec[FX_PIPE_LANES];
+        fx_vec2 s[FX_PIPE_LANES];
+        unsigned st[FX_PIPE_LANES];
+        float cur[FX_PIPE_LANES], next[FX_PIPE_LANES], y[FX_PIPE_LANES], out[FX_PIPE_LANES];
+        for (unsigned lane = 0; lane < FX_PIPE_LANES; lane++) {
+            memset(&sec[lane], 0, sizeof sec[lane]);
+            s[lane].x = 0.0f;
+            s[lane].y = 0.0f;
+            st[lane] = 0;
+            if (lane < p.lanes) {
+                fx_pipe_lane l = lanes[p.lane_base + lane];
+                sec[lane] = sections[l.section];
+                st[lane] = fx_pipe_state_index(&l, ch);
+                s[lane] = states[st[lane]];
+            }
+            unsigned n = fx_pipe_in_index(&p, 0, lane);
+            cur[lane] = n < p.frames ? x[n] : 0.0f;
+            n = fx_pipe_in_index(&p, 32, lane);
+            next[lane] = n < p.frames ? x[n] : 0.0f;
+            y[lane] = 0.0f;
+            out[lane] = 0.0f;
+        }
+        unsigned steps = fx_pipe_steps(&p);
+        for (unsigned t = 0; t < steps; t++) {
+            if (t > 0 && (t & 31u) == 0) {
+                for (unsigned lane = 0; lane < FX_PIPE_LANES; lane++) {
+                    cur[lane] = next[lane];
+                    unsigned n = fx_pipe_in_index(&p, t + 32, lane);
+                    next[lane] = n < p.frames ? x[n] : 0.0f;
+                }
+            }
+            float head = cur[t & 31u];
+            float up[FX_PIPE_LANES];
+            for (unsigned lane = 0; lane < FX_PIPE_LANES; lane++) {
+                up[lane] = lane >= 1 ? y[lane - 1] : y[lane];
+            }
+            for (unsigned lane = 0; lane < FX_PIPE_LANES; lane++) {
+                if (fx_pipe_runs(&p, lane, t)) {
+                    y[lane] = fx_sos_step(&sec[lane], &s[lane], lane == 0 ? head : up[lane]);
+                }
+            }
+            float last = y[p.lanes - 1];
+            unsigned m = fx_pipe_out_sample(&p, t);
+            if (m < p.frames) {
+                for (unsigned lane = 0; lane < FX_PIPE_LANES; lane++) {
+                    if ((m & 31u) == lane) {
+                        out[lane] = last;
+                    }
+                    unsigned n = fx_pipe_store_index(&p, m, lane);
+                    if (n < p.frames) {
+                        x[n] = out[lane];
+                    }
+                }
+            }
+        }
+        for (unsigned lane = 0; lane < p.lanes; lane++) {
+            states[st[lane]] = s[lane];
         }
     }
 }

@@ -50,6 +50,21 @@ pub struct FusedParams {
     pub pad: u32,
 }
 
+/// `fx_pipe_params` (sos_pipe_math.h).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct PipeParams {
+    pub frames: u32,
+    pub stride: u32,
+    pub channels: u32,
+    pub lanes: u32,
+    pub lane_base: u32,
+    pub pad: [u32; 3],
+}
+
+/// Lanes of the warp pipeline (`FX_PIPE_LANES`): the most sections one launch runs.
+pub const PIPE_LANES: usize = 32;
+
 /// `fx_fir_params` (fir_math.h).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
@@ -112,6 +127,7 @@ extern "C" {
     fn fx_host_sos_channels(p: SosParams, work: *mut f32, sections: *const Section, states: *mut [f32; 2]);
     fn fx_host_sos_scan(p: SosParams, work: *mut f32, sections: *const Section, tables: *const f32, states: *mut [f32; 2]);
     fn fx_host_sos_fused(p: FusedParams, work: *mut f32, sections: *const Section, tables: *const f32, prefix: *mut f32, carry: *mut f32, states: *mut [f32; 2]);
+    fn fx_host_sos_pipe(p: PipeParams, work: *mut f32, sections: *const Section, lanes: *const [u32; 4], states: *mut [f32; 2]);
     fn fx_host_sos64_channels(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, states: *mut [f64; 2]);
     fn fx_host_sos64_scan(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, tables: *const f64, states: *mut [f64; 2]);
     fn fx_host_sos64d_channels(p: SosParams, work: *mut f64, sections: *const Section64, states: *mut [f64; 2]);
@@ -175,6 +191,21 @@ pub fn sos_fused(p: FusedParams, work: &mut [f32], sections: &[Section], tables:
     // SAFETY: every index the C code forms from `p` was checked above against the
     // buffers' lengths; the scratch buffers have the sizes its comment names.
     unsafe { fx_host_sos_fused(p, work.as_mut_ptr(), sections.as_ptr(), tables.as_ptr(), prefix.as_mut_ptr(), carry.as_mut_ptr(), states.as_mut_ptr()) }
+}
+
+/// `ferrofx_sos_pipe` (sos_pipe.cu) over `work` in place: lanes `p.lane_base..` of
+/// `lanes` (`[section, state, count, pad]`, `ferrofx::gpu::pipe::PipeLane::words`), each
+/// one section of the run, one warp per channel.
+pub fn sos_pipe(p: PipeParams, work: &mut [f32], sections: &[Section], lanes: &[[u32; 4]], states: &mut [[f32; 2]]) {
+    assert!(p.channels > 0 && p.channels as usize * p.stride as usize <= work.len() && p.frames <= p.stride, "work buffer for {p:?}");
+    assert!((1..=PIPE_LANES as u32).contains(&p.lanes) && (p.lane_base + p.lanes) as usize <= lanes.len(), "lanes for {p:?}");
+    for l in &lanes[p.lane_base as usize..(p.lane_base + p.lanes) as usize] {
+        assert!((l[0] as usize) < sections.len(), "lane {l:?}: no such section");
+        assert!(l[1] as usize + (p.channels as usize - 1) * (l[2] as usize) < states.len(), "lane {l:?}: states for {p:?}");
+    }
+    // SAFETY: every index the C code forms from `p` and the lanes it reads was checked
+    // above against the buffers' lengths.
+    unsafe { fx_host_sos_pipe(p, work.as_mut_ptr(), sections.as_ptr(), lanes.as_ptr(), states.as_mut_ptr()) }
 }
 
 /// `ferrofx_sos64_channels` (sos64.cu) over `work` in place: the cascade in double, its
