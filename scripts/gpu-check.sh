@@ -11,9 +11,9 @@
 # `cuda` skips the wgpu tests and bench and the demo render (a rerun after a CUDA
 # change) and times realtime_block once more with every block on the scan kernel
 # (--cuda-sequential-max 0) into bench_cuda_scan.json. `resident` runs only the
-# device-resident tests and benchmarks (see below); `throughput` the fused scan and the
-# registered host buffers against the defaults (see below). The GPU's SM clock is sampled
-# during the CUDA bench (info.log).
+# device-resident tests and benchmarks (see below); `throughput` the fused scan, the
+# warp pipeline and the registered host buffers against the defaults (see below). The
+# GPU's SM clock is sampled during the CUDA bench (info.log).
 set -u
 mode="${1:-all}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -51,12 +51,19 @@ step() { # name, seconds, command...
     echo "== $name: exit $?, $((SECONDS - t0)) s (limit $limit s)" | tee -a "$info" >&2
 }
 # `throughput`: the kernels and copies built blind and off by default (the fused cascade
-# scan on CUDA and wgpu, registered host buffers): their tests, then each benchmark with
-# the default and with the option, one after the other in the same call, so the ratios
-# that decide the defaults come from one run. Run it first on a device, `resident` next.
+# scan on CUDA and wgpu, the warp pipeline, registered host buffers): their tests, then
+# each benchmark with the default and with the option, one after the other in the same
+# call, so the ratios that decide the defaults come from one run. Run it first on a
+# device, `resident` next.
 if [ "$mode" = throughput ]; then
     step gpu_cuda_fused 60 ./gpu_cuda fused registered --nocapture --test-threads=1 > "$OUT/gpu_throughput.log" 2>&1
     step gpu_cuda_resident_fused 60 ./gpu_cuda_resident fused --nocapture --test-threads=1 >> "$OUT/gpu_throughput.log" 2>&1
+    # The warp pipeline for short blocks (the realtime round trip): its tests, then the
+    # realtime blocks with the default kernels and with it.
+    step gpu_cuda_pipeline 40 ./gpu_cuda pipeline --nocapture --test-threads=1 >> "$OUT/gpu_throughput.log" 2>&1
+    step gpu_cuda_resident_pipeline 30 ./gpu_cuda_resident pipeline --nocapture --test-threads=1 >> "$OUT/gpu_throughput.log" 2>&1
+    step bench_realtime 40 ./xtask bench --backend cuda --workload realtime_block --json > "$OUT/bench_realtime.json" 2>> "$OUT/bench.err"
+    step bench_realtime_pipeline 40 ./xtask bench --backend cuda --workload realtime_block --cuda-pipeline 4096 --json > "$OUT/bench_realtime_pipeline.json" 2>> "$OUT/bench.err"
     step bench_resident 80 ./xtask bench --resident --backend cuda --backend wgpu --runs 5 --json > "$OUT/bench_resident.json" 2>> "$OUT/bench.err"
     step bench_resident_fused 80 ./xtask bench --resident --backend cuda --backend wgpu --cuda-fused 8 --wgpu-fused 8 --runs 5 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
     step bench_cuda 90 ./xtask bench --backend cuda --duration-s 60 --runs 3 --json > "$OUT/bench_cuda.json" 2>> "$OUT/bench.err"

@@ -12,7 +12,7 @@
 
 use ferrofx_testkit::retune::{assert_bits_equal, cpu_updated_at, jobs, retunable_chain};
 use ferrofx_testkit::engine::{chain_of, one_block_late, rel_error};
-use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Fir};
+use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Fir};
 use ferrofx::engine::Engine;
 use ferrofx::gpu::cuda::{context::driver_present, CudaBackend, CudaChain, CudaError};
 use ferrofx::run::backend::Backend;
@@ -412,4 +412,79 @@ fn a_device_tuned_for_the_fused_scan_builds_fused_chains() {
     let plain = CudaChain::new(backend().unwrap().device(), &designed, 2, 65_536).unwrap();
     assert_eq!(plain.fused_status(), (0, vec![false]));
     assert!(!plain.register_status().0);
+}
+
+/// The warp pipeline (opt-in, `CudaChain::set_pipeline`): 24 one-section stages (the
+/// realtime benchmark's bands) and the mixed chain (cascades around a FIR: two runs)
+/// over blocks of 1 to 4,096 frames, state carried, equal the sequential kernel with the
+/// same limit bit for bit (output and end state), with graphs and with plain launches;
+/// the stream meets the CPU engine's tolerance; new coefficients keep the plan's bits.
+#[test]
+fn the_warp_pipeline_equals_the_sequential_kernel_bit_for_bit() {
+    let Some(b) = backend() else { return };
+    let mut bands = Chain::from(Biquad::highpass(25.0, std::f64::consts::FRAC_1_SQRT_2));
+    for i in 0..23 {
+        let f = 60.0 * (15_000.0f64 / 60.0).powf(i as f64 / 22.0);
+        bands.push(Biquad::peaking(f, 1.2, if i % 2 == 0 { -3.0 } else { 2.5 }));
+    }
+    let blocks = [32usize, 64, 1, 100, 1024, 4096, 31, 3000, 512];
+    let total: usize = blocks.iter().sum();
+    for (name, designed, launches) in [("24 bands", bands.design(48_000.0).unwrap(), 1usize), ("mixed chain", mixed_chain(48_000.0), 2)] {
+        let input = ferrofx_testkit::noise_channels(2, total, 17, 0.8);
+        let mut cpu = Engine::with_options(&designed, 2, 4096, OFFLOAD_ENGINE_OPTIONS);
+        let mut want = input.clone();
+        let mut s: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
+        cpu.process(&mut s);
+        for graphs in [true, false] {
+            let run = |pipe: bool| {
+                let mut chain = CudaChain::new(b.device(), &designed, 2, 4096).unwrap();
+                chain.set_graphs(graphs);
+                if pipe {
+                    chain.set_pipeline(4096).unwrap();
+                    assert_eq!(chain.pipeline_status(), (4096, launches), "{name}");
+                } else {
+                    chain.set_sequential_max(4096);
+                }
+                let mut state = chain.new_state();
+                let mut got = vec![Vec::new(); 2];
+                let mut at = 0;
+                for &n in &blocks {
+                    let mut data: Vec<f32> = input.iter().flat_map(|c| c[at..at + n].iter().copied()).collect();
+                    chain.process(&mut data, n, &mut state).unwrap();
+                    for (ch, g) in got.iter_mut().enumerate() {
+                        g.extend_from_slice(&data[ch * n..(ch + 1) * n]);
+                    }
+                    at += n;
+                }
+                (got, state)
+            };
+            let (piped, piped_state) = run(true);
+            let (sequential, sequential_state) = run(false);
+            for (ch, (a, s)) in piped.iter().zip(&sequential).enumerate() {
+                if let Some(n) = (0..total).find(|&n| a[n].to_bits() != s[n].to_bits()) {
+                    panic!("{name}, graphs {graphs}: channel {ch} differs first at {n}: {} against {}", a[n], s[n]);
+                }
+            }
+            assert_eq!(piped_state.sos, sequential_state.sos, "{name}, graphs {graphs}: the end state");
+            let e = rel_error(&piped, &want);
+            println!("warp pipeline, {name}, graphs {graphs}: {e:.2e} of the peak from the CPU");
+            assert!(e <= TIME_TOLERANCE, "{name}: {e:.3e}");
+        }
+    }
+}
+
+/// The tuning reaches the chains: a device opened with the pipeline on plans it for
+/// every chain it builds (a resident chain's calls: `gpu_cuda_resident.rs`).
+#[test]
+fn a_device_tuned_for_the_pipeline_builds_piped_chains() {
+    use ferrofx::gpu::cuda::{CudaDevice, CudaTuning};
+    if backend().is_none() {
+        return;
+    }
+    let dev = CudaDevice::open_tuned(0, CudaTuning { pipeline_max_frames: 2048, ..CudaTuning::default() }).unwrap();
+    let designed = mixed_chain(48_000.0);
+    let chain = CudaChain::new(&dev, &designed, 2, 4096).unwrap();
+    assert_eq!(chain.pipeline_status(), (2048, 2));
+    let plain = CudaChain::new(backend().unwrap().device(), &designed, 2, 4096).unwrap();
+    assert_eq!(plain.pipeline_status(), (0, 0));
 }

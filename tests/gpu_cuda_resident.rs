@@ -232,3 +232,30 @@ fn the_fused_scan_over_a_seeded_sweep_of_chains() {
         assert_bits(&y, &one, &format!("case {case} ({} calls)", cuts.len() + 1));
     }
 }
+
+/// The warp pipeline (a device opened with `pipeline_max_frames`): resident chains whose
+/// unit runs piped (cascades around a FIR: two runs) keep a stream of calls cut
+/// anywhere equal to one call bit for bit, and one call within the CPU's tolerance.
+#[test]
+fn the_warp_pipeline_keeps_a_stream_of_calls_equal_to_one_call() {
+    use ferrofx::gpu::cuda::CudaTuning;
+    if device().is_none() {
+        return;
+    }
+    let dev = CudaDevice::open_tuned(0, CudaTuning { pipeline_max_frames: 2048, ..CudaTuning::default() }).unwrap();
+    let mut rng = Rng::new(4350);
+    let designed = (Chain::from(Butterworth::highpass(30.0, 4)) | Biquad::peaking(1200.0, 1.0, 4.0) | Fir::lowpass(31, 12_000.0) | Chebyshev1::lowpass(9000.0, 8, 0.5)).design(48_000.0).unwrap();
+    for (rows, unit) in [(2usize, 1024usize), (3, 2048), (1, 64)] {
+        let frames = 3 * unit + 77;
+        let input = ferrofx_testkit::noise_channels(rows, frames, 90 + rows as u64, 1.0);
+        let mut resident = CudaResident::new(&dev, &designed, rows, unit).unwrap();
+        let one = run_split(&mut resident, &input, &[], false);
+        let e = rel_error(&one, &run_engine(&designed, &input, 4096, EngineOptions::default()));
+        println!("warp pipeline: {rows} rows, unit {unit}: {e:.2e} of the peak from the CPU");
+        assert!(e <= TIME_TOLERANCE, "unit {unit}: {e:.3e}");
+        resident.reset();
+        let cuts = random_cuts(&mut rng, frames, unit);
+        let y = run_split(&mut resident, &input, &cuts, true);
+        assert_bits(&y, &one, &format!("piped, unit {unit}, {} calls", cuts.len() + 1));
+    }
+}

@@ -100,6 +100,11 @@ pub struct TuningArgs {
     /// and copy by DMA straight from and into them, no pinned staging (off by default).
     #[arg(long, default_value = "off", value_parser = ["on", "off"], value_name = "on|off")]
     cuda_register_host: String,
+    /// CUDA: blocks up to this many frames run sequentially, each run of float32
+    /// cascades through the warp pipeline, one launch per 32 sections (the realtime
+    /// round trip's launches; 0: off, the default).
+    #[arg(long, default_value_t = ferrofx::backends::GpuTuning::default().cuda_pipeline_max_frames, value_name = "FRAMES")]
+    cuda_pipeline: usize,
 }
 
 impl TuningArgs {
@@ -123,11 +128,14 @@ impl TuningArgs {
         if t.cuda_register_host != d.cuda_register_host {
             out.push(format!("cuda_register_host={}", t.cuda_register_host));
         }
+        if t.cuda_pipeline_max_frames != d.cuda_pipeline_max_frames {
+            out.push(format!("cuda_pipeline_max_frames={}", t.cuda_pipeline_max_frames));
+        }
         out.join(", ")
     }
 
     pub fn tuning(&self) -> ferrofx::backends::GpuTuning {
-        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max, cuda_fused_sections: self.cuda_fused, wgpu_fused_sections: self.wgpu_fused, cuda_register_host: self.cuda_register_host == "on" }
+        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max, cuda_fused_sections: self.cuda_fused, wgpu_fused_sections: self.wgpu_fused, cuda_register_host: self.cuda_register_host == "on", cuda_pipeline_max_frames: self.cuda_pipeline }
     }
 }
 

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 /// The embedded PTX of each kernel file, per target architecture (sm_80 for compute
 /// capability 8.0 and newer, which the driver JIT-compiles for its GPU; sm_70 below).
-const PTX: [(&str, &str, &str); 6] = [
+const PTX: [(&str, &str, &str); 7] = [
     ("sos", include_str!("../../../kernels/ptx/sm_70/sos.ptx"), include_str!("../../../kernels/ptx/sm_80/sos.ptx")),
     ("sos64", include_str!("../../../kernels/ptx/sm_70/sos64.ptx"), include_str!("../../../kernels/ptx/sm_80/sos64.ptx")),
     ("fir", include_str!("../../../kernels/ptx/sm_70/fir.ptx"), include_str!("../../../kernels/ptx/sm_80/fir.ptx")),
     ("fft_fir", include_str!("../../../kernels/ptx/sm_70/fft_fir.ptx"), include_str!("../../../kernels/ptx/sm_80/fft_fir.ptx")),
     ("sos_fused", include_str!("../../../kernels/ptx/sm_70/sos_fused.ptx"), include_str!("../../../kernels/ptx/sm_80/sos_fused.ptx")),
+    ("sos_pipe", include_str!("../../../kernels/ptx/sm_70/sos_pipe.ptx"), include_str!("../../../kernels/ptx/sm_80/sos_pipe.ptx")),
     ("convert", include_str!("../../../kernels/ptx/sm_70/convert.ptx"), include_str!("../../../kernels/ptx/sm_80/convert.ptx")),
 ];
 
@@ -26,6 +27,7 @@ pub struct CudaDevice {
     pub(crate) sos_fused_ends: CudaFunction,
     pub(crate) sos_fused_carry: CudaFunction,
     pub(crate) sos_fused_run: CudaFunction,
+    pub(crate) sos_pipe: CudaFunction,
     pub(crate) sos64_channels: CudaFunction,
     pub(crate) sos64_scan: CudaFunction,
     pub(crate) sos64d_channels: CudaFunction,
@@ -105,6 +107,7 @@ impl CudaDevice {
             sos_fused_ends: load("sos_fused", "ferrofx_sos_fused_ends")?,
             sos_fused_carry: load("sos_fused", "ferrofx_sos_fused_carry")?,
             sos_fused_run: load("sos_fused", "ferrofx_sos_fused_run")?,
+            sos_pipe: load("sos_pipe", "ferrofx_sos_pipe")?,
             sos64_channels: load("sos64", "ferrofx_sos64_channels")?,
             sos64_scan: load("sos64", "ferrofx_sos64_scan")?,
             sos64d_channels: load("sos64", "ferrofx_sos64d_channels")?,

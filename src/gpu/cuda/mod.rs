@@ -72,11 +72,16 @@ pub struct CudaTuning {
     /// and into them, no pinned staging copy (off by default until a device has measured
     /// it: `--cuda-register-host on`).
     pub register_host: bool,
+    /// Blocks up to this many frames run sequentially, each run of consecutive float32
+    /// cascades through the warp pipeline (`kernels/sos_pipe.cu`: one launch per 32
+    /// sections instead of one per stage, the sequential kernel's bits; 0: off). Off by
+    /// default until a device has measured it (`--cuda-pipeline 4096`).
+    pub pipeline_max_frames: usize,
 }
 
 impl Default for CudaTuning {
     fn default() -> CudaTuning {
-        CudaTuning { sequential_max_frames: SEQUENTIAL_MAX_FRAMES, overlap: true, fused_sections: 0, register_host: false }
+        CudaTuning { sequential_max_frames: SEQUENTIAL_MAX_FRAMES, overlap: true, fused_sections: 0, register_host: false, pipeline_max_frames: 0 }
     }
 }
 /// FIRs up to this many taps run by direct convolution, longer ones by FFT (as on wgpu).

@@ -137,7 +137,7 @@ impl CudaChain {
     /// they changed.
     fn scan_tables_for(&mut self, frames: usize) -> Result<(usize, usize), CudaError> {
         let total = self.realizations.len();
-        let (chunks, chunk_len) = self.fixed_chunking.unwrap_or_else(|| chunking(frames, self.sequential_max));
+        let (chunks, chunk_len) = self.fixed_chunking.unwrap_or_else(|| chunking(frames, self.sequential_limit()));
         if chunks > 1 && chunk_len != self.table_chunk_len && total > 0 {
             // Every section's tables, in float64 too where a cascade runs in float64 (new
             // coefficients that change a precision clear `table_chunk_len`, so the tables
@@ -236,6 +236,7 @@ impl CudaChain {
             spec_b,
             n_max,
             fused,
+            pipe,
             ..
         } = self;
         let (channels, fir_len) = (*channels, *fir_len);
@@ -269,10 +270,19 @@ impl CudaChain {
             }
         }
         let mut state_base = 0usize;
+        // Stages before this one ran in a pipeline launch (sequential blocks only).
+        let mut piped_until = 0usize;
         for (index, plan) in plans.iter().enumerate() {
             match *plan {
+                Plan::Sos { count, .. } if index < piped_until => state_base += channels * count,
                 Plan::Sos { first, count, precision } => {
                     if count == 0 {
+                        continue;
+                    }
+                    if let Some(group) = pipe.group_at(index, if chunks == 1 { frames } else { usize::MAX }) {
+                        super::pipe::enqueue_pipe(dev, stream, pipe, group, frames, channels, work, sections, states)?;
+                        piped_until = group.stages.end;
+                        state_base += channels * count;
                         continue;
                     }
                     if fused_block && fused.runs(index) {

@@ -12,6 +12,7 @@
 mod fused;
 pub(super) mod launch;
 mod overlap;
+mod pipe;
 mod registered;
 pub(super) mod resident;
 pub use resident::{CudaResident, Sample};
@@ -109,6 +110,8 @@ pub struct CudaChain {
     /// The fused cascade scan (opt-in): which cascades run through it, its tables and
     /// scratch buffers.
     fused: fused::Fused,
+    /// The warp pipeline for short blocks (opt-in): its frame limit and lane table.
+    pipe: pipe::Pipe,
     /// Graphs captured, coefficient updates taken (for tests: see `graph_counts`).
     captures: usize,
     coefficient_updates: usize,
@@ -207,8 +210,10 @@ impl CudaChain {
         let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(staged) }?;
         let event = || dev.ctx.new_event(None);
         let fused = fused::Fused::off(&stream, plans.len())?;
+        let pipe = pipe::Pipe::off(&stream)?;
         let mut chain = CudaChain {
             fused,
+            pipe,
             copy_in: dev.stream()?,
             copy_out: dev.stream()?,
             uploaded: [event()?, event()?],
@@ -256,6 +261,9 @@ impl CudaChain {
         };
         if dev.tuning.fused_sections > 0 {
             chain.set_fused(dev.tuning.fused_sections)?;
+        }
+        if dev.tuning.pipeline_max_frames > 0 {
+            chain.set_pipeline(dev.tuning.pipeline_max_frames)?;
         }
         chain.stream.synchronize()?;
         Ok(chain)

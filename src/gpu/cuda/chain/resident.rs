@@ -98,7 +98,7 @@ impl CudaResident {
         // No host staging: the data never passes through host memory here.
         let mut chain = CudaChain::build(dev, chain, rows, unit_frames, false)?;
         let unit = chain.max_frames;
-        chain.fixed_chunking = Some(chunking(unit, chain.sequential_max));
+        chain.fixed_chunking = Some(chunking(unit, chain.sequential_limit()));
         // Resident calls run the kernels alone; the overlapped stream is not used.
         let stream = chain.stream.clone();
         let carry = stream.alloc_zeros::<f32>(rows * unit)?;

@@ -63,6 +63,8 @@ impl CudaChain {
         self.realizations = design.realizations;
         // The fused groups' tables follow too (and a cascade may leave or join them).
         self.refresh_fused()?;
+        // And the pipeline's lane table (a cascade may leave or join a run).
+        self.refresh_pipe()?;
         self.coefficient_updates += 1;
         Ok(())
     }
