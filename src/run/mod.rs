@@ -3,6 +3,7 @@
 //! - [`backend`]: the [`backend::Backend`] trait and the CPU backend (the GPU backends in
 //!   `src/gpu/` implement it; `src/backends.rs` lists them and chooses).
 //! - [`stream`]: the pipelined block loop over a backend (offline render, benchmarks).
+//! - [`blocks`]: the link's cost model that chooses a host-to-host GPU stream's block.
 //! - [`offload`]: the audio side of any accelerator: pipelined jobs through lock-free
 //!   rings, each carrying its filter state in and out, with an exact CPU fallback for
 //!   late jobs; a backend plugs in as an [`offload::Executor`].
@@ -11,6 +12,7 @@
 //!   policy (GPU or the router), one offload block of latency: what the plugin runs.
 
 pub mod backend;
+pub mod blocks;
 pub mod offload;
 pub mod realtime;
 pub mod router;

@@ -19,8 +19,6 @@ use std::time::Instant;
 
 const FS: f64 = 44_100.0;
 const RENDER_BLOCK: usize = 4096;
-/// Block size of the GPU's offline runs (large blocks are where the scan pays).
-const GPU_STREAM_BLOCK: usize = 65_536;
 
 /// Where a workload runs.
 #[derive(Clone, Copy)]
@@ -98,6 +96,11 @@ pub struct BenchArgs {
     /// blocks of up to 262,144 frames).
     #[arg(long, conflicts_with = "plugin")]
     block_frames: Option<usize>,
+    /// Engine workloads on a GPU backend: frames per block of the host-to-host stream
+    /// (default: chosen per cell from the link's cost, measured once per backend, as
+    /// `render` chooses it).
+    #[arg(long, conflicts_with = "plugin")]
+    gpu_block: Option<usize>,
     /// Engine workloads: timed runs per cell (their median is reported; default 7, 3 with
     /// --quick).
     #[arg(long, conflicts_with = "plugin")]
@@ -144,6 +147,8 @@ pub struct Measurement {
     /// For an offline workload on a GPU backend: the median host-to-host copy floor of
     /// the same bytes (`Backend::time_host_copy`: up and back, nothing computed).
     pub copy_floor_s: Option<f64>,
+    /// For an offline workload on a GPU backend: the stream's block length.
+    pub stream_block: Option<usize>,
 }
 
 impl Measurement {
@@ -176,9 +181,9 @@ fn time_stream(
     channels: usize,
     seconds: f64,
     runs: usize,
-    clock: Clock,
-    cpu_block: usize,
+    opts: &StreamOptions,
 ) -> Result<Measurement> {
+    let (clock, cpu_block) = (opts.clock, opts.cpu_block);
     let designed = chain.design(FS).expect("bench chains are valid");
     let frames = (seconds * FS) as usize;
     let input = noise(channels, frames, 42);
@@ -186,7 +191,11 @@ fn time_stream(
     let mut times = Vec::with_capacity(runs);
     let block = match runner {
         Runner::Cpu => cpu_block,
-        Runner::Gpu(_) => GPU_STREAM_BLOCK,
+        Runner::Gpu(backend) => match opts.gpu_block {
+            Some(b) => b.max(1),
+            // As `render` chooses it (measured before the timed runs).
+            None => ferrofx::backends::gpu_block(backend, &designed, channels, Some(frames as u64)).0,
+        },
     };
     for run in 0..=runs {
         // As the renderer's CPU backend builds it: offline, time segments as lanes.
@@ -200,7 +209,7 @@ fn time_stream(
         }
         let t0 = clock.now();
         if let Some(g) = gpu.as_mut() {
-            // Like `render --backend wgpu`: blocks of GPU_STREAM_BLOCK, two in flight.
+            // Like `render --backend wgpu`: blocks chosen by the link's cost, two in flight.
             let mut slices: Vec<&mut [f32]> = buf.iter_mut().map(|c| &mut c[..]).collect();
             g.process_pipelined(&mut slices)?;
         }
@@ -236,6 +245,7 @@ fn time_stream(
         min_s,
         block: None,
         copy_floor_s,
+        stream_block: matches!(runner, Runner::Gpu(_)).then_some(block),
     })
 }
 
@@ -282,6 +292,7 @@ fn time_blocks(runner: Runner, chain: &Chain, block: usize, seconds: f64, min_bl
         min_s: times[0],
         block: Some((block, p999, machine_p999)),
         copy_floor_s: None,
+        stream_block: None,
     })
 }
 
@@ -356,6 +367,9 @@ pub struct StreamOptions {
     pub clock: Clock,
     /// Frames per engine call on the CPU.
     pub cpu_block: usize,
+    /// Frames per block of a GPU's host-to-host stream, where given (else chosen per
+    /// cell from the chain's measured round trips, as `render` chooses it).
+    pub gpu_block: Option<usize>,
 }
 
 /// Every measurement of one workload.
@@ -374,7 +388,7 @@ pub fn run_workload(runner: Runner, w: Workload, opts: &StreamOptions) -> Result
         let mut out = Vec::new();
         for &ch in channels.iter().filter(|&&ch| wanted(ch)) {
             for s in durations(seconds) {
-                out.push(time_stream(runner, name, chain, ch, s, runs, opts.clock, opts.cpu_block)?);
+                out.push(time_stream(runner, name, chain, ch, s, runs, opts)?);
             }
         }
         Ok(out)
@@ -431,6 +445,9 @@ fn print(m: &Measurement, json_out: bool, tuning: &str) {
             v["median_budget_share"] = json!(m.median_s / budget);
             v["p999_budget_share"] = json!(p999 / budget);
         }
+        if let Some(b) = m.stream_block {
+            v["stream_block_frames"] = json!(b);
+        }
         if let Some(floor) = m.copy_floor_s {
             v["copy_floor_s"] = json!(floor);
             v["x_copy_floor"] = json!(m.median_s / floor);
@@ -468,6 +485,7 @@ fn print(m: &Measurement, json_out: bool, tuning: &str) {
             per_section,
             m.frames as f64 / FS / m.median_s,
             m.copy_floor_s.map_or(String::new(), |f| format!("  copy floor {f:.4} s ({:.2}x it)", m.median_s / f))
+                + &m.stream_block.map_or(String::new(), |b| format!("  blocks of {b}"))
         ),
     }
 }
@@ -528,6 +546,7 @@ fn run_inner(args: BenchArgs) -> Result<()> {
         runs: args.runs,
         clock: if args.cpu_time { Clock::ProcessCpu } else { Clock::Wall },
         cpu_block: args.block_frames.unwrap_or(RENDER_BLOCK).max(1),
+        gpu_block: args.gpu_block,
     };
     for b in &backends {
         let runner = match opened.iter().find(|(o, _)| o == b) {
@@ -539,8 +558,12 @@ fn run_inner(args: BenchArgs) -> Result<()> {
                 println!("cpu backend, single thread, {} ({})", std::env::consts::ARCH, ferrofx::simd_level())
             }
             Runner::Gpu(backend) => {
+                let blocks = match args.gpu_block {
+                    Some(b) => format!("blocks of {b} frames"),
+                    None => "blocks chosen per cell from the chain's measured round trips (as render chooses them)".to_string(),
+                };
                 let line = format!(
-                    "{} backend on {}; offline workloads in blocks of {GPU_STREAM_BLOCK} frames, realtime_block as one synchronous round trip per block",
+                    "{} backend on {}; offline workloads in {blocks}, realtime_block as one synchronous round trip per block",
                     backend.name(),
                     backend.describe().split_once(" on ").map_or("its device".to_string(), |(_, d)| d.to_string())
                 );
