@@ -4,8 +4,8 @@
  * produced at step t-1 (a shuffle up), lane 0's the block's sample t (from a batch of 32
  * samples the warp loaded together, a shuffle by index). The last lane's outputs are
  * gathered 32 at a time into the lanes' registers and stored together. So a block of
- * `frames` frames through S sections takes frames + S - 1 steps, one launch for the
- * whole run of sections, where the other kernels take one launch per stage.
+ * `frames` frames through S sections takes frames + S - 1 steps, where the sequential
+ * kernel takes S x frames (one thread per channel) and the scan three passes per section.
  *
  * Each section sees its samples in order through fx_sos_step, the sequential kernel's
  * arithmetic (sos_math.h), so the output and the end states equal the channel-parallel

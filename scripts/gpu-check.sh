@@ -62,8 +62,10 @@ if [ "$mode" = throughput ]; then
     # realtime blocks with the default kernels and with it.
     step gpu_cuda_pipeline 40 ./gpu_cuda pipeline --nocapture --test-threads=1 >> "$OUT/gpu_throughput.log" 2>&1
     step gpu_cuda_resident_pipeline 30 ./gpu_cuda_resident pipeline --nocapture --test-threads=1 >> "$OUT/gpu_throughput.log" 2>&1
-    step bench_realtime 40 ./xtask bench --backend cuda --workload realtime_block --json > "$OUT/bench_realtime.json" 2>> "$OUT/bench.err"
-    step bench_realtime_pipeline 40 ./xtask bench --backend cuda --workload realtime_block --cuda-pipeline 4096 --json > "$OUT/bench_realtime_pipeline.json" 2>> "$OUT/bench.err"
+    step gpu_wgpu_pipeline 40 ./gpu_wgpu pipeline --nocapture --test-threads=1 >> "$OUT/gpu_throughput.log" 2>&1
+    step gpu_resident_pipeline 30 ./gpu_resident pipeline --nocapture --test-threads=1 >> "$OUT/gpu_throughput.log" 2>&1
+    step bench_realtime 60 ./xtask bench --backend cuda --backend wgpu --workload realtime_block --json > "$OUT/bench_realtime.json" 2>> "$OUT/bench.err"
+    step bench_realtime_pipeline 60 ./xtask bench --backend cuda --backend wgpu --workload realtime_block --cuda-pipeline 4096 --wgpu-pipeline 4096 --json > "$OUT/bench_realtime_pipeline.json" 2>> "$OUT/bench.err"
     step bench_resident 80 ./xtask bench --resident --backend cuda --backend wgpu --runs 5 --json > "$OUT/bench_resident.json" 2>> "$OUT/bench.err"
     step bench_resident_fused 80 ./xtask bench --resident --backend cuda --backend wgpu --cuda-fused 8 --wgpu-fused 8 --runs 5 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
     step bench_cuda 90 ./xtask bench --backend cuda --duration-s 60 --runs 3 --json > "$OUT/bench_cuda.json" 2>> "$OUT/bench.err"

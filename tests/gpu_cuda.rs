@@ -12,7 +12,7 @@
 
 use ferrofx_testkit::retune::{assert_bits_equal, cpu_updated_at, jobs, retunable_chain};
 use ferrofx_testkit::engine::{chain_of, one_block_late, rel_error};
-use ferrofx::chain::{Biquad, Butterworth, Chain, Chebyshev1, Fir};
+use ferrofx::chain::{Biquad, Butterworth, Chebyshev1, Fir};
 use ferrofx::engine::Engine;
 use ferrofx::gpu::cuda::{context::driver_present, CudaBackend, CudaChain, CudaError};
 use ferrofx::run::backend::Backend;
@@ -422,14 +422,9 @@ fn a_device_tuned_for_the_fused_scan_builds_fused_chains() {
 #[test]
 fn the_warp_pipeline_equals_the_sequential_kernel_bit_for_bit() {
     let Some(b) = backend() else { return };
-    let mut bands = Chain::from(Biquad::highpass(25.0, std::f64::consts::FRAC_1_SQRT_2));
-    for i in 0..23 {
-        let f = 60.0 * (15_000.0f64 / 60.0).powf(i as f64 / 22.0);
-        bands.push(Biquad::peaking(f, 1.2, if i % 2 == 0 { -3.0 } else { 2.5 }));
-    }
     let blocks = [32usize, 64, 1, 100, 1024, 4096, 31, 3000, 512];
     let total: usize = blocks.iter().sum();
-    for (name, designed, launches) in [("24 bands", bands.design(48_000.0).unwrap(), 1usize), ("mixed chain", mixed_chain(48_000.0), 2)] {
+    for (name, designed, launches) in [("24 bands", ferrofx_testkit::engine::bands_chain(48_000.0, 24), 1usize), ("mixed chain", mixed_chain(48_000.0), 2)] {
         let input = ferrofx_testkit::noise_channels(2, total, 17, 0.8);
         let mut cpu = Engine::with_options(&designed, 2, 4096, OFFLOAD_ENGINE_OPTIONS);
         let mut want = input.clone();

@@ -269,3 +269,29 @@ fn the_fused_scan_over_a_seeded_sweep_of_chains() {
     println!("{fused} of {cascades} cascades ran fused");
     assert!(fused * 4 >= cascades * 3, "only {fused} of {cascades} cascades ran fused");
 }
+
+/// The pipeline shader (a context with `with_pipeline_frames`): resident chains whose
+/// unit runs piped (cascades around a FIR) keep a stream of calls cut anywhere equal to
+/// one call bit for bit, and one call within the CPU engine's tolerance.
+#[test]
+fn the_pipeline_shader_keeps_a_stream_of_calls_equal_to_one_call() {
+    let Some(ctx) = context() else { return };
+    let tuned = ctx.clone().with_pipeline_frames(2048);
+    let mut rng = Rng::new(4351);
+    let designed = (Chain::from(Butterworth::highpass(30.0, 4)) | Biquad::peaking(1200.0, 1.0, 4.0) | Fir::lowpass(31, 15_000.0) | Chebyshev1::lowpass(9000.0, 8, 0.5))
+        .design(48_000.0)
+        .unwrap();
+    for (rows, unit) in [(2usize, 1024usize), (3, 2048), (1, 64)] {
+        let frames = 3 * unit + 77;
+        let input = ferrofx_testkit::noise_channels(rows, frames, 90 + rows as u64, 1.0);
+        let mut resident = WgpuResident::new(&tuned, &designed, rows, unit).unwrap();
+        let one = run_split(&tuned, &mut resident, &input, &[], false);
+        let e = rel_error(&one, &run_engine(&designed, &input, 4096, EngineOptions::default()));
+        println!("pipeline shader: {rows} rows, unit {unit}: {e:.2e} of the peak from the CPU");
+        assert!(e <= TIME_TOLERANCE, "unit {unit}: {e:.3e}");
+        resident.reset();
+        let cuts = random_cuts(&mut rng, frames, unit);
+        let y = run_split(&tuned, &mut resident, &input, &cuts, true);
+        assert_bits(&y, &one, &format!("piped, unit {unit}, {} calls", cuts.len() + 1));
+    }
+}

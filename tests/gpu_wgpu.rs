@@ -412,3 +412,75 @@ fn a_context_tuned_for_the_fused_scan_builds_fused_chains() {
     println!("tuned context, prepared stream: {e:.2e} of the peak from the CPU");
     assert!(e <= TIME_TOLERANCE, "{e:.3e}");
 }
+
+/// The pipeline shader for short blocks (opt-in, `WgpuChain::set_pipeline`): 24 bands
+/// (one cascade of 24 sections after design: one dispatch, 24 invocations at work) and
+/// the mixed chain (cascades around a FIR: two dispatches) over blocks of 1 to 2,048
+/// frames, state carried, equal the sequential path with the same limit bit for bit
+/// (output and end state) and meet the CPU engine's tolerance; a limit past the shader's
+/// loop is refused, and on a software adapter one whose sequential loops would pass
+/// lavapipe's limit (24 sections x 4,096 frames).
+#[test]
+fn the_pipeline_shader_equals_the_sequential_path_bit_for_bit() {
+    let Some(ctx) = context() else { return };
+    for (name, designed, dispatches) in [("24 bands", ferrofx_testkit::engine::bands_chain(48_000.0, 24), 1usize), ("mixed chain", ferrofx_testkit::engine::mixed_chain(48_000.0, 255), 2)] {
+        let run = |pipe: bool, max: usize, blocks: &[usize], input: &[Vec<f32>]| {
+            let mut chain = WgpuChain::new(ctx, &designed, 2, max).unwrap();
+            if pipe {
+                chain.set_pipeline(max).unwrap();
+                assert_eq!(chain.pipeline_status(), (max, dispatches), "{name}");
+            } else {
+                chain.set_sequential_max(max);
+            }
+            let mut state = chain.new_state();
+            let mut got = vec![Vec::new(); 2];
+            let mut at = 0;
+            for &n in blocks {
+                let mut data: Vec<f32> = input.iter().flat_map(|c| c[at..at + n].iter().copied()).collect();
+                chain.process(&mut data, n, &mut state).unwrap();
+                for (ch, g) in got.iter_mut().enumerate() {
+                    g.extend_from_slice(&data[ch * n..(ch + 1) * n]);
+                }
+                at += n;
+            }
+            (got, state)
+        };
+        let blocks = [32usize, 64, 1, 100, 1024, 2048, 31, 2000, 512];
+        let total: usize = blocks.iter().sum();
+        let input = noise(2, total, 17);
+        let (piped, piped_state) = run(true, 2048, &blocks, &input);
+        let (sequential, sequential_state) = run(false, 2048, &blocks, &input);
+        for (ch, (a, s)) in piped.iter().zip(&sequential).enumerate() {
+            if let Some(n) = (0..total).find(|&n| a[n].to_bits() != s[n].to_bits()) {
+                panic!("{name}: channel {ch} differs first at {n}: {} against {}", a[n], s[n]);
+            }
+        }
+        assert_eq!(piped_state.sos, sequential_state.sos, "{name}: the end state");
+        let long = [2048usize, 1500, 1, 2048];
+        let input = noise(2, long.iter().sum(), 19);
+        let (piped, _) = run(true, 2048, &long, &input);
+        let e = rel_error(&piped, &run_engine(&designed, &input, 4096, EngineOptions::default()));
+        println!("pipeline shader, {name}: {e:.2e} of the peak from the CPU");
+        assert!(e <= TIME_TOLERANCE, "{name}: {e:.3e}");
+    }
+    let mut chain = WgpuChain::new(ctx, &ferrofx_testkit::engine::bands_chain(48_000.0, 24), 1, 64).unwrap();
+    let e = chain.set_pipeline(ferrofx::gpu::wgpu::WGPU_PIPE_MAX_FRAMES + 1).unwrap_err();
+    assert!(e.to_string().contains("(at most 32768 on wgpu)"), "{e}");
+    if ctx.report().is_cpu() {
+        let e = chain.set_pipeline(4096).unwrap_err();
+        assert!(e.to_string().contains("a cascade of 24 sections would loop 98304 times"), "{e}");
+    }
+}
+
+/// The tuning reaches the chains: a context with the pipeline on plans it for every
+/// chain it builds, and a resident chain whose unit runs piped keeps a stream of calls
+/// equal to one call bit for bit (`gpu_resident.rs` covers resident chains at large).
+#[test]
+fn a_context_tuned_for_the_pipeline_builds_piped_chains() {
+    let Some(ctx) = context() else { return };
+    let tuned = ctx.clone().with_pipeline_frames(2048);
+    let designed = ferrofx_testkit::engine::mixed_chain(48_000.0, 255);
+    assert_eq!(WgpuChain::new(&tuned, &designed, 2, 4096).unwrap().pipeline_status(), (2048, 2));
+    assert_eq!(WgpuChain::new(ctx, &designed, 2, 4096).unwrap().pipeline_status(), (0, 0));
+}
+

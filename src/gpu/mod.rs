@@ -46,14 +46,17 @@ pub struct GpuTuning {
     /// skip the pinned staging copies (`false`, the default: not yet measured).
     pub cuda_register_host: bool,
     /// CUDA: blocks up to this many frames run sequentially, runs of float32 cascades
-    /// through the warp pipeline (one launch per 32 sections; 0, the default: off, not
+    /// through the warp pipeline (their sections at once, a lane each; 0, the default: off, not
     /// yet measured on a device).
     pub cuda_pipeline_max_frames: usize,
+    /// wgpu: the same (`shaders/sos_pipe.wgsl`; at most 32,768 frames; 0, the default:
+    /// off).
+    pub wgpu_pipeline_max_frames: usize,
 }
 
 impl Default for GpuTuning {
     fn default() -> GpuTuning {
-        GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64, cuda_fused_sections: 0, wgpu_fused_sections: 0, cuda_register_host: false, cuda_pipeline_max_frames: 0 }
+        GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64, cuda_fused_sections: 0, wgpu_fused_sections: 0, cuda_register_host: false, cuda_pipeline_max_frames: 0, wgpu_pipeline_max_frames: 0 }
     }
 }
 

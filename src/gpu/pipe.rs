@@ -1,11 +1,14 @@
-//! The warp pipeline's plan (CUDA's kernel for short blocks, `kernels/sos_pipe.cu`):
-//! which sections run in which launch. A run of consecutive float32 cascades (the
-//! realtime plugin's bells, one stage each) takes one launch per [`PIPE_LANES`] sections
-//! instead of one per stage: one warp per channel, lane `s` running section `s` one
-//! sample behind lane `s - 1`. Each section still sees its samples in order through the
-//! sequential kernel's arithmetic, so the output and the states are the sequential
-//! kernel's bit for bit (kernel-host tests); only blocks the backend runs sequentially
-//! (one chunk) take it.
+//! The pipeline's plan (the GPU kernels for short blocks, CUDA's `kernels/sos_pipe.cu`
+//! and wgpu's `shaders/sos_pipe.wgsl`): which sections run in which launch. The default
+//! kernels run a cascade's sections one after another over the block (sequentially: one
+//! thread per channel, sections x frames steps; or the scan: three passes per section
+//! with block-wide barriers). The pipeline runs them at the same time: one warp (one
+//! workgroup of 32) per channel, lane `s` filtering section `s` one sample behind lane
+//! `s - 1`, so a block takes frames + sections - 1 steps; runs of consecutive float32
+//! cascades share a launch, up to [`PIPE_LANES`] sections each. Each section still sees
+//! its samples in order through the sequential kernel's arithmetic, so the output and
+//! the states are the sequential kernel's bit for bit (kernel-host tests, lavapipe);
+//! only blocks the backend runs sequentially (one chunk) take it.
 //!
 //! Pure bookkeeping, no device code: the lane table the kernel reads (each lane's section
 //! and state index) and the launches per group of stages.

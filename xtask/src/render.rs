@@ -103,10 +103,13 @@ pub struct TuningArgs {
     #[arg(long, default_value = "off", value_parser = ["on", "off"], value_name = "on|off")]
     cuda_register_host: String,
     /// CUDA: blocks up to this many frames run sequentially, each run of float32
-    /// cascades through the warp pipeline, one launch per 32 sections (the realtime
-    /// round trip's launches; 0: off, the default).
+    /// cascades through the warp pipeline, their sections at once, a lane each (the
+    /// realtime round trip's kernel time; 0: off, the default).
     #[arg(long, default_value_t = ferrofx::backends::GpuTuning::default().cuda_pipeline_max_frames, value_name = "FRAMES")]
     cuda_pipeline: usize,
+    /// wgpu: the same (shaders/sos_pipe.wgsl; at most 32,768; 0: off, the default).
+    #[arg(long, default_value_t = ferrofx::backends::GpuTuning::default().wgpu_pipeline_max_frames, value_name = "FRAMES")]
+    wgpu_pipeline: usize,
 }
 
 impl TuningArgs {
@@ -133,11 +136,14 @@ impl TuningArgs {
         if t.cuda_pipeline_max_frames != d.cuda_pipeline_max_frames {
             out.push(format!("cuda_pipeline_max_frames={}", t.cuda_pipeline_max_frames));
         }
+        if t.wgpu_pipeline_max_frames != d.wgpu_pipeline_max_frames {
+            out.push(format!("wgpu_pipeline_max_frames={}", t.wgpu_pipeline_max_frames));
+        }
         out.join(", ")
     }
 
     pub fn tuning(&self) -> ferrofx::backends::GpuTuning {
-        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max, cuda_fused_sections: self.cuda_fused, wgpu_fused_sections: self.wgpu_fused, cuda_register_host: self.cuda_register_host == "on", cuda_pipeline_max_frames: self.cuda_pipeline }
+        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max, cuda_fused_sections: self.cuda_fused, wgpu_fused_sections: self.wgpu_fused, cuda_register_host: self.cuda_register_host == "on", cuda_pipeline_max_frames: self.cuda_pipeline, wgpu_pipeline_max_frames: self.wgpu_pipeline }
     }
 }
 

@@ -1,6 +1,6 @@
 //! The warp pipeline (`kernels/sos_pipe.cu`), compiled for the host and run lane by lane
 //! in lockstep, against the sequential kernel it stands in for (`ferrofx_sos_channels`,
-//! one launch per stage) bit for bit: output and end states, over seeded random chains
+//! stage by stage) bit for bit: output and end states, over seeded random chains
 //! of every IIR family and cookbook bells, runs of 1 to 70 sections (one launch, or
 //! several of up to 32 lanes), blocks of 1 to 4,100 frames (around the 32-sample batches
 //! and the lanes' lag), several channels, random start states, two blocks in a row;

@@ -118,6 +118,19 @@ pub fn mixed_chain(fs: f64, fir_taps: usize) -> DesignedChain {
         .expect("the mixed chain designs")
 }
 
+/// A plugin-like chain at `fs`: a 25 Hz cookbook highpass and `bands - 1` cookbook bells
+/// from 60 Hz to 15 kHz, alternating -3 and +2.5 dB: `bands` one-section stages.
+pub fn bands_chain(fs: f64, bands: usize) -> DesignedChain {
+    use ferrofx::chain::Biquad;
+    let mut chain = Chain::from(Biquad::highpass(25.0, std::f64::consts::FRAC_1_SQRT_2));
+    let n = bands.saturating_sub(1);
+    for i in 0..n {
+        let f = 60.0 * (15_000.0f64 / 60.0).powf(i as f64 / (n.max(2) - 1) as f64);
+        chain.push(Biquad::peaking(f, 1.2, if i % 2 == 0 { -3.0 } else { 2.5 }));
+    }
+    chain.design(fs).expect("the bands chain designs")
+}
+
 /// One channel through the given FIR `taps` at `fs` (the core engine in one block).
 pub fn fir_output(taps: &[f64], fs: f64, x: &[f32]) -> Vec<f32> {
     let chain = Chain::from(ferrofx::chain::Fir::coefficients(taps.to_vec()));

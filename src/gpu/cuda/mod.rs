@@ -73,8 +73,8 @@ pub struct CudaTuning {
     /// it: `--cuda-register-host on`).
     pub register_host: bool,
     /// Blocks up to this many frames run sequentially, each run of consecutive float32
-    /// cascades through the warp pipeline (`kernels/sos_pipe.cu`: one launch per 32
-    /// sections instead of one per stage, the sequential kernel's bits; 0: off). Off by
+    /// cascades through the warp pipeline (`kernels/sos_pipe.cu`: the sections at once,
+    /// a lane each, frames + sections - 1 steps; the sequential kernel's bits; 0: off). Off by
     /// default until a device has measured it (`--cuda-pipeline 4096`).
     pub pipeline_max_frames: usize,
 }

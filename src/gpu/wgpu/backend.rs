@@ -25,7 +25,7 @@ impl WgpuBackend {
 /// Opens the best adapter (the wgpu entry of the list in `src/backends.rs`).
 pub fn open_backend(tuning: &crate::gpu::GpuTuning) -> Result<Arc<dyn Backend>, String> {
     WgpuContext::new()
-        .map(|ctx| Arc::new(WgpuBackend::new(ctx.with_fused_sections(tuning.wgpu_fused_sections))) as Arc<dyn Backend>)
+        .map(|ctx| Arc::new(WgpuBackend::new(ctx.with_fused_sections(tuning.wgpu_fused_sections).with_pipeline_frames(tuning.wgpu_pipeline_max_frames))) as Arc<dyn Backend>)
         .map_err(|e| e.to_string())
 }
 

@@ -46,6 +46,9 @@ pub struct WgpuContext {
     /// Chains built on this context run float32 cascades through the fused scan in
     /// groups of up to this many sections (0: off; [`crate::gpu::GpuTuning`]).
     fused_sections: usize,
+    /// Chains built on this context run blocks up to this many frames through the
+    /// pipeline shader (0: off; [`crate::gpu::GpuTuning`]).
+    pipeline_frames: usize,
     /// Serialises submissions and polls of every user of this device: wgpu-core 30 trips
     /// an internal assertion ("current submission index should be at least the wait
     /// submission index") when one thread submits while another polls. GPU work of
@@ -112,7 +115,7 @@ impl WgpuContext {
             let lost = lost.clone();
             device.set_device_lost_callback(move |_, _| lost.store(true, Ordering::Release));
         }
-        Ok(WgpuContext { device, queue, report, limits, lost, float64, fused_sections: 0, gate: Arc::new(Mutex::new(())), shared: Arc::new(OnceLock::new()) })
+        Ok(WgpuContext { device, queue, report, limits, lost, float64, fused_sections: 0, pipeline_frames: 0, gate: Arc::new(Mutex::new(())), shared: Arc::new(OnceLock::new()) })
     }
 
     pub fn report(&self) -> &AdapterReport {
@@ -124,6 +127,18 @@ impl WgpuContext {
     pub fn with_fused_sections(mut self, sections: usize) -> WgpuContext {
         self.fused_sections = sections;
         self
+    }
+
+    /// This context with chains built on it running blocks of up to `frames` frames
+    /// through the pipeline shader (0: off), as [`super::WgpuChain::set_pipeline`].
+    pub fn with_pipeline_frames(mut self, frames: usize) -> WgpuContext {
+        self.pipeline_frames = frames;
+        self
+    }
+
+    /// The pipeline limit chains built here take (0: off).
+    pub fn pipeline_frames(&self) -> usize {
+        self.pipeline_frames
     }
 
     /// The fused scan's group size chains built here take (0: off).

@@ -29,6 +29,8 @@ mod chain;
 mod context;
 mod executor;
 mod fused;
+mod pipe;
+pub use pipe::WGPU_PIPE_MAX_FRAMES;
 mod fir;
 mod pipelines;
 mod resident;
@@ -48,6 +50,7 @@ const SOS_WGSL: &str = concat!(include_str!("../../../shaders/sos_f32.wgsl"), in
 const SOS64_WGSL: &str = concat!(include_str!("../../../shaders/sos_f64.wgsl"), include_str!("../../../shaders/sos.wgsl"));
 // Both FIR shaders read their input through `input_at` (shaders/fir_input.wgsl).
 const FUSED_WGSL: &str = include_str!("../../../shaders/sos_fused.wgsl");
+const PIPE_WGSL: &str = include_str!("../../../shaders/sos_pipe.wgsl");
 const FIR_WGSL: &str = concat!(include_str!("../../../shaders/fir.wgsl"), include_str!("../../../shaders/fir_input.wgsl"));
 const FFT_WGSL: &str = concat!(include_str!("../../../shaders/fft_fir.wgsl"), include_str!("../../../shaders/fir_input.wgsl"));
 

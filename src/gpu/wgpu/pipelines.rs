@@ -2,7 +2,7 @@
 //! [`super::WgpuChain`] on it (a chain swap only builds buffers and bind groups). The FFT
 //! pipelines are built the first time a chain has a long FIR.
 
-use super::{FFT_WGSL, FIR_WGSL, FUSED_WGSL, SOS64_WGSL, SOS_WGSL};
+use super::{FFT_WGSL, FIR_WGSL, FUSED_WGSL, PIPE_WGSL, SOS64_WGSL, SOS_WGSL};
 use std::sync::OnceLock;
 
 /// The SOS and direct-FIR pipelines with their layouts.
@@ -15,6 +15,14 @@ pub struct Pipelines {
     fft: OnceLock<FftPipelines>,
     sos64: OnceLock<Sos64Pipeline>,
     fused: OnceLock<FusedPipelines>,
+    pipe: OnceLock<PipePipeline>,
+}
+
+/// The pipeline shader for short blocks (`shaders/sos_pipe.wgsl`) and its layout: built
+/// the first time a chain takes it.
+pub struct PipePipeline {
+    pub layout: wgpu::BindGroupLayout,
+    pub pipeline: wgpu::ComputePipeline,
 }
 
 /// The fused cascade scan's three pipelines (`shaders/sos_fused.wgsl`) and their layout:
@@ -106,7 +114,7 @@ impl Pipelines {
         let sos = pipeline(device, SOS_WGSL, &sos_layout, "main");
         let fir = pipeline(device, FIR_WGSL, &fir_layout, "main");
         let hist = pipeline(device, FIR_WGSL, &fir_layout, "history_main");
-        Pipelines { sos_layout, fir_layout, sos, fir, hist, fft: OnceLock::new(), sos64: OnceLock::new(), fused: OnceLock::new() }
+        Pipelines { sos_layout, fir_layout, sos, fir, hist, fft: OnceLock::new(), sos64: OnceLock::new(), fused: OnceLock::new(), pipe: OnceLock::new() }
     }
 
     /// The float64 SOS pipeline, built on first use (the device must have `SHADER_F64`).
@@ -144,6 +152,15 @@ impl Pipelines {
                 run: pipeline(device, FUSED_WGSL, &layout, "run_main"),
                 layout,
             }
+        })
+    }
+
+    /// The pipeline shader, built on first use.
+    pub fn pipe(&self, device: &wgpu::Device) -> &PipePipeline {
+        self.pipe.get_or_init(|| {
+            let entries = [uniform_entry(false), storage_entry(1, false), storage_entry(2, true), storage_entry(3, true), storage_entry(4, false)];
+            let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("pipe"), entries: &entries });
+            PipePipeline { pipeline: pipeline(device, PIPE_WGSL, &layout, "main"), layout }
         })
     }
 

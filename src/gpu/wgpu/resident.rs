@@ -50,7 +50,7 @@ impl WgpuResident {
         }
         let chain = WgpuChain::new(ctx, chain, rows, unit_frames)?;
         let unit = chain.max_frames();
-        let chunks = chunking(unit, chain.sequential_max);
+        let chunks = chunking(unit, chain.sequential_limit());
         let device = &ctx.device;
         use wgpu::BufferUsages as U;
         let buffer = |label: &str, size: u64| {

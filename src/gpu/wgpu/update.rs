@@ -42,6 +42,8 @@ impl WgpuChain {
         }
         self.forms = design.stages;
         self.realizations = design.realizations;
+        // The pipeline's plan follows (a cascade may leave or join a run).
+        self.refresh_pipe();
         // The fused groups' tables and choice follow (a cascade may leave or join them).
         self.refresh_fused()
     }

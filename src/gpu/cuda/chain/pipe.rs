@@ -1,8 +1,10 @@
 //! The warp pipeline on a chain (opt-in: [`crate::gpu::cuda::CudaTuning`]'s
 //! `pipeline_max_frames`, or [`CudaChain::set_pipeline`]): blocks up to that many frames
 //! run sequentially, and each run of consecutive float32 cascades takes one launch of
-//! `kernels/sos_pipe.cu` per 32 sections instead of one launch per stage (the realtime
-//! round trip's fixed cost: 24 bells were 24 launches). The pipeline gives the
+//! `kernels/sos_pipe.cu` per 32 sections, which runs its sections at the same time (a
+//! lane each, frames + sections - 1 steps) where the sequential kernel runs them one
+//! after another (sections x frames steps) and the scan passes over the block three
+//! times per section (the realtime round trip's kernel time). The pipeline gives the
 //! sequential kernel's bits (kernel-host tests), so a job's output does not depend on
 //! whether it ran; only which blocks run sequentially does, and that is the option's
 //! frame limit (at least the device's `sequential_max_frames`).

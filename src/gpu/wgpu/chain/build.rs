@@ -16,7 +16,7 @@ use wgpu::BufferUsages as U;
 /// SOS shaders' sample loops run `sections x samples per invocation` times (measured here:
 /// 4 sections x 16,384 samples sequential came out wrong from sample 16,368 on; 12 x 4,096
 /// right, 12 x 8,192 wrong).
-const SOFTWARE_LOOP_LIMIT: usize = 65_535;
+pub(in crate::gpu::wgpu) const SOFTWARE_LOOP_LIMIT: usize = 65_535;
 
 /// On a software adapter, refuses a chain whose SOS sample loops would pass
 /// [`SOFTWARE_LOOP_LIMIT`] for blocks up to `max_frames` (the sequential path's whole
@@ -193,9 +193,14 @@ impl WgpuChain {
             state_required: false,
             fused: None,
             fused_group_max: 0,
+            pipe: None,
+            pipe_max_frames: 0,
         };
         if ctx.fused_sections() > 0 {
             chain.set_fused(ctx.fused_sections())?;
+        }
+        if ctx.pipeline_frames() > 0 {
+            chain.set_pipeline(ctx.pipeline_frames())?;
         }
         Ok(chain)
     }

@@ -74,7 +74,7 @@ impl WgpuChain {
         }
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("job") });
         let block_bytes = (channels * frames * 4) as u64;
-        self.encode_stages(&mut encoder, frames, chunking(frames, self.sequential_max));
+        self.encode_stages(&mut encoder, frames, chunking(frames, self.sequential_limit()));
         let readback = &self.readback[slot];
         encoder.copy_buffer_to_buffer(&self.work, 0, readback, 0, block_bytes);
         if read_state {
@@ -139,11 +139,23 @@ impl WgpuChain {
             };
             queue.write_buffer(&self.params, i as u64 * PARAM_SLOT, bytemuck::cast_slice(&words));
         }
+        if let Some(pipe) = self.pipe.as_ref().filter(|_| chunks == 1) {
+            pipe.write_params(&queue, frames);
+        }
         let block_bytes = (channels * frames * 4) as u64;
+        // Stages before this one ran in a pipeline dispatch (sequential blocks only).
+        let mut piped_until = 0usize;
         for (i, stage) in self.stages.iter().enumerate() {
             match stage {
+                StagePlan::Sos { .. } if i < piped_until => {}
                 StagePlan::Sos { count, bind, bind64, precision, .. } => {
                     if *count == 0 {
+                        continue;
+                    }
+                    if let Some((pipe, group)) = self.pipe.as_ref().and_then(|p| p.group_at(i, chunks, frames).map(|g| (p, g))) {
+                        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("sos pipe"), timestamp_writes: None });
+                        pipe.encode(&mut pass, &self.ctx.pipelines().pipe(&self.ctx.device).pipeline, group, channels);
+                        piped_until = group.stages.end;
                         continue;
                     }
                     if let Some(f) = self.fused.as_ref().filter(|f| fused_block && f.runs(i)) {

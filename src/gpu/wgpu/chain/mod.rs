@@ -8,6 +8,7 @@
 //! in float32 or float64).
 
 mod build;
+pub(in crate::gpu::wgpu) use build::SOFTWARE_LOOP_LIMIT;
 mod job;
 mod state;
 
@@ -96,6 +97,10 @@ pub struct WgpuChain {
     /// group size asked for (0: off).
     pub(in crate::gpu::wgpu) fused: Option<super::fused::WgpuFused>,
     pub(in crate::gpu::wgpu) fused_group_max: usize,
+    /// The pipeline for short blocks (opt-in), where some cascade runs through it, and
+    /// the frame limit asked for (0: off).
+    pub(in crate::gpu::wgpu) pipe: Option<super::pipe::WgpuPipe>,
+    pub(in crate::gpu::wgpu) pipe_max_frames: usize,
 }
 
 impl WgpuChain {
