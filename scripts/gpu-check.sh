@@ -71,6 +71,8 @@ if [ "$mode" = throughput ]; then
     step bench_cuda 90 ./xtask bench --backend cuda --duration-s 60 --runs 3 --json > "$OUT/bench_cuda.json" 2>> "$OUT/bench.err"
     step bench_cuda_fused 90 ./xtask bench --backend cuda --cuda-fused 8 --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_fused.json" 2>> "$OUT/bench.err"
     step bench_cuda_registered 90 ./xtask bench --backend cuda --cuda-register-host on --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_registered.json" 2>> "$OUT/bench.err"
+    # The staging slots write-combined, as before 2026-11-28 (bench_cuda.json: cached).
+    step bench_cuda_staging_wc 90 ./xtask bench --backend cuda --cuda-staging-wc on --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_staging_wc.json" 2>> "$OUT/bench.err"
     # The host-to-host blocks chosen by the cost model (bench_cuda.json) against the
     # fixed 65,536 frames they replaced.
     step bench_cuda_fixed_block 90 ./xtask bench --backend cuda --gpu-block 65536 --duration-s 60 --runs 3 --json > "$OUT/bench_cuda_fixed_block.json" 2>> "$OUT/bench.err"

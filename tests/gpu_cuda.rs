@@ -483,3 +483,26 @@ fn a_device_tuned_for_the_pipeline_builds_piped_chains() {
     let plain = CudaChain::new(backend().unwrap().device(), &designed, 2, 4096).unwrap();
     assert_eq!(plain.pipeline_status(), (0, 0));
 }
+
+/// Staging memory (`CudaTuning::staging_write_combined`): chains on a device with
+/// write-combined slots (as before 2026-11-28) and with cached ones (the default) give
+/// the same bits, jobs and overlapped streams alike; only the speed may differ.
+#[test]
+fn write_combined_and_cached_staging_give_the_same_bits() {
+    use ferrofx::gpu::cuda::{CudaDevice, CudaTuning};
+    let Some(b) = backend() else { return };
+    let wc = CudaDevice::open_tuned(0, CudaTuning { staging_write_combined: true, ..CudaTuning::default() }).unwrap();
+    let designed = mixed_chain(48_000.0);
+    let input = ferrofx_testkit::noise_channels(2, 200_000, 41, 0.8);
+    let run = |dev: &std::sync::Arc<CudaDevice>| {
+        let mut chain = CudaChain::new(dev, &designed, 2, 65_536).unwrap();
+        let mut state = chain.new_state();
+        let mut rows = input.clone();
+        let mut s: Vec<&mut [f32]> = rows.iter_mut().map(|c| &mut c[..]).collect();
+        chain.process_slices(&mut s, &mut state).unwrap();
+        let mut block: Vec<f32> = input.iter().flat_map(|c| c[..4096].iter().copied()).collect();
+        chain.process(&mut block, 4096, &mut state).unwrap();
+        (rows, block, state.sos)
+    };
+    assert!(run(&wc) == run(b.device()), "write-combined staging changed the output");
+}

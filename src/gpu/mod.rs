@@ -52,11 +52,14 @@ pub struct GpuTuning {
     /// wgpu: the same (`shaders/sos_pipe.wgsl`; at most 32,768 frames; 0, the default:
     /// off).
     pub wgpu_pipeline_max_frames: usize,
+    /// CUDA: the chains' pinned staging slots are write-combined (`false`, the default:
+    /// cached, as host-read memory should be; not yet measured against each other).
+    pub cuda_staging_write_combined: bool,
 }
 
 impl Default for GpuTuning {
     fn default() -> GpuTuning {
-        GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64, cuda_fused_sections: 0, wgpu_fused_sections: 0, cuda_register_host: false, cuda_pipeline_max_frames: 0, wgpu_pipeline_max_frames: 0 }
+        GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64, cuda_fused_sections: 0, wgpu_fused_sections: 0, cuda_register_host: false, cuda_pipeline_max_frames: 0, wgpu_pipeline_max_frames: 0, cuda_staging_write_combined: false }
     }
 }
 

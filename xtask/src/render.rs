@@ -110,6 +110,10 @@ pub struct TuningArgs {
     /// wgpu: the same (shaders/sos_pipe.wgsl; at most 32,768; 0: off, the default).
     #[arg(long, default_value_t = ferrofx::backends::GpuTuning::default().wgpu_pipeline_max_frames, value_name = "FRAMES")]
     wgpu_pipeline: usize,
+    /// CUDA: the pinned staging slots write-combined (`on`: as before 2026-11-28; `off`,
+    /// the default: cached, which the host reads back faster).
+    #[arg(long, default_value = "off", value_parser = ["on", "off"], value_name = "on|off")]
+    cuda_staging_wc: String,
 }
 
 impl TuningArgs {
@@ -139,11 +143,14 @@ impl TuningArgs {
         if t.wgpu_pipeline_max_frames != d.wgpu_pipeline_max_frames {
             out.push(format!("wgpu_pipeline_max_frames={}", t.wgpu_pipeline_max_frames));
         }
+        if t.cuda_staging_write_combined != d.cuda_staging_write_combined {
+            out.push(format!("cuda_staging_write_combined={}", t.cuda_staging_write_combined));
+        }
         out.join(", ")
     }
 
     pub fn tuning(&self) -> ferrofx::backends::GpuTuning {
-        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max, cuda_fused_sections: self.cuda_fused, wgpu_fused_sections: self.wgpu_fused, cuda_register_host: self.cuda_register_host == "on", cuda_pipeline_max_frames: self.cuda_pipeline, wgpu_pipeline_max_frames: self.wgpu_pipeline }
+        ferrofx::backends::GpuTuning { cuda_overlap: self.cuda_overlap == "on", cuda_sequential_max_frames: self.cuda_sequential_max, cuda_fused_sections: self.cuda_fused, wgpu_fused_sections: self.wgpu_fused, cuda_register_host: self.cuda_register_host == "on", cuda_pipeline_max_frames: self.cuda_pipeline, wgpu_pipeline_max_frames: self.wgpu_pipeline, cuda_staging_write_combined: self.cuda_staging_wc == "on" }
     }
 }
 

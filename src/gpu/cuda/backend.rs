@@ -31,7 +31,7 @@ impl CudaBackend {
 /// Opens the first CUDA device (the cuda entry of the list in `src/backends.rs`) with the
 /// tuning's CUDA fields.
 pub fn open_backend(tuning: &crate::gpu::GpuTuning) -> Result<Arc<dyn Backend>, String> {
-    let tuning = super::CudaTuning { sequential_max_frames: tuning.cuda_sequential_max_frames, overlap: tuning.cuda_overlap, fused_sections: tuning.cuda_fused_sections, register_host: tuning.cuda_register_host, pipeline_max_frames: tuning.cuda_pipeline_max_frames };
+    let tuning = super::CudaTuning { sequential_max_frames: tuning.cuda_sequential_max_frames, overlap: tuning.cuda_overlap, fused_sections: tuning.cuda_fused_sections, register_host: tuning.cuda_register_host, pipeline_max_frames: tuning.cuda_pipeline_max_frames, staging_write_combined: tuning.cuda_staging_write_combined };
     CudaBackend::open_tuned(tuning).map(|b| Arc::new(b) as Arc<dyn Backend>).map_err(|e| e.to_string())
 }
 

@@ -77,11 +77,18 @@ pub struct CudaTuning {
     /// a lane each, frames + sections - 1 steps; the sequential kernel's bits; 0: off). Off by
     /// default until a device has measured it (`--cuda-pipeline 4096`).
     pub pipeline_max_frames: usize,
+    /// The chains' pinned staging slots are write-combined host memory (faster for the
+    /// device to read, uncached for the host, which reads every block back out of
+    /// them). Off by default: cached pinned memory, which NVIDIA's guide recommends for
+    /// memory the host reads; the write-combined slots were the chains' until
+    /// 2026-11-28, and both are timed by `gpu-check.sh throughput`
+    /// (`--cuda-staging-wc on`).
+    pub staging_write_combined: bool,
 }
 
 impl Default for CudaTuning {
     fn default() -> CudaTuning {
-        CudaTuning { sequential_max_frames: SEQUENTIAL_MAX_FRAMES, overlap: true, fused_sections: 0, register_host: false, pipeline_max_frames: 0 }
+        CudaTuning { sequential_max_frames: SEQUENTIAL_MAX_FRAMES, overlap: true, fused_sections: 0, register_host: false, pipeline_max_frames: 0, staging_write_combined: false }
     }
 }
 /// FIRs up to this many taps run by direct convolution, longer ones by FFT (as on wgpu).

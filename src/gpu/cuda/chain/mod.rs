@@ -206,8 +206,13 @@ impl CudaChain {
         // stages one block and reads another back while the device runs a third (one
         // element, never touched, without staging). The host reads or writes a slot only
         // while no copy that uses it is in flight: a slot's job is synchronised before the
-        // slot is read back or reused (`process`, `process_slices`).
-        let pinned = unsafe { dev.ctx.alloc_pinned::<f32>(staged) }?;
+        // slot is read back or reused (`process`, `process_slices`). Cached memory by
+        // default: the host reads every block back out of it, and reading
+        // write-combined memory from the CPU is uncached (NVIDIA's best-practices guide:
+        // "prohibitively slow"); `CudaTuning::staging_write_combined` gives the
+        // write-combined memory the chain used before (cudarc's `alloc_pinned`), to time both.
+        let flags = if dev.tuning.staging_write_combined { cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED } else { 0 };
+        let pinned = unsafe { dev.ctx.alloc_pinned_with_flags::<f32>(staged, flags) }?;
         let event = || dev.ctx.new_event(None);
         let fused = fused::Fused::off(&stream, plans.len())?;
         let pipe = pipe::Pipe::off(&stream)?;
