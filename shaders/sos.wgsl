@@ -1,7 +1,8 @@
 // SOS cascade over one block, one workgroup per channel (FerroFX, src/gpu/wgpu/chain.rs).
 // This body is shared by both precisions: it is compiled after sos_f32.wgsl or
 // sos_f64.wgsl, which name the float type `T` and say where the cascade's samples live
-// (`load`, `store`, and `stage_in`/`stage_out` around the sections).
+// (`load`, `store`, and `stage_in`/`stage_out` around the sections), and sos_step.wgsl
+// (the section record and its per-sample arithmetic).
 //
 // Each section runs in the delta state-space form of src/gpu/realize.rs:
 //   y = c.s + d*x;   s <- s + (A - I) s + b*x
@@ -18,12 +19,6 @@
 // Chunks are the same for every section, so an invocation only ever reads samples it
 // wrote itself: the sample buffers need no barrier, only the shared end states do.
 // The CPU model is src/gpu/realize.rs's run_cascade::<T>.
-
-struct Section {
-    delta: vec4<T>, // A - I, row-major
-    bc: vec4<T>,    // b0, b1, c0, c1
-    d: vec4<T>,     // d, unused x3
-}
 
 struct Params {
     frames: u32,     // samples per channel in this job
@@ -45,19 +40,6 @@ const STEPS: u32 = 8u;
 @group(0) @binding(4) var<storage, read_write> states: array<vec2<T>>;
 
 var<workgroup> ends: array<vec2<T>, 256>;
-
-fn advance(m: vec4<T>, v: vec2<T>) -> vec2<T> {
-    return v + vec2<T>(fma(m.x, v.x, m.y * v.y), fma(m.z, v.x, m.w * v.y));
-}
-
-fn next_state(sec: Section, s: vec2<T>, x: T) -> vec2<T> {
-    return s + vec2<T>(fma(sec.delta.x, s.x, fma(sec.delta.y, s.y, sec.bc.x * x)),
-                       fma(sec.delta.z, s.x, fma(sec.delta.w, s.y, sec.bc.y * x)));
-}
-
-fn output(sec: Section, s: vec2<T>, x: T) -> T {
-    return fma(sec.bc.z, s.x, fma(sec.bc.w, s.y, sec.d.x * x));
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {

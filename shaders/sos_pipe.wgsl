@@ -7,14 +7,9 @@
 // through workgroup memory, two halves used in turn, one barrier a step. The last
 // invocation stores its outputs in place (sample t - 31 at most: behind every load).
 //
-// Each section sees its samples in order through the per-sample arithmetic of sos.wgsl's
+// Compiled after sos_f32.wgsl (the float type and `work`, binding 1) and sos_step.wgsl:
+// each section sees its samples in order through the per-sample arithmetic of sos.wgsl's
 // sequential path (output, then next_state), so the output and states are that path's.
-
-struct Section {
-    delta: vec4<f32>, // A - I, row-major
-    bc: vec4<f32>,    // b0, b1, c0, c1
-    d: vec4<f32>,     // d, unused x3
-}
 
 struct Params {
     frames: u32,    // samples per channel in this job
@@ -30,7 +25,6 @@ struct Params {
 const LANES: u32 = 32u;
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> work: array<f32>;
 @group(0) @binding(2) var<storage, read> sections: array<Section>;
 // Per invocation: its section, and its state for channel ch at .y + ch * .z.
 @group(0) @binding(3) var<storage, read> lanes: array<vec4<u32>>;
@@ -40,15 +34,6 @@ const LANES: u32 = 32u;
 var<workgroup> ys: array<f32, 64>;
 // Two batches of 32 input samples, in turn.
 var<workgroup> inb: array<f32, 64>;
-
-fn next_state(sec: Section, s: vec2<f32>, x: f32) -> vec2<f32> {
-    return s + vec2<f32>(fma(sec.delta.x, s.x, fma(sec.delta.y, s.y, sec.bc.x * x)),
-                         fma(sec.delta.z, s.x, fma(sec.delta.w, s.y, sec.bc.y * x)));
-}
-
-fn output(sec: Section, s: vec2<f32>, x: f32) -> f32 {
-    return fma(sec.bc.z, s.x, fma(sec.bc.w, s.y, sec.d.x * x));
-}
 
 @compute @workgroup_size(32)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {

@@ -338,16 +338,7 @@ fn the_fused_scan_equals_its_model_bit_for_bit_and_the_cpu_within_the_tolerance(
     chain.set_fused(8).unwrap();
     assert_eq!(chain.fused_status(), (8, vec![true, true]));
     let mut state = chain.new_state();
-    let mut got = vec![Vec::new(); 2];
-    let mut at = 0;
-    for &n in &blocks {
-        let mut data: Vec<f32> = input.iter().flat_map(|c| c[at..at + n].iter().copied()).collect();
-        chain.process(&mut data, n, &mut state).unwrap();
-        for (ch, g) in got.iter_mut().enumerate() {
-            g.extend_from_slice(&data[ch * n..(ch + 1) * n]);
-        }
-        at += n;
-    }
+    let got = ferrofx_testkit::engine::through_blocks(&input, &blocks, |data, n| chain.process(data, n, &mut state).unwrap());
     let e = rel_error(&got, &want);
     println!("fused mixed chain over blocks {blocks:?}: {e:.2e} of the peak from the CPU");
     assert!(e <= TIME_TOLERANCE, "{e:.3e}");
@@ -441,16 +432,7 @@ fn the_warp_pipeline_equals_the_sequential_kernel_bit_for_bit() {
                     chain.set_sequential_max(4096);
                 }
                 let mut state = chain.new_state();
-                let mut got = vec![Vec::new(); 2];
-                let mut at = 0;
-                for &n in &blocks {
-                    let mut data: Vec<f32> = input.iter().flat_map(|c| c[at..at + n].iter().copied()).collect();
-                    chain.process(&mut data, n, &mut state).unwrap();
-                    for (ch, g) in got.iter_mut().enumerate() {
-                        g.extend_from_slice(&data[ch * n..(ch + 1) * n]);
-                    }
-                    at += n;
-                }
+                let got = ferrofx_testkit::engine::through_blocks(&input, &blocks, |data, n| chain.process(data, n, &mut state).unwrap());
                 (got, state)
             };
             let (piped, piped_state) = run(true);

@@ -433,16 +433,7 @@ fn the_pipeline_shader_equals_the_sequential_path_bit_for_bit() {
                 chain.set_sequential_max(max);
             }
             let mut state = chain.new_state();
-            let mut got = vec![Vec::new(); 2];
-            let mut at = 0;
-            for &n in blocks {
-                let mut data: Vec<f32> = input.iter().flat_map(|c| c[at..at + n].iter().copied()).collect();
-                chain.process(&mut data, n, &mut state).unwrap();
-                for (ch, g) in got.iter_mut().enumerate() {
-                    g.extend_from_slice(&data[ch * n..(ch + 1) * n]);
-                }
-                at += n;
-            }
+            let got = ferrofx_testkit::engine::through_blocks(input, blocks, |data, n| chain.process(data, n, &mut state).unwrap());
             (got, state)
         };
         let blocks = [32usize, 64, 1, 100, 1024, 2048, 31, 2000, 512];
@@ -523,16 +514,7 @@ fn the_pipeline_shader_over_a_seeded_sweep_of_chains() {
                 chain.set_sequential_max(1024);
             }
             let mut state = chain.new_state();
-            let mut got = vec![Vec::new(); channels];
-            let mut at = 0;
-            for &n in &blocks {
-                let mut data: Vec<f32> = input.iter().flat_map(|c| c[at..at + n].iter().copied()).collect();
-                chain.process(&mut data, n, &mut state).unwrap();
-                for (ch, g) in got.iter_mut().enumerate() {
-                    g.extend_from_slice(&data[ch * n..(ch + 1) * n]);
-                }
-                at += n;
-            }
+            let got = ferrofx_testkit::engine::through_blocks(&input, &blocks, |data, n| chain.process(data, n, &mut state).unwrap());
             Ok((got, state, chain.pipeline_status()))
         };
         let (piped, piped_state, status) = match run(true) {

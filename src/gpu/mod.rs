@@ -57,6 +57,33 @@ pub struct GpuTuning {
     pub cuda_staging_write_combined: bool,
 }
 
+impl GpuTuning {
+    /// Every switch as `(name, value)`, in the struct's order (benchmarks name the ones
+    /// that differ from the defaults).
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        let GpuTuning {
+            cuda_overlap,
+            cuda_sequential_max_frames,
+            cuda_fused_sections,
+            wgpu_fused_sections,
+            cuda_register_host,
+            cuda_pipeline_max_frames,
+            wgpu_pipeline_max_frames,
+            cuda_staging_write_combined,
+        } = *self;
+        vec![
+            ("cuda_overlap", cuda_overlap.to_string()),
+            ("cuda_sequential_max_frames", cuda_sequential_max_frames.to_string()),
+            ("cuda_fused_sections", cuda_fused_sections.to_string()),
+            ("wgpu_fused_sections", wgpu_fused_sections.to_string()),
+            ("cuda_register_host", cuda_register_host.to_string()),
+            ("cuda_pipeline_max_frames", cuda_pipeline_max_frames.to_string()),
+            ("wgpu_pipeline_max_frames", wgpu_pipeline_max_frames.to_string()),
+            ("cuda_staging_write_combined", cuda_staging_write_combined.to_string()),
+        ]
+    }
+}
+
 impl Default for GpuTuning {
     fn default() -> GpuTuning {
         GpuTuning { cuda_overlap: true, cuda_sequential_max_frames: 64, cuda_fused_sections: 0, wgpu_fused_sections: 0, cuda_register_host: false, cuda_pipeline_max_frames: 0, wgpu_pipeline_max_frames: 0, cuda_staging_write_combined: false }

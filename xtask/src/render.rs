@@ -120,32 +120,8 @@ impl TuningArgs {
     /// The switches that differ from the defaults, as `name=value` (empty: defaults), for
     /// the benchmark's rows.
     pub fn changed(&self) -> String {
-        let (t, d) = (self.tuning(), ferrofx::backends::GpuTuning::default());
-        let mut out = Vec::new();
-        if t.cuda_overlap != d.cuda_overlap {
-            out.push(format!("cuda_overlap={}", t.cuda_overlap));
-        }
-        if t.cuda_sequential_max_frames != d.cuda_sequential_max_frames {
-            out.push(format!("cuda_sequential_max_frames={}", t.cuda_sequential_max_frames));
-        }
-        if t.cuda_fused_sections != d.cuda_fused_sections {
-            out.push(format!("cuda_fused_sections={}", t.cuda_fused_sections));
-        }
-        if t.wgpu_fused_sections != d.wgpu_fused_sections {
-            out.push(format!("wgpu_fused_sections={}", t.wgpu_fused_sections));
-        }
-        if t.cuda_register_host != d.cuda_register_host {
-            out.push(format!("cuda_register_host={}", t.cuda_register_host));
-        }
-        if t.cuda_pipeline_max_frames != d.cuda_pipeline_max_frames {
-            out.push(format!("cuda_pipeline_max_frames={}", t.cuda_pipeline_max_frames));
-        }
-        if t.wgpu_pipeline_max_frames != d.wgpu_pipeline_max_frames {
-            out.push(format!("wgpu_pipeline_max_frames={}", t.wgpu_pipeline_max_frames));
-        }
-        if t.cuda_staging_write_combined != d.cuda_staging_write_combined {
-            out.push(format!("cuda_staging_write_combined={}", t.cuda_staging_write_combined));
-        }
+        let (t, d) = (self.tuning().fields(), ferrofx::backends::GpuTuning::default().fields());
+        let out: Vec<String> = t.iter().zip(&d).filter(|(a, b)| a.1 != b.1).map(|((name, value), _)| format!("{name}={value}")).collect();
         out.join(", ")
     }
 
@@ -462,4 +438,42 @@ fn render_many(
     let total = jobs.len();
     println!("rendered {} of {total} files into {} ({failed} failed)", total - failed, out_dir.display());
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TuningArgs;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        tuning: TuningArgs,
+    }
+
+    /// Every GPU switch on the command line reaches its field, and the benchmark's rows
+    /// name exactly the ones that differ from the defaults (every field of the core's
+    /// list is covered: a new one without an option fails the count).
+    #[test]
+    fn every_tuning_option_reaches_its_field_and_only_changes_are_named() {
+        let parse = |args: &[&str]| Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap().tuning;
+        assert_eq!(parse(&[]).changed(), "");
+        assert_eq!(parse(&[]).tuning(), ferrofx::backends::GpuTuning::default());
+        let cases = [
+            (&["--cuda-overlap", "off"][..], "cuda_overlap=false"),
+            (&["--cuda-sequential-max", "0"][..], "cuda_sequential_max_frames=0"),
+            (&["--cuda-fused", "8"][..], "cuda_fused_sections=8"),
+            (&["--wgpu-fused", "3"][..], "wgpu_fused_sections=3"),
+            (&["--cuda-register-host", "on"][..], "cuda_register_host=true"),
+            (&["--cuda-pipeline", "4096"][..], "cuda_pipeline_max_frames=4096"),
+            (&["--wgpu-pipeline", "2048"][..], "wgpu_pipeline_max_frames=2048"),
+            (&["--cuda-staging-wc", "on"][..], "cuda_staging_write_combined=true"),
+        ];
+        assert_eq!(cases.len(), ferrofx::backends::GpuTuning::default().fields().len(), "an option per field");
+        for (args, named) in cases {
+            assert_eq!(parse(args).changed(), named, "{args:?}");
+        }
+        let all: Vec<&str> = cases.iter().flat_map(|c| c.0.iter().copied()).collect();
+        assert_eq!(parse(&all).changed(), cases.map(|c| c.1).join(", "));
+    }
 }

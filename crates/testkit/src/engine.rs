@@ -118,6 +118,23 @@ pub fn mixed_chain(fs: f64, fir_taps: usize) -> DesignedChain {
         .expect("the mixed chain designs")
 }
 
+/// `input` (a buffer per channel) through `process` in consecutive blocks of `blocks`
+/// frames (their sum at most the input's length): each block handed over planar
+/// (`channels x n`, with `n`), the filtered blocks joined again per channel.
+pub fn through_blocks(input: &[Vec<f32>], blocks: &[usize], mut process: impl FnMut(&mut [f32], usize)) -> Vec<Vec<f32>> {
+    let mut out = vec![Vec::new(); input.len()];
+    let mut at = 0;
+    for &n in blocks {
+        let mut data: Vec<f32> = input.iter().flat_map(|c| c[at..at + n].iter().copied()).collect();
+        process(&mut data, n);
+        for (ch, o) in out.iter_mut().enumerate() {
+            o.extend_from_slice(&data[ch * n..(ch + 1) * n]);
+        }
+        at += n;
+    }
+    out
+}
+
 /// A plugin-like chain at `fs`: a 25 Hz cookbook highpass and `bands - 1` cookbook bells
 /// from 60 Hz to 15 kHz, alternating -3 and +2.5 dB: `bands` one-section stages.
 pub fn bands_chain(fs: f64, bands: usize) -> DesignedChain {

@@ -46,11 +46,12 @@ pub use stream::WgpuStream;
 use std::time::Duration;
 
 // One SOS body for both precisions, after the prelude that names the float type.
-const SOS_WGSL: &str = concat!(include_str!("../../../shaders/sos_f32.wgsl"), include_str!("../../../shaders/sos.wgsl"));
-const SOS64_WGSL: &str = concat!(include_str!("../../../shaders/sos_f64.wgsl"), include_str!("../../../shaders/sos.wgsl"));
+const SOS_WGSL: &str = concat!(include_str!("../../../shaders/sos_f32.wgsl"), include_str!("../../../shaders/sos_step.wgsl"), include_str!("../../../shaders/sos.wgsl"));
+const SOS64_WGSL: &str = concat!(include_str!("../../../shaders/sos_f64.wgsl"), include_str!("../../../shaders/sos_step.wgsl"), include_str!("../../../shaders/sos.wgsl"));
 // Both FIR shaders read their input through `input_at` (shaders/fir_input.wgsl).
 const FUSED_WGSL: &str = include_str!("../../../shaders/sos_fused.wgsl");
-const PIPE_WGSL: &str = include_str!("../../../shaders/sos_pipe.wgsl");
+// The pipeline for short blocks: float32, the same section arithmetic.
+const PIPE_WGSL: &str = concat!(include_str!("../../../shaders/sos_f32.wgsl"), include_str!("../../../shaders/sos_step.wgsl"), include_str!("../../../shaders/sos_pipe.wgsl"));
 const FIR_WGSL: &str = concat!(include_str!("../../../shaders/fir.wgsl"), include_str!("../../../shaders/fir_input.wgsl"));
 const FFT_WGSL: &str = concat!(include_str!("../../../shaders/fft_fir.wgsl"), include_str!("../../../shaders/fir_input.wgsl"));
 
