@@ -11,10 +11,12 @@
 //! GUI thread's CPU time per editor frame. With two or more CPUs the audio thread runs on
 //! the last and the GUI thread on the first.
 //!
-//! `cargo run --release -p ferrofx-probes --example editors_probe [-- SECONDS]` (default
-//! 10 per N). Prints one line per N: the editor frame's CPU time (median, p99, ms) and
-//! the audio blocks' `process()` time (median, p99.9, worst, µs), and writes them to
-//! `benchmarks/results/editors.json`.
+//! `cargo run --release -p ferrofx-probes --example editors_probe [-- SECONDS [ROUNDS]]`
+//! (default 10 s per N). Prints one line per N: the editor frame's CPU time (median, p99,
+//! ms) and the audio blocks' `process()` time (median, p99.9, worst, µs), and writes them
+//! to `benchmarks/results/editors.json`. With ROUNDS, N alternates between 0 and 8,
+//! ROUNDS times each, for the audio tail's run-to-run spread with none open beside its
+//! values with eight open (`benchmarks/results/editors_rounds.json`, and a summary line).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -127,7 +129,12 @@ fn main() {
     }
     let mut results = Vec::new();
     let audio_states = Arc::new(std::sync::Mutex::new(audio_states));
-    for open in [0usize, 1, 4, 8, 0] {
+    let rounds: Option<usize> = std::env::args().nth(2).and_then(|s| s.parse().ok());
+    let counts: Vec<usize> = match rounds {
+        Some(r) => (0..r).flat_map(|_| [0usize, 8]).collect(),
+        None => vec![0, 1, 4, 8, 0],
+    };
+    for open in counts {
         // The audio thread: real-time blocks for every instance, each timed.
         let stop = Arc::new(AtomicBool::new(false));
         let audio_thread = {
@@ -223,7 +230,21 @@ fn main() {
         "probe": "editors_probe", "instances": INSTANCES, "block_frames": BLOCK, "fs_hz": FS, "seconds_per_count": seconds,
         "cpus": cpus, "runs": results,
     });
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/editors.json");
+    if rounds.is_some() {
+        let tails = |n: u64| -> Vec<f64> { results.iter().filter(|r| r["editors_open"] == n).filter_map(|r| r["audio_us_p999"].as_f64()).collect() };
+        let (none, eight) = (tails(0), tails(8));
+        let max_none = none.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let min_none = none.iter().copied().fold(f64::INFINITY, f64::min);
+        let within = eight.iter().filter(|&&v| v <= max_none).count();
+        println!(
+            "audio p99.9 with none open: {min_none:.1}-{max_none:.1} us over {} runs; with 8 open: {:?} us: {within} of {} within the none-open spread",
+            none.len(),
+            eight.iter().map(|v| (v * 10.0).round() / 10.0).collect::<Vec<_>>(),
+            eight.len()
+        );
+    }
+    let name = if rounds.is_some() { "../results/editors_rounds.json" } else { "../results/editors.json" };
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
     std::fs::write(&path, serde_json::to_string_pretty(&out).unwrap() + "\n").expect("writing the results");
     println!("wrote {}", path.display());
 }
