@@ -10,7 +10,10 @@
 //! Shaders: `shaders/sos.wgsl` (sequential and time-parallel scan of the delta form of
 //! [`crate::gpu::realize`]), the same body in float64 after `shaders/sos_f64.wgsl` (float32:
 //! after `sos_f32.wgsl`), for the cascades whose float32 form would miss the tolerance, on
-//! devices with `SHADER_F64`), `shaders/fir.wgsl` (direct convolution with workgroup
+//! devices with `SHADER_F64`; both with the section record and step of
+//! `shaders/sos_step.wgsl`, which the opt-in `shaders/sos_pipe.wgsl` (short blocks, a
+//! section per invocation) and `shaders/sos_fused.wgsl` (long blocks) sit beside),
+//! `shaders/fir.wgsl` (direct convolution with workgroup
 //! tiling for FIRs up to [`DIRECT_MAX_TAPS`], plus the history update) and
 //! `shaders/fft_fir.wgsl` (uniformly partitioned overlap-save with a radix-2 Stockham FFT
 //! for longer FIRs). A FIR's job state is its time-domain history either way.
