@@ -36,7 +36,7 @@ tar czf pack.tar.gz -C "$out" . && rm -rf "$out" && mkdir -p "$out" && mv pack.t
 du -sh "$out"
 cat <<'RUN'
 On the device (run tool, carry [".gpu-carry", ".gl"], timeout_s 540), one call:
-  bash scripts/gpu-check.sh throughput # first: the fused scan, registered buffers against the defaults
+  bash scripts/gpu-check.sh throughput # first: the options not yet timed against the defaults
   bash scripts/gpu-check.sh resident   # next: data on the device, Python, peers
   bash scripts/gpu-check.sh all        # everything (a longer call; the results come back packed)
 (wgpu on the NVIDIA GPU needs the Vulkan loader there, from .gl: see the device tool's README.)
