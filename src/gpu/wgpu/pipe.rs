@@ -7,7 +7,7 @@
 
 use super::chain::WgpuChain;
 use super::PARAM_SLOT;
-use crate::gpu::pipe::{PipeGroup, PipePlan, PIPE_LANES};
+use crate::gpu::pipe::{PipeGroup, PipePlan};
 use crate::gpu::GpuError;
 use wgpu::BufferUsages as U;
 
@@ -65,10 +65,19 @@ impl WgpuChain {
 
     /// The plan and bind groups again from the stages (new coefficients may move a
     /// cascade between float32 and float64).
+    /// Nothing is rebuilt where the plan and limit are unchanged (a retune that keeps
+    /// every cascade's precision).
     pub(super) fn refresh_pipe(&mut self) {
+        if self.pipe_max_frames == 0 {
+            self.pipe = None;
+            return;
+        }
         let plan = PipePlan::new(&self.forms, self.channels);
+        if self.pipe.as_ref().is_some_and(|p| p.plan == plan && p.max_frames == self.pipe_max_frames) {
+            return;
+        }
         let runs: usize = plan.groups.iter().map(|g| g.runs.len()).sum();
-        if self.pipe_max_frames == 0 || runs == 0 {
+        if runs == 0 {
             self.pipe = None;
             return;
         }
@@ -123,7 +132,7 @@ impl WgpuPipe {
         }
     }
 
-    /// `group`'s dispatches, one workgroup of [`PIPE_LANES`] invocations per channel.
+    /// `group`'s dispatches, one workgroup of `PIPE_LANES` invocations per channel.
     pub(super) fn encode(&self, pass: &mut wgpu::ComputePass<'_>, pipeline: &wgpu::ComputePipeline, group: &PipeGroup, channels: usize) {
         // The group's runs' slots: the runs of the groups before it come first.
         let before: usize = self.plan.groups.iter().take_while(|g| g.stages.start != group.stages.start).map(|g| g.runs.len()).sum();
@@ -132,6 +141,5 @@ impl WgpuPipe {
             pass.set_bind_group(0, &self.binds[before + k], &[]);
             pass.dispatch_workgroups(channels as u32, 1, 1);
         }
-        debug_assert!(group.runs.iter().all(|r| r.lanes <= PIPE_LANES));
     }
 }

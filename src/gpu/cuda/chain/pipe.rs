@@ -65,6 +65,7 @@ impl CudaChain {
     pub fn set_pipeline(&mut self, max_frames: usize) -> Result<(), CudaError> {
         self.pipe.max_frames = max_frames;
         self.refresh_pipe()?;
+        // Which blocks run sequentially changed with the limit, whatever the plan.
         self.graphs = self.graphs.take().map(|_| Vec::new());
         Ok(())
     }
@@ -77,8 +78,13 @@ impl CudaChain {
 
     /// The plan again from the stages (new coefficients may move a cascade between
     /// float32 and float64), its lane table uploaded in stream order.
+    /// Nothing is done where the plan is unchanged (a retune that keeps every cascade's
+    /// precision: the lane table depends only on the stages' places).
     pub(super) fn refresh_pipe(&mut self) -> Result<(), CudaError> {
         let plan = if self.pipe.max_frames > 0 { PipePlan::new(&self.plans, self.channels) } else { PipePlan::default() };
+        if plan == self.pipe.plan {
+            return Ok(());
+        }
         let words: Vec<u32> = plan.words().concat();
         if self.pipe.lanes.len() < words.len() {
             self.pipe.lanes = self.stream.alloc_zeros(words.len())?;
