@@ -54,47 +54,88 @@ def _on_cuda(x: torch.Tensor) -> bool:
     return x.device.type == "cuda"
 
 
-def _device_filter(x: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
-    """`rows` (normalised sections) over the last axis of CUDA tensor `x` from zero
-    state, in float64 on its device, on the current stream: a new float64 tensor."""
+def _device_filter_(y: torch.Tensor, rows: np.ndarray) -> None:
+    """`rows` (normalised sections) over the last axis of the contiguous float64 CUDA
+    tensor `y`, in place, each row from zero state, in float64 on its device, on the
+    current stream."""
     from . import _ferrofx
 
-    y = x.detach().to(torch.float64, copy=True).contiguous()
     if y.numel():
         frames = y.shape[-1]
         stream = torch.cuda.current_stream(y.device).cuda_stream
         _ferrofx.sosfilt_device64(np.ascontiguousarray(rows, dtype=np.float64), y.data_ptr(), y.numel() // frames,
                                   frames, y.device.index or 0, stream)
+
+
+def _device_filter(x: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+    """The same into a new float64 tensor (`x` unchanged)."""
+    y = x.detach().to(torch.float64, copy=True).contiguous()
+    _device_filter_(y, rows)
     return y
 
 
 def _host_filter(x: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
-    """The same on the CPU (SciPy's arithmetic, `ferrofx.signal.sosfilt`)."""
+    """`rows` over the last axis of CPU tensor `x` into a new float64 tensor (SciPy's
+    arithmetic, `ferrofx.signal.sosfilt`)."""
     return torch.from_numpy(np.ascontiguousarray(_signal.sosfilt(rows, _numpy64(x), axis=-1)))
 
 
-def _adjoint(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt: Any) -> "tuple[torch.Tensor, torch.Tensor]":
+def _host_filter_(y: torch.Tensor, rows: np.ndarray) -> None:
+    """`_device_filter_` on the CPU (SciPy's arithmetic, `ferrofx.signal.sosfilt`)."""
+    y.copy_(torch.from_numpy(np.ascontiguousarray(_signal.sosfilt(rows, y.numpy(), axis=-1))))
+
+
+def _adjoint(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt_: Any) -> "tuple[torch.Tensor, torch.Tensor]":
     """dL/dx and dL/drows of `y = sosfilt(rows, x)` (normalised rows, zero state) given
-    dL/dy, with torch operations on the tensors' device and `filt(signal, rows)` for the
-    recursions: the arithmetic of `src/signal/adjoint.rs` (see there), section by section
-    from the last, each section's all-pole part run backwards in time as a filter."""
+    dL/dy, with torch operations on the tensors' device and `filt_(t, rows)` (a filter in
+    place on a contiguous float64 tensor) for the recursions: the arithmetic of
+    `src/signal/adjoint.rs` (see there), section by section from the last.
+
+    Laid out so each section's backward step is one filter in place and a few passes over
+    memory (what a GPU's time is made of): the adjoint runs in reversed time (`lambda`,
+    which runs backwards, is then an ordinary causal filter of the reversed gradient), every
+    row padded with two zeros (at the end of the forward signals, at the start of the
+    reversed ones) so that the shifted products of all rows at once are plain dot products
+    of the flattened tensors and the next gradient is three shifted multiply-adds."""
     n = x.shape[-1]
-    signals = [x]
-    for s in range(rows.shape[0]):
-        signals.append(filt(signals[-1], rows[s:s + 1]))
-    g = grad_y
-    grads = torch.zeros((rows.shape[0], 6), dtype=torch.float64, device=x.device)
-    for s in reversed(range(rows.shape[0])):
+    sections = rows.shape[0]
+    # The forward signals (section s's input; the last, the cascade's output), each row
+    # [signal, 0, 0]: filtering the padded row leaves the first n samples exact (causal);
+    # the two samples after them are zeroed again.
+    signal = torch.nn.functional.pad(x.to(torch.float64), (0, 2)).contiguous()
+    signals = [signal]
+    for s in range(sections):
+        signal = signal.clone()
+        filt_(signal, rows[s:s + 1])
+        signal[..., n:] = 0
+        signals.append(signal)
+    # Reversed time: row [0, 0, g[n-1], ..., g[0]]; a sample at time t sits at n + 1 - t.
+    g = torch.nn.functional.pad(grad_y.to(torch.float64), (0, 2)).flip(-1).contiguous()
+    total = g.numel()
+    grads = torch.zeros((sections, 6), dtype=torch.float64, device=x.device)
+    ys = signals.pop().flip(-1).reshape(-1)
+    for s in reversed(range(sections)):
         b0, b1, b2, _, a1, a2 = (float(v) for v in rows[s])
-        allpole = np.array([[1.0, 0.0, 0.0, 1.0, a1, a2]])
-        lam = filt(g.flip(-1), allpole).flip(-1)
-        xs, ys = signals[s], signals[s + 1]
+        # lambda[t] = g[t] - a1 lambda[t+1] - a2 lambda[t+2]: reversed, a causal all-pole
+        # filter, run in place (the two leading zeros stay zero from zero state).
+        filt_(g, np.array([[1.0, 0.0, 0.0, 1.0, a1, a2]]))
+        lam = g.reshape(-1)
+        xs = signals.pop().flip(-1).reshape(-1)
+        # sum_t lambda[t+k] x[t]: lambda[t+k] sits k places before x[t] in the reversed
+        # row; a product that would cross into the row before meets the padding's zeros.
         for k in range(3):
-            grads[s, k] = (lam[..., k:] * xs[..., :n - k]).sum()
-            grads[s, 3 + k] = -(lam[..., k:] * ys[..., :n - k]).sum()
-        padded = torch.nn.functional.pad(lam, (0, 2))
-        g = b0 * padded[..., :n] + b1 * padded[..., 1:n + 1] + b2 * padded[..., 2:n + 2]
-    return g, grads
+            grads[s, k] = torch.dot(lam[:total - k], xs[k:])
+            grads[s, 3 + k] = -torch.dot(lam[:total - k], ys[k:])
+        # dL/dx[t] = b0 lambda[t] + b1 lambda[t+1] + b2 lambda[t+2]: reversed, the sample
+        # itself and the one and two places before; each row's padding zeroed again (the
+        # shifts carry the row before's last samples into it).
+        nxt = lam * b0
+        nxt[1:].add_(lam[:-1], alpha=b1)
+        nxt[2:].add_(lam[:-2], alpha=b2)
+        g = nxt.view(g.shape)
+        g[..., :2] = 0
+        ys = xs
+    return g.flip(-1)[..., :n], grads
 
 
 def _sections(sos: torch.Tensor) -> "tuple[np.ndarray, np.ndarray]":
@@ -127,14 +168,18 @@ def _(x: torch.Tensor, sos: torch.Tensor) -> torch.Tensor:
 def _sosfilt_backward_op(x: torch.Tensor, sos: torch.Tensor, grad_y: torch.Tensor, need_sos: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     _host_only(x, sos, grad_y)
     rows, a0 = _sections(sos)
-    filt = _device_filter if _on_cuda(x) else _host_filter
     if not need_sos:
         # dL/dx alone: the cascade's adjoint is the cascade run backwards in time, one
         # filter call (its sections commute); dL/dsos is not asked for (zeros).
-        gx = filt(grad_y.detach().flip(-1), rows).flip(-1)
+        if _on_cuda(x):
+            g = grad_y.detach().flip(-1).to(torch.float64).contiguous()
+            _device_filter_(g, rows)
+            gx = g.flip(-1)
+        else:
+            gx = _host_filter(grad_y.detach().flip(-1), rows).flip(-1)
         return gx.to(device=x.device, dtype=x.dtype), torch.zeros_like(sos)
     if _on_cuda(x):
-        gx, gs = _adjoint(x.detach().to(torch.float64), rows, grad_y.detach().to(torch.float64), filt)
+        gx, gs = _adjoint(x.detach(), rows, grad_y.detach(), _device_filter_)
         gs = gs / torch.from_numpy(a0).to(gs.device)
         return gx.to(x.dtype), gs.to(dtype=sos.dtype, device=sos.device)
     gx, gs = _signal.sosfilt_backward(rows, _numpy64(x), _numpy64(grad_y), axis=-1)

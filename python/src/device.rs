@@ -95,10 +95,17 @@ impl DeviceStream {
     }
 }
 
+/// Cascades [`sosfilt_device64`] keeps built, the least recently used dropped first. A
+/// layer's backward pass uses `2 S + 1` of them for `S` sections (each section alone, each
+/// section's all-pole part, the whole cascade) every step: too few and each call would
+/// build its cascade again (device allocations, uploads and a wait) instead of launching.
+const KEPT_CASCADES: usize = 128;
+
 /// `sos` (`n x 6`, float64) run in float64 over `rows x frames` float64 samples at device
 /// address `data`, in place, each row from zero state, ordered on CUDA stream `stream` of
 /// device `device`: the PyTorch operator's device path (`ferrofx.torch`). Returns without
-/// waiting for the device. The last few cascades are kept built (by coefficient bits).
+/// waiting for the device. The [`KEPT_CASCADES`] cascades used last are kept built (by
+/// device and coefficient bits).
 #[pyfunction]
 #[pyo3(signature = (sos, data, rows, frames, device, stream))]
 pub fn sosfilt_device64(py: Python<'_>, sos: PyReadonlyArray2<'_, f64>, data: u64, rows: usize, frames: usize, device: usize, stream: u64) -> PyResult<()> {
@@ -119,17 +126,21 @@ pub fn sosfilt_device64(py: Python<'_>, sos: PyReadonlyArray2<'_, f64>, data: u6
     // while waiting for it).
     py.allow_threads(|| {
         let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
-        let at = match kept.iter().position(|k| k.0 == device && k.1 == bits) {
-            Some(at) => at,
+        // Least recently used first: a hit moves to the end.
+        match kept.iter().position(|k| k.0 == device && k.1 == bits) {
+            Some(at) => {
+                let hit = kept.remove(at);
+                kept.push(hit);
+            }
             None => {
                 let built = CudaSos64::new(&dev, &sections)?;
-                if kept.len() == 4 {
+                if kept.len() == KEPT_CASCADES {
                     kept.remove(0);
                 }
                 kept.push((device, bits, built));
-                kept.len() - 1
             }
-        };
+        }
+        let at = kept.len() - 1;
         // SAFETY: the address is checked by the call (device memory of this context, long
         // enough); the stream is the tensor's framework's current stream on this device
         // (the package takes it from torch), and the package holds the tensor until the

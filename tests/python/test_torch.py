@@ -122,13 +122,13 @@ def test_the_adjoint_in_torch_operations_equals_the_cores():
     # filters), here with the CPU filter, against the core's adjoint (tested against
     # finite differences): the composition is the same arithmetic.
     from ferrofx import signal as fsignal
-    from ferrofx.torch import _adjoint, _host_filter
+    from ferrofx.torch import _adjoint, _host_filter_
 
     rng = np.random.default_rng(11)
-    for sections, shape in [(1, (40,)), (4, (3, 500)), (3, (2, 2, 300))]:
+    for sections, shape in [(1, (40,)), (4, (3, 500)), (3, (2, 2, 300)), (2, (5, 1)), (3, (2, 2)), (5, (4, 3)), (6, (1, 2, 257))]:
         rows = _sos(rng, sections)
         x, g = rng.standard_normal(shape), rng.standard_normal(shape)
-        gx, gs = _adjoint(torch.from_numpy(x), rows, torch.from_numpy(g), _host_filter)
+        gx, gs = _adjoint(torch.from_numpy(x), rows, torch.from_numpy(g), _host_filter_)
         want_x, want_s = fsignal.sosfilt_backward(rows, x, g, axis=-1)
         np.testing.assert_allclose(gx.numpy(), want_x, rtol=0, atol=1e-12 * np.abs(want_x).max())
         np.testing.assert_allclose(gs.numpy(), want_s, rtol=0, atol=1e-12 * np.abs(want_s).max())
