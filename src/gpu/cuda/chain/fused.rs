@@ -13,7 +13,7 @@ use super::CudaChain;
 use crate::gpu::cuda::{CudaDevice, CudaError};
 pub use crate::gpu::fused::FUSED_MIN_FRAMES;
 use crate::gpu::fused::{cascade_status, FusedPlace, FusedPlan, FUSED_CHUNK_FRAMES, FUSED_MAX_SECTIONS, FUSED_TILE, FUSED_WIDTH};
-use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
 /// `fx_fused_params` of kernels/sos_fused_math.h.
@@ -123,9 +123,9 @@ pub(super) fn enqueue_fused(
     (first, count, state_base): (usize, usize, usize),
     frames: usize,
     channels: usize,
-    work: &mut CudaSlice<f32>,
+    work: &mut CudaViewMut<'_, f32>,
     sections: &CudaSlice<f32>,
-    states: &mut CudaSlice<f32>,
+    states: &mut CudaViewMut<'_, f32>,
 ) -> Result<(), CudaError> {
     let Fused { stages, tables, prefix, carry, .. } = fused;
     let Some(Some(groups)) = stages.get(index) else { return Ok(()) };
@@ -148,15 +148,17 @@ pub(super) fn enqueue_fused(
             channels: channels as u32,
             pad: 0,
         };
+        let work_in = work.as_view();
         let mut launch = stream.launch_builder(&dev.sos_fused_ends);
-        launch.arg(&p).arg(&*work).arg(sections).arg(&*tables).arg(&mut *prefix);
+        launch.arg(&p).arg(&work_in).arg(sections).arg(&*tables).arg(&mut *prefix);
         // SAFETY: the arguments match ferrofx_sos_fused_ends(fx_fused_params, const
         // float*, const fx_section*, const float*, float*); `work` holds channels x
         // frames, `sections` the group's, `tables` FUSED_TABLE_FLOATS from table_base,
         // `prefix` channels x FUSED_WIDTH x chunks (allocated for the largest block).
         unsafe { launch.launch(tile_cfg) }?;
+        let states_in = states.as_view();
         let mut launch = stream.launch_builder(&dev.sos_fused_carry);
-        launch.arg(&p).arg(&*tables).arg(&*prefix).arg(&*states).arg(&mut *carry);
+        launch.arg(&p).arg(&*tables).arg(&*prefix).arg(&states_in).arg(&mut *carry);
         // SAFETY: ferrofx_sos_fused_carry(fx_fused_params, const float*, const float*,
         // const fx_vec2*, float*): `states` 2 floats per section and channel of the
         // stage from state_base, `carry` channels x tiles x FUSED_WIDTH.

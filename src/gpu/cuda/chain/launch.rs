@@ -7,7 +7,7 @@
 use super::{CudaChain, Plan};
 use crate::gpu::cuda::{CudaDevice, CudaError};
 use crate::gpu::realize::{chunking, GpuPrecision, SCAN_STEPS};
-use cudarc::driver::{sys, CudaGraph, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{sys, CudaGraph, CudaSlice, CudaStream, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
 /// `fx_sos_params` of kernels/sos_math.h (also launched by `gpu::cuda::sos64`).
@@ -77,8 +77,9 @@ const GRAPHS_KEPT: usize = 8;
 /// What one graph (or one series of plain launches) holds.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Work {
-    /// A whole job: the block and state uploaded from staging slot `slot` (at `base`),
-    /// the kernels on the first work buffer, the block and state downloaded to the slot.
+    /// A whole job: its state and block uploaded from staging slot `slot` (at `base`) in
+    /// one copy, the kernels on the job buffer (`io`, laid out as the slot), the state and
+    /// block downloaded to the slot in one copy.
     Job { base: *mut f32, slot: usize },
     /// The kernels alone, on work buffer 0 or 1 (the overlapped stream: its copies run on
     /// their own streams, the state stays on the device).
@@ -219,6 +220,7 @@ impl CudaChain {
             realizations,
             work,
             work2,
+            io,
             wide,
             tmp,
             sections,
@@ -245,30 +247,38 @@ impl CudaChain {
         let ns = super::state_words(channels * realizations.len());
         // The float64 states' part of `states` (after the float32 states' 2 per section).
         let f64_states_at = 2 * channels * realizations.len();
-        let work = if what == Work::Kernels(1) { work2 } else { work };
+        let layout = super::staging::SlotLayout::new(ns, fir_len, block);
+        // A job's slot, the states and histories and the block's first `n` samples: one
+        // run of memory, one copy each way into and out of `io` (laid out the same).
         let host = match what {
-            // SAFETY: `base` points to a staging slot of `block + ns + fir_len` floats in
-            // the pinned allocation; these views only hand its addresses to the
-            // asynchronous copies below, and the host touches that slot again only after
-            // the stream is synchronised.
-            Work::Job { base, .. } => Some(unsafe {
-                (
-                    std::slice::from_raw_parts_mut(base, n),
-                    std::slice::from_raw_parts_mut(base.add(block), ns),
-                    std::slice::from_raw_parts_mut(base.add(block + ns), fir_len),
-                )
-            }),
+            // SAFETY: `base` points to a staging slot of `layout.len()` floats in the
+            // pinned allocation; this view only hands its addresses to the asynchronous
+            // copies below, and the host touches that slot again only after the stream is
+            // synchronised.
+            Work::Job { base, .. } => Some(unsafe { std::slice::from_raw_parts_mut(base, layout.copied(n)) }),
             Work::Kernels(_) => None,
         };
-        if let Some((host_block, host_states, host_hist)) = &host {
-            stream.memcpy_htod(&**host_block, &mut work.slice_mut(..n))?;
-            if ns > 0 {
-                stream.memcpy_htod(&**host_states, &mut states.slice_mut(..ns))?;
-            }
-            if fir_len > 0 {
-                stream.memcpy_htod(&**host_hist, &mut history.slice_mut(..fir_len))?;
-            }
+        if let Some(host) = &host {
+            stream.memcpy_htod(&**host, &mut io.slice_mut(..host.len()))?;
         }
+        // The buffers the kernels run on: a job's parts of `io`, or the overlapped
+        // stream's and resident calls' own.
+        let (mut io_head, io_block) = match what {
+            Work::Job { .. } => {
+                let (head, block_part) = io.split_at_mut(layout.block.start);
+                (Some(head), Some(block_part))
+            }
+            Work::Kernels(_) => (None, None),
+        };
+        let (mut work, mut states, mut history) = match (what, io_head.as_mut(), io_block) {
+            (Work::Job { .. }, Some(head), Some(block_part)) => {
+                let (states_part, history_part) = head.split_at_mut(layout.history.start);
+                (block_part, states_part, history_part)
+            }
+            (Work::Kernels(1), ..) => (work2.as_view_mut(), states.as_view_mut(), history.as_view_mut()),
+            _ => (work.as_view_mut(), states.as_view_mut(), history.as_view_mut()),
+        };
+        let (work, states, history) = (&mut work, &mut states, &mut history);
         let mut state_base = 0usize;
         // Stages before this one ran in a pipeline launch (sequential blocks only).
         let mut piped_until = 0usize;
@@ -376,15 +386,16 @@ impl CudaChain {
                             channels: channels as u32,
                             ..FftParams::default()
                         };
-                        enqueue_fft(dev, stream, &fp, plan.log2n, work, history, kernel, twiddles, spec_a, spec_b, tmp)?;
+                        enqueue_fft(dev, stream, &fp, plan.log2n, &work.as_view(), &history.as_view(), kernel, twiddles, spec_a, spec_b, tmp)?;
                     } else {
                         let cfg = LaunchConfig {
                             grid_dim: ((frames as u32).div_ceil(BLOCK_THREADS), channels as u32, 1),
                             block_dim: (BLOCK_THREADS, 1, 1),
                             shared_mem_bytes: 0,
                         };
+                        let (work_in, history_in) = (work.as_view(), history.as_view());
                         let mut launch = stream.launch_builder(&dev.fir_direct);
-                        launch.arg(&p).arg(&*work).arg(&*taps).arg(&*history).arg(&mut *tmp);
+                        launch.arg(&p).arg(&work_in).arg(&*taps).arg(&history_in).arg(&mut *tmp);
                         // SAFETY: the arguments match ferrofx_fir_direct(fx_fir_params,
                         // const float*, const float*, const float*, float*); every buffer
                         // covers the indices the kernel forms from `p` (checked when built).
@@ -397,8 +408,9 @@ impl CudaChain {
                             block_dim: (BLOCK_THREADS, 1, 1),
                             shared_mem_bytes: 0,
                         };
+                        let (work_in, history_in) = (work.as_view(), history.as_view());
                         let mut launch = stream.launch_builder(&dev.fir_history);
-                        launch.arg(&p).arg(&*work).arg(&*history).arg(&mut *hist_out);
+                        launch.arg(&p).arg(&work_in).arg(&history_in).arg(&mut *hist_out);
                         // SAFETY: as above for ferrofx_fir_history.
                         unsafe { launch.launch(cfg) }?;
                     }
@@ -410,14 +422,9 @@ impl CudaChain {
                 }
             }
         }
-        if let Some((host_block, host_states, host_hist)) = host {
-            stream.memcpy_dtoh(&work.slice(..n), host_block)?;
-            if ns > 0 {
-                stream.memcpy_dtoh(&states.slice(..ns), host_states)?;
-            }
-            if fir_len > 0 {
-                stream.memcpy_dtoh(&history.slice(..fir_len), host_hist)?;
-            }
+        if let Some(host) = host {
+            let len = host.len();
+            stream.memcpy_dtoh(&io.slice(..len), host)?;
         }
         Ok(())
     }
@@ -432,8 +439,8 @@ fn enqueue_fft(
     stream: &Arc<CudaStream>,
     p: &FftParams,
     log2n: usize,
-    work: &CudaSlice<f32>,
-    history: &CudaSlice<f32>,
+    work: &CudaView<'_, f32>,
+    history: &CudaView<'_, f32>,
     kernel: &CudaSlice<f32>,
     twiddles: &CudaSlice<f32>,
     spec_a: &mut CudaSlice<f32>,

@@ -49,6 +49,13 @@ pub struct CudaChain {
     plans: Vec<Plan>,
     realizations: Vec<Realization>,
     work: CudaSlice<f32>,
+    /// A whole job's device buffer (staging chains only; one element otherwise): the SOS
+    /// states, the FIR histories and the block laid out as a staging slot
+    /// ([`staging::SlotLayout`]), so a job's upload and download are one copy each. Jobs
+    /// run their kernels on it; the overlapped stream and resident calls on `work`,
+    /// `work2`, `states` and `history`, and each path takes the state in and gives it back
+    /// through its own buffers.
+    io: CudaSlice<f32>,
     /// The float64 cascades' samples between their sections (`f64`, laid out as `work`;
     /// one element while no cascade runs in float64: allocated when one first does).
     wide: CudaSlice<f64>,
@@ -77,8 +84,9 @@ pub struct CudaChain {
     spec_a: CudaSlice<f32>,
     spec_b: CudaSlice<f32>,
     n_max: usize,
-    /// Pinned host staging: the block (`channels x max_frames`), then the SOS states
-    /// (2 per section and channel), then the FIR histories.
+    /// Pinned host staging: [`STAGING_SLOTS`] slots, each the SOS states, the FIR
+    /// histories and the block (`channels x max_frames`) as [`staging::SlotLayout`] lays
+    /// them out.
     pinned: PinnedHostSlice<f32>,
     fir_len: usize,
     table_chunk_len: usize,
@@ -201,7 +209,7 @@ impl CudaChain {
         if !flat.is_empty() {
             stream.memcpy_htod(&flat, &mut kernel)?;
         }
-        let staged = if staging { STAGING_SLOTS * (block + state_words(channels * total) + fir_len) } else { 1 };
+        let staged = if staging { STAGING_SLOTS * staging::SlotLayout::new(state_words(channels * total), fir_len, block).len() } else { 1 };
         // SAFETY: page-locked host memory for the staging buffer, three slots so the host
         // stages one block and reads another back while the device runs a third (one
         // element, never touched, without staging). The host reads or writes a slot only
@@ -231,6 +239,7 @@ impl CudaChain {
             register_note: String::new(),
             work2: zeros(if staging { block } else { 1 })?,
             work: zeros(block)?,
+            io: zeros(if staging { staging::SlotLayout::new(state_words(channels * total), fir_len, block).len() } else { 1 })?,
             wide: zeros64(if has_float64 { block } else { 1 })?,
             tmp: zeros(block)?,
             tables: zeros(total * SCAN_STEPS * 4)?,
@@ -308,7 +317,7 @@ impl CudaChain {
     /// `state`, leaving the end state there. Blocks this thread until the device is done.
     pub fn process(&mut self, data: &mut [f32], frames: usize, state: &mut ChainState) -> Result<(), CudaError> {
         let n = self.job(data, frames, state)?;
-        data[..n].copy_from_slice(&self.slot(0)?[..n]);
+        data[..n].copy_from_slice(&self.slot_block(0)?[..n]);
         Ok(())
     }
 
@@ -320,7 +329,7 @@ impl CudaChain {
         let Some(out) = output.get_mut(..n) else {
             return Err(gpu(GpuError::Job { why: format!("an output of {} samples for {n}", output.len()) }));
         };
-        out.copy_from_slice(&self.slot(0)?[..n]);
+        out.copy_from_slice(&self.slot_block(0)?[..n]);
         Ok(())
     }
 
@@ -338,7 +347,7 @@ impl CudaChain {
         }
         self.check_job(frames, state)?;
         self.check_idle()?;
-        self.slot_mut(0)?[..n].copy_from_slice(&input[..n]);
+        self.slot_block_mut(0)?[..n].copy_from_slice(&input[..n]);
         self.stage_state(0, state)?;
         let launched = self.launch(0, frames);
         self.settled(launched)?;

@@ -72,9 +72,11 @@ impl CudaChain {
         let (b, s) = (k % 2, k % STAGING_SLOTS);
         self.stage_block(s, (start, frames), buffers)?;
         let n = self.channels * frames;
-        let base = self.slot_ptr(s)?;
-        // SAFETY: the slot holds at least `n` floats; the host writes it again only after
-        // this block is collected, which waits for its download (after this upload).
+        // SAFETY: the slot's block part starts `block.start` floats into the slot.
+        let base = unsafe { self.slot_ptr(s)?.add(self.slot_layout().block.start) };
+        // SAFETY: the slot's block holds at least `n` floats; the host writes it again
+        // only after this block is collected, which waits for its download (after this
+        // upload).
         let host = unsafe { std::slice::from_raw_parts(base, n) };
         self.copy_in.wait(&self.freed[b])?;
         let work = if b == 0 { &mut self.work } else { &mut self.work2 };
@@ -135,13 +137,15 @@ impl CudaChain {
 
     /// `state` onto the device, through slot 0's state part, on the compute stream.
     pub(super) fn upload_state(&mut self, state: &ChainState) -> Result<(), CudaError> {
-        let (block, ns, fir_len) = (self.channels * self.max_frames, super::state_words(self.channels * self.realizations.len()), self.fir_len);
+        let layout = self.slot_layout();
+        let (ns, fir_len) = (layout.states.len(), layout.history.len());
         self.stage_state(0, state)?;
         let base = self.slot_ptr(0)?;
-        // SAFETY: slot 0 holds `block + ns + fir_len` floats; the views only hand the
-        // state's addresses to the asynchronous copies, and the host writes slot 0's state
-        // part again only after the compute stream is synchronised (`download_state`).
-        let (states, hist) = unsafe { (std::slice::from_raw_parts(base.add(block), ns), std::slice::from_raw_parts(base.add(block + ns), fir_len)) };
+        // SAFETY: slot 0 holds `layout.len()` floats, the states and histories at their
+        // layout's places; the views only hand their addresses to the asynchronous copies,
+        // and the host writes slot 0's state part again only after the compute stream is
+        // synchronised (`download_state`).
+        let (states, hist) = unsafe { (std::slice::from_raw_parts(base, ns), std::slice::from_raw_parts(base.add(layout.history.start), fir_len)) };
         if ns > 0 {
             self.stream.memcpy_htod(states, &mut self.states.slice_mut(..ns))?;
         }
@@ -154,10 +158,11 @@ impl CudaChain {
     /// The device's state after the last kernels into `state` (waits for the compute
     /// stream).
     pub(super) fn download_state(&mut self, state: &mut ChainState) -> Result<(), CudaError> {
-        let (block, ns, fir_len) = (self.channels * self.max_frames, super::state_words(self.channels * self.realizations.len()), self.fir_len);
+        let layout = self.slot_layout();
+        let (ns, fir_len) = (layout.states.len(), layout.history.len());
         let base = self.slot_ptr(0)?;
         // SAFETY: as in `upload_state`; the host reads it after the stream is synchronised.
-        let (states, hist) = unsafe { (std::slice::from_raw_parts_mut(base.add(block), ns), std::slice::from_raw_parts_mut(base.add(block + ns), fir_len)) };
+        let (states, hist) = unsafe { (std::slice::from_raw_parts_mut(base, ns), std::slice::from_raw_parts_mut(base.add(layout.history.start), fir_len)) };
         if ns > 0 {
             self.stream.memcpy_dtoh(&self.states.slice(..ns), states)?;
         }

@@ -12,7 +12,7 @@
 use super::CudaChain;
 use crate::gpu::cuda::{CudaDevice, CudaError};
 use crate::gpu::pipe::{PipeGroup, PipePlan, PIPE_LANES};
-use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
 /// `fx_pipe_params` of kernels/sos_pipe_math.h.
@@ -111,9 +111,9 @@ pub(super) fn enqueue_pipe(
     group: &PipeGroup,
     frames: usize,
     channels: usize,
-    work: &mut CudaSlice<f32>,
+    work: &mut CudaViewMut<'_, f32>,
     sections: &CudaSlice<f32>,
-    states: &mut CudaSlice<f32>,
+    states: &mut CudaViewMut<'_, f32>,
 ) -> Result<(), CudaError> {
     let cfg = LaunchConfig { grid_dim: (channels as u32, 1, 1), block_dim: (PIPE_LANES as u32, 1, 1), shared_mem_bytes: 0 };
     for run in &group.runs {
