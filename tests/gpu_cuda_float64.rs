@@ -203,3 +203,61 @@ fn float64_rows_in_place_equal_the_float64_model() {
     let e = unsafe { gpu.process_raw(p, 2, 100, 0) }.unwrap_err().to_string();
     assert!(e.contains("2 rows x 100 frames of float64 need 1600"), "{e}");
 }
+
+/// [`ferrofx::gpu::cuda::CudaAdjoint64`] (the PyTorch operator's backward step): the next
+/// gradient bit for bit the formula of kernels/adjoint_math.h (zero in each row's two
+/// leading places), the blocks' sums within rounding of plain sums, over several grid
+/// sizes; refusals by name (a short buffer, `g` overlapping `lambda`).
+#[test]
+fn the_backward_step_equals_its_formula_on_the_device() {
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
+    use ferrofx::gpu::cuda::CudaAdjoint64;
+    let Some(dev) = device() else { return };
+    let mut step = CudaAdjoint64::new(dev).unwrap();
+    let stream = dev.new_stream().unwrap();
+    let b = [0.7, -1.3, 0.45];
+    for (rows, frames) in [(1usize, 1usize), (3, 700), (16, 5000), (2, 300_000)] {
+        let row_len = frames + 2;
+        let total = rows * row_len;
+        let noise = |seed: u64| -> Vec<f64> {
+            let mut v: Vec<f64> = ferrofx_testkit::noise_channels(1, total, seed, 1.0)[0].iter().map(|&s| f64::from(s)).collect();
+            v.iter_mut().enumerate().filter(|(i, _)| i % row_len < 2).for_each(|(_, s)| *s = 0.0);
+            v
+        };
+        let (lam, xs, ys) = (noise(1), noise(2), noise(3));
+        let (dl, dx, dy): (CudaSlice<f64>, CudaSlice<f64>, CudaSlice<f64>) = (stream.clone_htod(&lam).unwrap(), stream.clone_htod(&xs).unwrap(), stream.clone_htod(&ys).unwrap());
+        let mut dg: CudaSlice<f64> = stream.alloc_zeros(total).unwrap();
+        let mut partial: CudaSlice<f64> = stream.alloc_zeros(6 * ferrofx::gpu::cuda::adjoint::ADJOINT_MAX_BLOCKS).unwrap();
+        let (pl, px, py) = (dl.device_ptr(&stream).0, dx.device_ptr(&stream).0, dy.device_ptr(&stream).0);
+        let (pg, pp) = (dg.device_ptr_mut(&stream).0, partial.device_ptr_mut(&stream).0);
+        // SAFETY: the buffers are live on this stream and read back after the call.
+        let blocks = unsafe { step.step_raw(b, pl, px, py, pg, pp, rows, row_len, stream.cu_stream() as u64) }.unwrap();
+        assert_eq!(blocks, CudaAdjoint64::blocks_for(total));
+        let (g, partial) = (stream.clone_dtoh(&dg).unwrap(), stream.clone_dtoh(&partial).unwrap());
+        let mut want_sums = [0.0f64; 6];
+        for i in 0..total {
+            let want = if i % row_len < 2 { 0.0 } else { b[0] * lam[i] + b[1] * lam[i - 1] + b[2] * lam[i - 2] };
+            assert_eq!(g[i].to_bits(), want.to_bits(), "{rows} x {frames}: sample {i}");
+            if i % row_len >= 2 {
+                for k in 0..3 {
+                    want_sums[k] += lam[i - k] * xs[i];
+                    want_sums[3 + k] -= lam[i - k] * ys[i];
+                }
+            }
+        }
+        let scale = (total as f64).sqrt();
+        for j in 0..6 {
+            let got: f64 = partial.chunks(6).take(blocks).map(|p| p[j]).sum();
+            assert!((got - want_sums[j]).abs() <= 1e-12 * scale * scale, "{rows} x {frames}: sum {j}: {got} against {}", want_sums[j]);
+        }
+    }
+    // Refusals: a short g, and g on lambda's memory.
+    let short: CudaSlice<f64> = stream.alloc_zeros(10).unwrap();
+    let long: CudaSlice<f64> = stream.alloc_zeros(6 * 1024).unwrap();
+    let (ps, pl) = (short.device_ptr(&stream).0, long.device_ptr(&stream).0);
+    // SAFETY: refused before anything is enqueued.
+    let e = unsafe { step.step_raw(b, pl, pl + 8 * 20, pl + 8 * 40, ps, pl, 2, 10, 0) }.unwrap_err().to_string();
+    assert!(e.contains("g: the allocation holds 80 bytes"), "{e}");
+    let e = unsafe { step.step_raw(b, pl, pl + 8 * 20, pl + 8 * 40, pl + 8, pl + 8 * 100, 2, 10, 0) }.unwrap_err().to_string();
+    assert!(e.contains("g overlaps lambda"), "{e}");
+}

@@ -19,7 +19,8 @@ with respect to its input and its coefficients, kept whole by `torch.compile`.
   in double precision: within 1e-10 of SciPy's float64 result's peak on the steepest
   designs tested, 1e-12 and closer on ordinary ones; not SciPy's bits),
   the result in the input's dtype; the gradients are the same adjoint, its recursions run
-  as GPU filters and its sums as torch reductions on the device (`_adjoint`). The
+  as GPU filters and the rest of each section's step as one kernel (`_adjoint`,
+  `_device_step`). The
   coefficients may live on the CPU or the GPU (they are read to the host each call: a few
   dozen numbers). A cascade whose float64 form would miss the tolerance is refused with
   the reason. Other devices raise `NotImplementedError`.
@@ -85,13 +86,47 @@ def _host_filter_(y: torch.Tensor, rows: np.ndarray) -> None:
     y.copy_(torch.from_numpy(np.ascontiguousarray(_signal.sosfilt(rows, y.numpy(), axis=-1))))
 
 
-def _adjoint(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt_: Any) -> "tuple[torch.Tensor, torch.Tensor]":
+def _torch_step(lam: torch.Tensor, xs: torch.Tensor, ys: torch.Tensor, b: "tuple[float, float, float]", out: torch.Tensor) -> torch.Tensor:
+    """One section's backward step after its all-pole part, in torch operations, over
+    contiguous float64 rows in `_adjoint`'s layout (reversed, two leading zeros per row):
+    the next gradient into `out` (not `lam`), and the six sums `[db0, db1, db2, da0, da1,
+    da2]` returned. `kernels/adjoint_math.h` is the same step in one pass (CUDA)."""
+    lam, xs, ys, nxt = lam.reshape(-1), xs.reshape(-1), ys.reshape(-1), out.view(-1)
+    total = lam.numel()
+    # sum_t lambda[t+k] x[t]: lambda[t+k] sits k places before x[t] in the reversed row; a
+    # product that would cross into the row before meets the padding's zeros.
+    sums = [torch.dot(lam[:total - k], xs[k:]) for k in range(3)] + [-torch.dot(lam[:total - k], ys[k:]) for k in range(3)]
+    # dL/dx[t] = b0 lambda[t] + b1 lambda[t+1] + b2 lambda[t+2]: reversed, the sample itself
+    # and the one and two places before; each row's padding zeroed again (the shifts carry
+    # the row before's last samples into it).
+    torch.mul(lam, b[0], out=nxt)
+    nxt[1:].add_(lam[:-1], alpha=b[1])
+    nxt[2:].add_(lam[:-2], alpha=b[2])
+    out[..., :2] = 0
+    return torch.stack(sums)
+
+
+def _device_step(lam: torch.Tensor, xs: torch.Tensor, ys: torch.Tensor, b: "tuple[float, float, float]", out: torch.Tensor) -> torch.Tensor:
+    """`_torch_step` on CUDA tensors in one kernel (`_ferrofx.adjoint_step_device64`) on
+    the current stream: the blocks' sums added here, on the device."""
+    from . import _ferrofx
+
+    partial = torch.empty((_ferrofx.adjoint_max_blocks(), 6), dtype=torch.float64, device=lam.device)
+    stream = torch.cuda.current_stream(lam.device).cuda_stream
+    row_len = lam.shape[-1]
+    blocks = _ferrofx.adjoint_step_device64(b, lam.data_ptr(), xs.data_ptr(), ys.data_ptr(), out.data_ptr(), partial.data_ptr(),
+                                            lam.numel() // row_len, row_len, lam.device.index or 0, stream)
+    return partial[:blocks].sum(0)
+
+
+def _adjoint(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt_: Any, step: Any = _torch_step) -> "tuple[torch.Tensor, torch.Tensor]":
     """dL/dx and dL/drows of `y = sosfilt(rows, x)` (normalised rows, zero state) given
-    dL/dy, with torch operations on the tensors' device and `filt_(t, rows)` (a filter in
-    place on a contiguous float64 tensor) for the recursions: the arithmetic of
+    dL/dy, with torch operations on the tensors' device, `filt_(t, rows)` (a filter in
+    place on a contiguous float64 tensor) for the recursions and `step` for the rest of
+    each section's step (`_torch_step`, or `_device_step` on CUDA): the arithmetic of
     `src/signal/adjoint.rs` (see there), section by section from the last.
 
-    Laid out so each section's backward step is one filter in place and a few passes over
+    Laid out so each section's backward step is one filter in place and one step over
     memory (what a GPU's time is made of): the adjoint runs in reversed time (`lambda`,
     which runs backwards, is then an ordinary causal filter of the reversed gradient), every
     row padded with two zeros (at the end of the forward signals, at the start of the
@@ -111,29 +146,17 @@ def _adjoint(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt_: Any
         signals.append(signal)
     # Reversed time: row [0, 0, g[n-1], ..., g[0]]; a sample at time t sits at n + 1 - t.
     g = torch.nn.functional.pad(grad_y.to(torch.float64), (0, 2)).flip(-1).contiguous()
-    total = g.numel()
+    spare = torch.empty_like(g)
     grads = torch.zeros((sections, 6), dtype=torch.float64, device=x.device)
-    ys = signals.pop().flip(-1).reshape(-1)
+    ys = signals.pop().flip(-1)
     for s in reversed(range(sections)):
         b0, b1, b2, _, a1, a2 = (float(v) for v in rows[s])
         # lambda[t] = g[t] - a1 lambda[t+1] - a2 lambda[t+2]: reversed, a causal all-pole
         # filter, run in place (the two leading zeros stay zero from zero state).
         filt_(g, np.array([[1.0, 0.0, 0.0, 1.0, a1, a2]]))
-        lam = g.reshape(-1)
-        xs = signals.pop().flip(-1).reshape(-1)
-        # sum_t lambda[t+k] x[t]: lambda[t+k] sits k places before x[t] in the reversed
-        # row; a product that would cross into the row before meets the padding's zeros.
-        for k in range(3):
-            grads[s, k] = torch.dot(lam[:total - k], xs[k:])
-            grads[s, 3 + k] = -torch.dot(lam[:total - k], ys[k:])
-        # dL/dx[t] = b0 lambda[t] + b1 lambda[t+1] + b2 lambda[t+2]: reversed, the sample
-        # itself and the one and two places before; each row's padding zeroed again (the
-        # shifts carry the row before's last samples into it).
-        nxt = lam * b0
-        nxt[1:].add_(lam[:-1], alpha=b1)
-        nxt[2:].add_(lam[:-2], alpha=b2)
-        g = nxt.view(g.shape)
-        g[..., :2] = 0
+        xs = signals.pop().flip(-1)
+        grads[s] = step(g, xs, ys, (b0, b1, b2), spare)
+        g, spare = spare, g
         ys = xs
     return g.flip(-1)[..., :n], grads
 
@@ -179,7 +202,7 @@ def _sosfilt_backward_op(x: torch.Tensor, sos: torch.Tensor, grad_y: torch.Tenso
             gx = _host_filter(grad_y.detach().flip(-1), rows).flip(-1)
         return gx.to(device=x.device, dtype=x.dtype), torch.zeros_like(sos)
     if _on_cuda(x):
-        gx, gs = _adjoint(x.detach(), rows, grad_y.detach(), _device_filter_)
+        gx, gs = _adjoint(x.detach(), rows, grad_y.detach(), _device_filter_, _device_step)
         gs = gs / torch.from_numpy(a0).to(gs.device)
         return gx.to(x.dtype), gs.to(dtype=sos.dtype, device=sos.device)
     gx, gs = _signal.sosfilt_backward(rows, _numpy64(x), _numpy64(grad_y), axis=-1)

@@ -7,7 +7,7 @@
 
 use ferrofx::chain::DesignedChain;
 use ferrofx::design::Sos;
-use ferrofx::gpu::cuda::{CudaDevice, CudaResident, CudaSos64, Sample};
+use ferrofx::gpu::cuda::{CudaAdjoint64, CudaDevice, CudaResident, CudaSos64, Sample};
 use numpy::PyReadonlyArray2;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -148,4 +148,41 @@ pub fn sosfilt_device64(py: Python<'_>, sos: PyReadonlyArray2<'_, f64>, data: u6
         unsafe { kept[at].2.process_raw(data, rows, frames, stream) }
     })
     .map_err(err)
+}
+
+/// One backward step of a section (`b` its `b0, b1, b2`) over `rows x row_len` float64
+/// samples at device addresses `lam`, `xs`, `ys` (reversed, two leading zeros per row):
+/// the next gradient into `g`, each block's six sums into `partial` (room for
+/// `6 x ADJOINT_MAX_BLOCKS` doubles), ordered on CUDA stream `stream` of device `device`;
+/// returns the number of blocks whose sums were written. The PyTorch operator's backward
+/// (`ferrofx.torch._device_step`). Returns without waiting for the device.
+#[pyfunction]
+#[pyo3(signature = (b, lam, xs, ys, g, partial, rows, row_len, device, stream))]
+#[allow(clippy::too_many_arguments)]
+pub fn adjoint_step_device64(py: Python<'_>, b: (f64, f64, f64), lam: u64, xs: u64, ys: u64, g: u64, partial: u64, rows: usize, row_len: usize, device: usize, stream: u64) -> PyResult<usize> {
+    static KEPT: Mutex<Vec<(usize, CudaAdjoint64)>> = Mutex::new(Vec::new());
+    let dev = self::device(device)?;
+    let err = |e: ferrofx::gpu::cuda::CudaError| PyRuntimeError::new_err(format!("cuda:{device}: {e}"));
+    py.allow_threads(|| {
+        let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+        let at = match kept.iter().position(|k| k.0 == device) {
+            Some(at) => at,
+            None => {
+                kept.push((device, CudaAdjoint64::new(&dev)?));
+                kept.len() - 1
+            }
+        };
+        // SAFETY: every address is checked by the call (device memory of this context,
+        // long enough, g apart from lam); the stream is torch's current stream on this
+        // device, and the package holds the tensors until the call returns, after which
+        // torch orders any later use on that stream.
+        unsafe { kept[at].1.step_raw([b.0, b.1, b.2], lam, xs, ys, g, partial, rows, row_len, stream) }
+    })
+    .map_err(err)
+}
+
+/// The most blocks [`adjoint_step_device64`] writes sums for (the `partial` buffer's rows).
+#[pyfunction]
+pub fn adjoint_max_blocks() -> usize {
+    ferrofx::gpu::cuda::adjoint::ADJOINT_MAX_BLOCKS
 }

@@ -11,6 +11,7 @@
 #include "fir_math.h"
 #include "fft_math.h"
 #include "convert_math.h"
+#include "adjoint_math.h"
 
 /* ferrofx_sos_channels: one thread per channel. */
 void fx_host_sos_channels(fx_sos_params p, float* work, const fx_section* sections, fx_vec2* states) {
@@ -495,4 +496,31 @@ void fx_host_rows_convert(fx_rows_params p, unsigned grid_x, unsigned grid_y, in
             }
         }
     }
+}
+
+/* ferrofx_adjoint_step64 (adjoint.cu) over `blocks` blocks of FX_ADJ_THREADS threads:
+ * every thread's grid-stride pass, then each block's reduction level by level, in the
+ * kernel's order (so the sums are its bits). */
+void fx_host_adjoint_step64(fx_adjoint_params p, unsigned blocks, const double* lam, const double* xs, const double* ys,
+                            double* g, double* partial) {
+    double* red = malloc(sizeof(double) * 6 * FX_ADJ_THREADS);
+    for (unsigned b = 0; b < blocks; b++) {
+        for (unsigned tid = 0; tid < FX_ADJ_THREADS; tid++) {
+            double sums[6];
+            fx_adjoint_thread(&p, lam, xs, ys, g, (unsigned long long)b * FX_ADJ_THREADS + tid,
+                              (unsigned long long)blocks * FX_ADJ_THREADS, sums);
+            for (int j = 0; j < 6; j++) {
+                red[j * FX_ADJ_THREADS + tid] = sums[j];
+            }
+        }
+        for (unsigned half = FX_ADJ_THREADS / 2; half > 0; half >>= 1) {
+            for (unsigned tid = 0; tid < half; tid++) {
+                fx_adjoint_fold(red, tid, half);
+            }
+        }
+        for (int j = 0; j < 6; j++) {
+            partial[b * 6 + j] = red[j * FX_ADJ_THREADS];
+        }
+    }
+    free(red);
 }

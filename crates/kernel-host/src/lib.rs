@@ -115,6 +115,21 @@ pub struct RowsParams {
     pub pad1: u32,
 }
 
+/// `fx_adjoint_params` (adjoint_math.h).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct AdjointParams {
+    pub total: u64,
+    pub row_len: u32,
+    pub pad0: u32,
+    pub b0: f64,
+    pub b1: f64,
+    pub b2: f64,
+}
+
+/// Threads per block of the adjoint step kernel (`FX_ADJ_THREADS`).
+pub const ADJ_THREADS: usize = 256;
+
 /// Threads per block of the row-copy kernels (`FX_ROWS_THREADS`).
 pub const ROWS_THREADS: usize = 256;
 
@@ -132,6 +147,7 @@ extern "C" {
     fn fx_host_sos64_scan(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, tables: *const f64, states: *mut [f64; 2]);
     fn fx_host_sos64d_channels(p: SosParams, work: *mut f64, sections: *const Section64, states: *mut [f64; 2]);
     fn fx_host_sos64d_scan(p: SosParams, work: *mut f64, sections: *const Section64, tables: *const f64, states: *mut [f64; 2]);
+    fn fx_host_adjoint_step64(p: AdjointParams, blocks: u32, lam: *const f64, xs: *const f64, ys: *const f64, g: *mut f64, partial: *mut f64);
     fn fx_host_rows_convert(p: RowsParams, grid_x: u32, grid_y: u32, to_f32: i32, src: *const std::ffi::c_void, dst: *mut std::ffi::c_void);
     fn fx_host_fir_direct(p: FirParams, work: *const f32, taps: *const f32, history: *const f32, out: *mut f32);
     fn fx_host_fir_history(p: FirParams, work: *const f32, history: *const f32, hist_out: *mut f32);
@@ -267,6 +283,18 @@ pub fn rows_f32_to_f64(p: RowsParams, grid_y: u32, src: &[f32], dst: &mut [f64])
     let grid_x = (p.n as usize).div_ceil(ROWS_THREADS) as u32;
     // SAFETY: as above.
     unsafe { fx_host_rows_convert(p, grid_x, grid_y.max(1), 0, src.as_ptr().cast(), dst.as_mut_ptr().cast()) }
+}
+
+/// `ferrofx_adjoint_step64` over `blocks` blocks: `g` (which must not be `lam`) gets the
+/// next gradient, `partial` each block's six sums (`6 x blocks`).
+pub fn adjoint_step64(p: AdjointParams, blocks: u32, lam: &[f64], xs: &[f64], ys: &[f64], g: &mut [f64], partial: &mut [f64]) {
+    let total = p.total as usize;
+    assert!(p.row_len >= 2 && total % p.row_len as usize == 0, "rows of {} in {total}", p.row_len);
+    assert!(lam.len() >= total && xs.len() >= total && ys.len() >= total && g.len() >= total, "buffers shorter than {total}");
+    assert!(blocks >= 1 && partial.len() >= 6 * blocks as usize, "partial holds {} sums for {blocks} blocks", partial.len());
+    // SAFETY: every index the C code forms is below `total` (checked for each buffer) or
+    // below 6 x blocks (partial); `g` is a distinct `&mut` slice.
+    unsafe { fx_host_adjoint_step64(p, blocks, lam.as_ptr(), xs.as_ptr(), ys.as_ptr(), g.as_mut_ptr(), partial.as_mut_ptr()) }
 }
 
 fn check_fir(p: &FirParams, work: usize, taps: usize, history: usize, out: usize) {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 /// The embedded PTX of each kernel file, per target architecture (sm_80 for compute
 /// capability 8.0 and newer, which the driver JIT-compiles for its GPU; sm_70 below).
-const PTX: [(&str, &str, &str); 7] = [
+const PTX: [(&str, &str, &str); 8] = [
     ("sos", include_str!("../../../kernels/ptx/sm_70/sos.ptx"), include_str!("../../../kernels/ptx/sm_80/sos.ptx")),
     ("sos64", include_str!("../../../kernels/ptx/sm_70/sos64.ptx"), include_str!("../../../kernels/ptx/sm_80/sos64.ptx")),
     ("fir", include_str!("../../../kernels/ptx/sm_70/fir.ptx"), include_str!("../../../kernels/ptx/sm_80/fir.ptx")),
@@ -15,6 +15,7 @@ const PTX: [(&str, &str, &str); 7] = [
     ("sos_fused", include_str!("../../../kernels/ptx/sm_70/sos_fused.ptx"), include_str!("../../../kernels/ptx/sm_80/sos_fused.ptx")),
     ("sos_pipe", include_str!("../../../kernels/ptx/sm_70/sos_pipe.ptx"), include_str!("../../../kernels/ptx/sm_80/sos_pipe.ptx")),
     ("convert", include_str!("../../../kernels/ptx/sm_70/convert.ptx"), include_str!("../../../kernels/ptx/sm_80/convert.ptx")),
+    ("adjoint", include_str!("../../../kernels/ptx/sm_70/adjoint.ptx"), include_str!("../../../kernels/ptx/sm_80/adjoint.ptx")),
 ];
 
 /// An opened CUDA device with the kernels loaded.
@@ -40,6 +41,7 @@ pub struct CudaDevice {
     pub(crate) fft_extract: CudaFunction,
     pub(crate) rows_f64_to_f32: CudaFunction,
     pub(crate) rows_f32_to_f64: CudaFunction,
+    pub(crate) adjoint_step64: CudaFunction,
     /// How this device's chains run (fixed at opening).
     pub(crate) tuning: super::CudaTuning,
 }
@@ -120,6 +122,7 @@ impl CudaDevice {
             fft_extract: load("fft_fir", "ferrofx_fft_extract")?,
             rows_f64_to_f32: load("convert", "ferrofx_rows_f64_to_f32")?,
             rows_f32_to_f64: load("convert", "ferrofx_rows_f32_to_f64")?,
+            adjoint_step64: load("adjoint", "ferrofx_adjoint_step64")?,
             ctx,
             name,
             compute_capability,

@@ -18,6 +18,8 @@
 //!   one call bit for bit (the grid of `gpu::wgpu::WgpuResident`).
 //! - [`sos64`]: [`CudaSos64`], one cascade in float64 over a caller's float64 device rows
 //!   (the PyTorch operator's device path: forward and adjoint filters).
+//! - [`adjoint`]: [`CudaAdjoint64`], the rest of each section's backward step for the
+//!   PyTorch operator's gradients (the next gradient and the coefficients' sums, one pass).
 //! - [`backend`]: [`CudaBackend`], the [`crate::run::backend::Backend`] the router lists.
 //!
 //! The arithmetic is the wgpu backend's (the delta state-space form of
@@ -31,11 +33,13 @@
 //!
 //! Invariant: nothing outside this folder names a CUDA type.
 
+pub mod adjoint;
 pub mod backend;
 pub mod chain;
 pub mod context;
 pub mod sos64;
 
+pub use adjoint::CudaAdjoint64;
 pub use backend::{open_backend, CudaBackend};
 pub use chain::{CudaChain, CudaResident, Sample};
 pub use sos64::CudaSos64;
