@@ -225,13 +225,15 @@ pub fn sosfilt_backward64<'py>(
                 .map(|(t, gx)| {
                     let (x, g, sections) = (&x, &g, &sections);
                     sc.spawn(move || {
+                        // This thread's rows, through the grouped backward (several rows'
+                        // passes interleaved; each row's result the row function's bits).
                         let mut gs = vec![[0.0f64; 6]; n];
-                        let mut scratch = Vec::new();
-                        for (i, out) in gx.chunks_mut(frames.max(1)).enumerate() {
-                            let r = t * per + i;
-                            let span = r * frames..(r + 1) * frames;
-                            rows::sosfilt_backward_row(sections, &x[span.clone()], &g[span], out, &mut gs, &mut scratch)?;
-                        }
+                        let first = t * per;
+                        let mut outs: Vec<&mut [f64]> = gx.chunks_mut(frames.max(1)).collect();
+                        let span = |r: usize| r * frames..(r + 1) * frames;
+                        let xs: Vec<&[f64]> = (first..first + outs.len()).map(|r| &x[span(r)]).collect();
+                        let gys: Vec<&[f64]> = (first..first + outs.len()).map(|r| &g[span(r)]).collect();
+                        rows::sosfilt_backward_rows(sections, &xs, &gys, &mut outs, &mut gs)?;
                         Ok(gs)
                     })
                 })

@@ -26,7 +26,7 @@ mod wavefront;
 #[cfg(test)]
 mod tests;
 
-pub use adjoint::sosfilt_backward_row;
+pub use adjoint::{sosfilt_backward_row, sosfilt_backward_rows};
 #[cfg(target_arch = "x86_64")]
 use wavefront::{wavefront, WAVE_SECTIONS};
 
@@ -52,6 +52,12 @@ pub enum RowsError {
     StateLength {
         rows: usize,
         per_row: usize,
+        expected: usize,
+        found: usize,
+    },
+    #[error("{what} has {found} rows where x has {expected}")]
+    RowCount {
+        what: &'static str,
         expected: usize,
         found: usize,
     },
