@@ -18,9 +18,57 @@ pub enum Isa {
     Avx512,
 }
 
+/// The environment variable that caps the instruction set: `portable`, `avx2` or
+/// `avx512` (a kernel narrower than the CPU's best, never a wider one), read once per
+/// process. For measuring on a wide CPU what a narrower one runs (an AVX2-only machine's
+/// kernels on an AVX-512 one: `FERROFX_SIMD=avx2 cargo xtask bench --plugin`).
+pub const SIMD_CAP_VAR: &str = "FERROFX_SIMD";
+
 impl Isa {
-    /// The best kernel this CPU runs.
+    /// The kernel FerroFX runs here: the best this CPU has, or the narrower one
+    /// [`SIMD_CAP_VAR`] asks for.
     pub fn detect() -> Isa {
+        static CAP: std::sync::OnceLock<Option<Isa>> = std::sync::OnceLock::new();
+        let cap = *CAP.get_or_init(|| match std::env::var(SIMD_CAP_VAR) {
+            Ok(value) => match Isa::parse_cap(&value) {
+                Ok(cap) => cap,
+                Err(why) => {
+                    // Read once, at the first construction (never on the audio thread).
+                    eprintln!("ferrofx: {SIMD_CAP_VAR}={value:?} ignored: {why}");
+                    None
+                }
+            },
+            Err(_) => None,
+        });
+        Isa::cpu().capped(cap)
+    }
+
+    /// [`SIMD_CAP_VAR`]'s value: `Some(isa)`, `None` for an empty value.
+    pub fn parse_cap(value: &str) -> Result<Option<Isa>, String> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" => Ok(None),
+            "portable" => Ok(Some(Isa::Portable)),
+            "avx2" => Ok(Some(Isa::Avx2)),
+            "avx512" => Ok(Some(Isa::Avx512)),
+            other => Err(format!("{other:?} is not one of portable, avx2, avx512")),
+        }
+    }
+
+    /// `self` or `cap`, whichever is narrower.
+    pub fn capped(self, cap: Option<Isa>) -> Isa {
+        let rank = |isa: Isa| match isa {
+            Isa::Portable => 0,
+            Isa::Avx2 => 1,
+            Isa::Avx512 => 2,
+        };
+        match cap {
+            Some(cap) if rank(cap) < rank(self) => cap,
+            _ => self,
+        }
+    }
+
+    /// The best kernel this CPU runs.
+    pub fn cpu() -> Isa {
         #[cfg(target_arch = "x86_64")]
         {
             // The AVX-512 kernels also call the AVX2 ones for 4-lane groups.
@@ -38,12 +86,13 @@ impl Isa {
         Isa::Portable
     }
 
-    /// Whether this CPU can run kernel `self`.
+    /// Whether this CPU can run kernel `self` (whatever the cap: tests and benchmarks
+    /// name a kernel explicitly).
     pub fn is_supported(self) -> bool {
         match self {
             Isa::Portable => true,
-            Isa::Avx2 => matches!(Isa::detect(), Isa::Avx2 | Isa::Avx512),
-            Isa::Avx512 => Isa::detect() == Isa::Avx512,
+            Isa::Avx2 => matches!(Isa::cpu(), Isa::Avx2 | Isa::Avx512),
+            Isa::Avx512 => Isa::cpu() == Isa::Avx512,
         }
     }
 
@@ -105,3 +154,24 @@ pub type PortableMulAdd = Fused;
 /// The multiply-add of the portable kernels: separate on x86-64's SSE2 baseline.
 #[cfg(not(target_arch = "aarch64"))]
 pub type PortableMulAdd = Separate;
+
+#[cfg(test)]
+mod tests {
+    use super::Isa;
+
+    #[test]
+    fn the_cap_parses_and_only_narrows() {
+        assert_eq!(Isa::parse_cap(" AVX2 "), Ok(Some(Isa::Avx2)));
+        assert_eq!(Isa::parse_cap("portable"), Ok(Some(Isa::Portable)));
+        assert_eq!(Isa::parse_cap("avx512"), Ok(Some(Isa::Avx512)));
+        assert_eq!(Isa::parse_cap(""), Ok(None));
+        assert!(Isa::parse_cap("sse9").unwrap_err().contains("sse9"));
+        for cpu in [Isa::Portable, Isa::Avx2, Isa::Avx512] {
+            assert_eq!(cpu.capped(None), cpu);
+            assert_eq!(cpu.capped(Some(Isa::Portable)), Isa::Portable);
+            assert_eq!(cpu.capped(Some(Isa::Avx512)), cpu, "a cap never widens");
+        }
+        assert_eq!(Isa::Avx512.capped(Some(Isa::Avx2)), Isa::Avx2);
+        assert_eq!(Isa::Avx2.capped(Some(Isa::Avx2)), Isa::Avx2);
+    }
+}
