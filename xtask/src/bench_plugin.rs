@@ -474,12 +474,15 @@ fn print_tables(rows: &[Row], opts: &PluginBenchOptions) {
     let cores = Cores::get();
     let cpu = |c: Option<usize>| c.map_or("any CPU".to_string(), |c| format!("CPU {c}"));
     println!(
-        "plugin benchmark: {} s of audio per case at 48 kHz, CLAP through clack-host (audio thread on {}, main thread on {} serving callbacks every {} ms), {} ({} bands); per-block microseconds: median (min / p99.9)",
+        "plugin benchmark: {} s of audio per case at 48 kHz, CLAP through clack-host (audio thread on {}, main thread on {} serving callbacks every {} ms), {}, FerroFX's kernels {}{} ({} bands); per-block microseconds: median (min / p99.9)",
         opts.seconds,
         cpu(cores.audio),
         cpu(cores.main),
         opts.main_poll_ms,
         cpu_name(),
+        ferrofx::simd_level(),
+        // The bundle reads the same variable in this process.
+        std::env::var(ferrofx::dsp::simd::SIMD_CAP_VAR).map_or(String::new(), |v| format!(" ({}={v})", ferrofx::dsp::simd::SIMD_CAP_VAR)),
         if opts.matched { "analog-matched" } else { "cookbook" }
     );
     for automated in [false, true] {
