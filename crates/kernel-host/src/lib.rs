@@ -289,7 +289,7 @@ pub fn rows_f32_to_f64(p: RowsParams, grid_y: u32, src: &[f32], dst: &mut [f64])
 /// next gradient, `partial` each block's six sums (`6 x blocks`).
 pub fn adjoint_step64(p: AdjointParams, blocks: u32, lam: &[f64], xs: &[f64], ys: &[f64], g: &mut [f64], partial: &mut [f64]) {
     let total = p.total as usize;
-    assert!(p.row_len >= 2 && total % p.row_len as usize == 0, "rows of {} in {total}", p.row_len);
+    assert!(p.row_len >= 2 && total.is_multiple_of(p.row_len as usize), "rows of {} in {total}", p.row_len);
     assert!(lam.len() >= total && xs.len() >= total && ys.len() >= total && g.len() >= total, "buffers shorter than {total}");
     assert!(blocks >= 1 && partial.len() >= 6 * blocks as usize, "partial holds {} sums for {blocks} blocks", partial.len());
     // SAFETY: every index the C code forms is below `total` (checked for each buffer) or
