@@ -16,7 +16,7 @@ fn main() {
             continue;
         }
         for ch in [1usize, 2, 8, 12] {
-            for n in [1usize, 4, 8, 15, 16, 24, 48] {
+            for n in [1usize, 4, 8, 15, 16, 24, 32, 48] {
                 if only_ch.is_some_and(|c| c != ch) || only_n.is_some_and(|m| m != n) {
                     continue;
                 }
