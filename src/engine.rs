@@ -385,12 +385,13 @@ impl Engine {
 /// where it cost as much as a section of the cascade at eight channels).
 #[inline]
 pub fn sanitize_input(buf: &mut [f32]) {
-    match Isa::detect() {
+    // On the audio thread: never the environment read of a first `detect`.
+    match Isa::detect_realtime() {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::detect` reports AVX-512 only when the CPU has AVX-512F.
+        // SAFETY: `Isa::detect_realtime` reports AVX-512 only when the CPU has AVX-512F.
         Isa::Avx512 => unsafe { sanitize_avx512(buf) },
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::detect` reports AVX2 only when the CPU has AVX2.
+        // SAFETY: `Isa::detect_realtime` reports AVX2 only when the CPU has AVX2.
         Isa::Avx2 => unsafe { sanitize_avx2(buf) },
         _ => sanitize_portable(buf),
     }

@@ -81,11 +81,6 @@ def _host_filter(x: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(_signal.sosfilt(rows, _numpy64(x), axis=-1)))
 
 
-def _host_filter_(y: torch.Tensor, rows: np.ndarray) -> None:
-    """`_device_filter_` on the CPU (SciPy's arithmetic, `ferrofx.signal.sosfilt`)."""
-    y.copy_(torch.from_numpy(np.ascontiguousarray(_signal.sosfilt(rows, y.numpy(), axis=-1))))
-
-
 def _torch_step(lam: torch.Tensor, xs: torch.Tensor, ys: torch.Tensor, b: "tuple[float, float, float]", out: torch.Tensor) -> torch.Tensor:
     """One section's backward step after its all-pole part, in torch operations, over
     contiguous float64 rows in `_adjoint`'s layout (reversed, two leading zeros per row):

@@ -24,11 +24,14 @@ pub enum Isa {
 /// kernels on an AVX-512 one: `FERROFX_SIMD=avx2 cargo xtask bench --plugin`).
 pub const SIMD_CAP_VAR: &str = "FERROFX_SIMD";
 
+/// [`SIMD_CAP_VAR`] as read by the first [`Isa::detect`].
+static CAP: std::sync::OnceLock<Option<Isa>> = std::sync::OnceLock::new();
+
 impl Isa {
     /// The kernel FerroFX runs here: the best this CPU has, or the narrower one
-    /// [`SIMD_CAP_VAR`] asks for.
+    /// [`SIMD_CAP_VAR`] asks for. The first call reads the environment (it allocates):
+    /// code on the audio thread calls [`Isa::detect_realtime`] instead.
     pub fn detect() -> Isa {
-        static CAP: std::sync::OnceLock<Option<Isa>> = std::sync::OnceLock::new();
         let cap = *CAP.get_or_init(|| match std::env::var(SIMD_CAP_VAR) {
             Ok(value) => match Isa::parse_cap(&value) {
                 Ok(cap) => cap,
@@ -41,6 +44,13 @@ impl Isa {
             Err(_) => None,
         });
         Isa::cpu().capped(cap)
+    }
+
+    /// [`Isa::detect`] without ever reading the environment (no allocation, no lock): the
+    /// cap as an earlier `detect` read it (every construction calls it first), else the
+    /// CPU's best. For the audio thread.
+    pub fn detect_realtime() -> Isa {
+        Isa::cpu().capped(CAP.get().copied().flatten())
     }
 
     /// [`SIMD_CAP_VAR`]'s value: `Some(isa)`, `None` for an empty value.
@@ -173,5 +183,7 @@ mod tests {
         }
         assert_eq!(Isa::Avx512.capped(Some(Isa::Avx2)), Isa::Avx2);
         assert_eq!(Isa::Avx2.capped(Some(Isa::Avx2)), Isa::Avx2);
+        // Once `detect` has read the cap, the audio thread's read agrees with it.
+        assert_eq!(Isa::detect_realtime(), Isa::detect());
     }
 }

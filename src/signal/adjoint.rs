@@ -104,17 +104,17 @@ pub fn sosfilt_backward_rows(
         }
     }
     let n = x.first().map_or(0, |r| r.len());
-    for lengths in [x.iter().map(|r| r.len()).collect::<Vec<_>>(), grad_y.iter().map(|r| r.len()).collect(), grad_x.iter().map(|r| r.len()).collect()] {
-        if let Some((row, &found)) = lengths.iter().enumerate().find(|(_, len)| **len != n) {
-            return Err(RowsError::RowLength { row, expected: n, found });
-        }
+    let short = |lengths: &mut dyn Iterator<Item = usize>| lengths.enumerate().find(|&(_, len)| len != n);
+    let found = short(&mut x.iter().map(|r| r.len()))
+        .or_else(|| short(&mut grad_y.iter().map(|r| r.len())))
+        .or_else(|| short(&mut grad_x.iter().map(|r| r.len())));
+    if let Some((row, found)) = found {
+        return Err(RowsError::RowLength { row, expected: n, found });
     }
     if grad_sos.len() != sos.len() {
         return Err(RowsError::StateLength { rows: 1, per_row: sos.len(), expected: sos.len(), found: grad_sos.len() });
     }
-    if let Some((section, row)) = sos.iter().enumerate().find(|(_, r)| r[3] != 1.0) {
-        return Err(RowsError::SectionA0 { section, a0: row[3] });
-    }
+    super::check_a0(sos)?;
     let mut start = 0;
     while start < x.len() {
         let m = (x.len() - start).min(BACKWARD_GROUP);
@@ -185,7 +185,7 @@ fn group_lanes<const M: usize>(sos: &[[f64; 6]], x: &[&[f64]], grad_y: &[&[f64]]
     if n == 0 {
         return;
     }
-    let coefs: Vec<[f64; 5]> = sos.iter().map(|r| [r[0], r[1], r[2], r[4], r[5]]).collect();
+    let coefs = super::section_coefs(sos);
     let chunks = n.div_ceil(CHUNK);
     let width = CHUNK + 2;
     // Chunk k's checkpoint: per section its [z0, z1] lanes, then per signal its two frames

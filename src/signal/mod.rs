@@ -78,6 +78,19 @@ pub fn rows_per_group(isa: Isa) -> usize {
     }
 }
 
+/// Refuses a section whose `a0` is not 1 (SciPy's sections have `a0 = 1`).
+fn check_a0(sos: &[[f64; 6]]) -> Result<(), RowsError> {
+    match sos.iter().enumerate().find(|(_, r)| r[3] != 1.0) {
+        Some((section, row)) => Err(RowsError::SectionA0 { section, a0: row[3] }),
+        None => Ok(()),
+    }
+}
+
+/// The sections as the kernels take them: `[b0, b1, b2, a1, a2]` (`a0 = 1`).
+fn section_coefs(sos: &[[f64; 6]]) -> Vec<[f64; 5]> {
+    sos.iter().map(|r| [r[0], r[1], r[2], r[4], r[5]]).collect()
+}
+
 fn check_rows(rows: &[&mut [f64]], state: &[f64], per_row: usize) -> Result<(), RowsError> {
     let expected = rows.len() * per_row;
     if state.len() != expected {
@@ -118,17 +131,12 @@ pub fn sosfilt_rows_with(
     rows: &mut [&mut [f64]],
     state: &mut [f64],
 ) -> Result<(), RowsError> {
-    if let Some((section, row)) = sos.iter().enumerate().find(|(_, r)| r[3] != 1.0) {
-        return Err(RowsError::SectionA0 {
-            section,
-            a0: row[3],
-        });
-    }
+    check_a0(sos)?;
     check_rows(rows, state, 2 * sos.len())?;
     if sos.is_empty() {
         return Ok(());
     }
-    let coefs: Vec<[f64; 5]> = sos.iter().map(|r| [r[0], r[1], r[2], r[4], r[5]]).collect();
+    let coefs = section_coefs(sos);
     let job = Job::Sos(&coefs);
     run_isa(isa, job, rows, state);
     Ok(())

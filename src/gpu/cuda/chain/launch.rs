@@ -261,22 +261,19 @@ impl CudaChain {
         if let Some(host) = &host {
             stream.memcpy_htod(&**host, &mut io.slice_mut(..host.len()))?;
         }
-        // The buffers the kernels run on: a job's parts of `io`, or the overlapped
-        // stream's and resident calls' own.
-        let (mut io_head, io_block) = match what {
+        // The buffers the kernels run on: a job's parts of `io` (its states and histories
+        // split from `io_head`, which outlives them), or the overlapped stream's and
+        // resident calls' own.
+        let mut io_head;
+        let (mut work, mut states, mut history) = match what {
             Work::Job { .. } => {
-                let (head, block_part) = io.split_at_mut(layout.block.start);
-                (Some(head), Some(block_part))
-            }
-            Work::Kernels(_) => (None, None),
-        };
-        let (mut work, mut states, mut history) = match (what, io_head.as_mut(), io_block) {
-            (Work::Job { .. }, Some(head), Some(block_part)) => {
-                let (states_part, history_part) = head.split_at_mut(layout.history.start);
+                let block_part;
+                (io_head, block_part) = io.split_at_mut(layout.block.start);
+                let (states_part, history_part) = io_head.split_at_mut(layout.history.start);
                 (block_part, states_part, history_part)
             }
-            (Work::Kernels(1), ..) => (work2.as_view_mut(), states.as_view_mut(), history.as_view_mut()),
-            _ => (work.as_view_mut(), states.as_view_mut(), history.as_view_mut()),
+            Work::Kernels(1) => (work2.as_view_mut(), states.as_view_mut(), history.as_view_mut()),
+            Work::Kernels(_) => (work.as_view_mut(), states.as_view_mut(), history.as_view_mut()),
         };
         let (work, states, history) = (&mut work, &mut states, &mut history);
         let mut state_base = 0usize;
