@@ -185,7 +185,7 @@ impl Band {
 
     /// Sections this band designs to at most (0 when not active), by shape and slope; an
     /// analog-matched band may design to fewer (one section where the cookbook biquad
-    /// is within the match's tolerance already).
+    /// or a single fitted section is within the match's tolerance).
     pub fn section_count(&self) -> usize {
         if !self.active() {
             return 0;
@@ -221,8 +221,8 @@ impl Band {
         }
         let (f, q, g) = (self.freq_hz, self.q, self.gain_db);
         if self.uses_matched() {
-            // One section where the cookbook biquad is within the match's tolerance
-            // already, else the fit's two (`biquad_matched_into`).
+            // One section where the cookbook biquad or a single fitted section is within
+            // the match's tolerance, else the fit's two (`biquad_matched_into`).
             let two = |out: &mut [Sos], kind, g| {
                 let mut sections = [Sos::IDENTITY; MATCHED_SECTIONS];
                 let n = biquad_matched_into(kind, f, q, g, fs, &mut sections);

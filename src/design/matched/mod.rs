@@ -1,11 +1,13 @@
 //! Analog-matched biquads and cuts: the cookbook's shapes (same `freq_hz`, `q`,
 //! `gain_db`) and the Butterworth / Linkwitz-Riley low- and high-pass, with a magnitude
 //! that follows their analog prototype up to Nyquist, instead of cramping toward it as
-//! the bilinear transform does. A biquad is two second-order sections (a fourth-order
-//! digital filter), or the cookbook biquad alone where that one is within
-//! [`COOKBOOK_WITHIN_DB`] of the prototype already (most bells and shelves below a few kHz
-//! at 48 kHz: the bilinear transform's cramping grows toward Nyquist); a cut is two
-//! sections per pole pair of its prototype ([`cut_matched_into`]).
+//! the bilinear transform does. A biquad is one section wherever one section comes within
+//! [`COOKBOOK_WITHIN_DB`] of the prototype: the cookbook biquad itself where that one is
+//! already (most bells and shelves below a few kHz at 48 kHz: the bilinear transform's
+//! cramping grows toward Nyquist), else a single section fitted as below (a bell of Q 0.7
+//! at +-3 dB up to about 10 kHz at 48 kHz); only where neither is, two sections (a
+//! fourth-order digital filter). A cut is two sections per pole pair of its prototype
+//! ([`cut_matched_into`]).
 //!
 //! Method: a rational least-squares fit of the squared magnitude, in the spirit of M.
 //! Vicanek, "Matched Second Order Digital Filters" (2016), who writes a biquad's squared
@@ -32,6 +34,12 @@
 //!    `z + 1/z = 2 - 4 phi_r`, of which the root inside the unit circle is kept (minimum
 //!    phase, stable). The roots pair into two sections; the gain is set midway between
 //!    the largest and smallest ratio of target to design over the judged samples.
+//!
+//! The single section is the same fit with `N` and `D` of degree 2 (`fit::fit_one`), tried
+//! only where the cookbook biquad misses and kept only where its own largest error over
+//! the judged samples is within [`COOKBOOK_WITHIN_DB`]; `tests/matched.rs` checks that two
+//! sections are never spent where an independent single-section design (Orfanidis' bell
+//! with its Nyquist gain prescribed, 1997) is within 0.03 dB.
 //!
 //! Accuracy (`tests/matched.rs`, against the analog prototypes evaluated there, on a grid
 //! of `f0` from 20 Hz to 0.45 `fs`, Q 0.1-18, gains +-24 dB, at 44.1/48/96 kHz, up to 0.9
@@ -61,7 +69,7 @@ pub use cut::{cut_matched_into, cut_sections, MAX_CUT_ORDER};
 
 use super::rbj::{self, BiquadKind};
 use super::Sos;
-use fit::{fit_samples, Fixed, Samples};
+use fit::{fit_one, fit_samples, Fixed, Samples};
 
 /// Sections a matched design has.
 pub const MATCHED_SECTIONS: usize = 2;
@@ -91,15 +99,17 @@ pub fn analog_mag2(p: &[f64; 3], omega: f64) -> f64 {
     re * re + im * im
 }
 
-/// An analog-matched biquad keeps the cookbook biquad (one section) where that one is
-/// within this many dB of the analog prototype already, over the samples the fit judges
-/// (within 60 dB of the peak, up to 0.9 Nyquist): the fit's own aim (above it, the fit
-/// runs its minimax rounds). Below a few kHz at 48 kHz most bells and shelves are.
+/// An analog-matched biquad keeps one section (the cookbook biquad, or a single fitted
+/// section) where that one is within this many dB of the analog prototype, over the
+/// samples the fit judges (within 60 dB of the peak, up to 0.9 Nyquist): the fit's own aim
+/// (above it, the fit runs its minimax rounds). Below a few kHz at 48 kHz most bells and
+/// shelves are within it as cookbook biquads already.
 pub const COOKBOOK_WITHIN_DB: f64 = fit::LAWSON_TRIGGER_DB;
 
 /// Designs an analog-matched `kind` into `out` and returns its section count: the
 /// cookbook biquad alone (1) where it is within [`COOKBOOK_WITHIN_DB`] of the analog
-/// prototype, else the two sections of the fit (see the module docs). `gain_db` is
+/// prototype, else one fitted section (1) where that is, else the two sections of the fit
+/// (see the module docs). `gain_db` is
 /// ignored by shapes without gain; `freq_hz` must lie in `(0, fs/2)` and `q > 0`, as for
 /// [`rbj::biquad`]. Where the fit cannot be factorised (not seen on the tested grid), the
 /// cookbook biquad is returned, so the result is always a stable filter of that shape.
@@ -124,6 +134,10 @@ pub fn biquad_matched_into(kind: BiquadKind, freq_hz: f64, q: f64, gain_db: f64,
     let target = |om: f64| analog_mag2(&num, om) / analog_mag2(&den, om);
     let Some(samples) = Samples::new(&target, freq_hz, q, centres, fs) else { return 1 };
     if samples.worst_db(&[cookbook]).is_some_and(|e| e <= COOKBOOK_WITHIN_DB) {
+        return 1;
+    }
+    if let Some(one) = fit_one(&samples, fixed).filter(|one| samples.worst_db(&[*one]).is_some_and(|e| e <= COOKBOOK_WITHIN_DB)) {
+        out[0] = one;
         return 1;
     }
     match fit_samples(&samples, fixed) {

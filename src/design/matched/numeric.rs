@@ -5,8 +5,9 @@ use num_complex::Complex64;
 use std::f64::consts::PI;
 
 /// Unknowns of the least squares at most: numerator coefficients (at most 5) and
-/// denominator ones after `d0 = 1` (4).
+/// denominator ones after `d0 = 1` (4). The single-section fit has at most 5 (3 and 2).
 pub(super) const MAX_UNKNOWNS: usize = 9;
+pub(super) const MAX_UNKNOWNS_SINGLE: usize = 5;
 
 /// `sum c_k x^k`.
 pub(super) fn poly(c: &[f64], x: f64) -> f64 {
@@ -16,7 +17,7 @@ pub(super) fn poly(c: &[f64], x: f64) -> f64 {
 /// Least squares `min |M y - r|` for the first `n` columns of `m`, by Householder QR with
 /// column scaling. `None` when the system is rank deficient or not finite.
 ///
-/// Every pass runs over the rows with all [`MAX_UNKNOWNS`] columns side by side (each
+/// Every pass runs over the rows with all `W` columns side by side (each
 /// column's sums in row order, as a column at a time adds them; the columns beyond the
 /// `n` used, and below the diagonal once reflected, get arithmetic whose results are never
 /// read): a column at a time, each sum was a chain of dependent additions, latency-bound.
@@ -25,7 +26,7 @@ pub(super) fn poly(c: &[f64], x: f64) -> f64 {
 ///
 /// With AVX2 on the CPU the same code runs compiled for it (wider vectors, no fused
 /// multiply-add: the same bits).
-pub(super) fn least_squares(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usize) -> Option<[f64; MAX_UNKNOWNS]> {
+pub(super) fn least_squares<const W: usize>(m: &mut [[f64; W]], r: &mut [f64], n: usize) -> Option<[f64; W]> {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU reports AVX2, the only feature the function is compiled with.
@@ -37,26 +38,26 @@ pub(super) fn least_squares(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usi
 /// [`householder`] compiled with AVX2 (and without FMA, so the arithmetic is unchanged).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn least_squares_avx2(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usize) -> Option<[f64; MAX_UNKNOWNS]> {
+unsafe fn least_squares_avx2<const W: usize>(m: &mut [[f64; W]], r: &mut [f64], n: usize) -> Option<[f64; W]> {
     householder(m, r, n)
 }
 
 /// [`least_squares`]' arithmetic.
 #[inline(always)]
-fn householder(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usize) -> Option<[f64; MAX_UNKNOWNS]> {
+fn householder<const W: usize>(m: &mut [[f64; W]], r: &mut [f64], n: usize) -> Option<[f64; W]> {
     let rows = m.len();
-    if rows < n || n > MAX_UNKNOWNS {
+    if rows < n || n > W {
         return None;
     }
     // Sums start from -0.0, as `Iterator::sum` does for floats.
-    let mut sums = [-0.0f64; MAX_UNKNOWNS];
+    let mut sums = [-0.0f64; W];
     for row in m.iter() {
         for (acc, v) in sums.iter_mut().zip(row) {
             *acc += v * v;
         }
     }
     // Columns beyond `n` are divided by 1 (unchanged).
-    let mut scale = [1.0f64; MAX_UNKNOWNS];
+    let mut scale = [1.0f64; W];
     for (sc, sum) in scale[..n].iter_mut().zip(&sums) {
         let norm = sum.sqrt();
         if !(norm > 0.0 && norm.is_finite()) {
@@ -91,7 +92,7 @@ fn householder(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usize) -> Option
         }
         // v . (column k below the diagonal) for every column (those after j are used),
         // and v . r.
-        let mut dots = [-0.0f64; MAX_UNKNOWNS];
+        let mut dots = [-0.0f64; W];
         let mut dot_r = -0.0f64;
         for (row, ri) in m[j + 1..].iter().zip(&r[j + 1..]) {
             let v = row[j];
@@ -101,7 +102,7 @@ fn householder(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usize) -> Option
             dot_r += v * ri;
         }
         // The reflection's factor per column: zero outside j+1..n.
-        let mut f = [0.0f64; MAX_UNKNOWNS];
+        let mut f = [0.0f64; W];
         for k in j + 1..n {
             f[k] = 2.0 * (v0 * m[j][k] + dots[k]) / vtv;
             m[j][k] -= f[k] * v0;
@@ -123,8 +124,8 @@ fn householder(m: &mut [[f64; MAX_UNKNOWNS]], r: &mut [f64], n: usize) -> Option
 /// `y` from the triangular `R y = Q^T r` that the reflections left in the first `n` rows
 /// of `m` and `r`, unscaled by the columns' `scale`; `None` if `R` is (nearly) singular
 /// or `y` not finite.
-fn back_substitute(m: &[[f64; MAX_UNKNOWNS]], r: &[f64], n: usize, scale: &[f64; MAX_UNKNOWNS]) -> Option<[f64; MAX_UNKNOWNS]> {
-    let mut y = [0.0f64; MAX_UNKNOWNS];
+fn back_substitute<const W: usize>(m: &[[f64; W]], r: &[f64], n: usize, scale: &[f64; W]) -> Option<[f64; W]> {
+    let mut y = [0.0f64; W];
     for j in (0..n).rev() {
         let mut acc = r[j];
         for k in j + 1..n {
@@ -442,6 +443,12 @@ mod tests {
             // The baseline build as well as the AVX2 one `least_squares` picks here.
             let baseline = householder(&mut m_base, &mut r_base, n);
             assert_eq!(baseline.map(|y| y.map(f64::to_bits)), want.map(|y| y.map(f64::to_bits)), "case {case}: the baseline build");
+            // The single section's narrower rows: the same bits.
+            if n <= MAX_UNKNOWNS_SINGLE {
+                let mut narrow: Vec<[f64; MAX_UNKNOWNS_SINGLE]> = m.iter().map(|row| std::array::from_fn(|k| row[k])).collect();
+                let got = least_squares(&mut narrow, &mut r.clone(), n).map(|y| y.map(f64::to_bits));
+                assert_eq!(got.map(|y| y[..n].to_vec()), want.map(|y| y[..n].iter().map(|v| v.to_bits()).collect()), "case {case}: rows of {MAX_UNKNOWNS_SINGLE}");
+            }
             let got = least_squares(&mut m, &mut r, n);
             match (got, want) {
                 (Some(a), Some(b)) => {
