@@ -20,7 +20,9 @@ with respect to its input and its coefficients, kept whole by `torch.compile`.
   designs tested, 1e-12 and closer on ordinary ones; not SciPy's bits),
   the result in the input's dtype; the gradients are the same adjoint, its recursions run
   as GPU filters and the rest of each section's step as one kernel (`_adjoint`,
-  `_device_step`). The
+  `_device_step`), over as many rows at a time as half the device's free memory holds
+  (each row's signals, `sections + 3` float64 copies; `FERROFX_TORCH_BACKWARD_BYTES` sets
+  the budget). The
   coefficients may live on the CPU or the GPU (they are read to the host each call: a few
   dozen numbers). A cascade whose float64 form would miss the tolerance is refused with
   the reason. Other devices raise `NotImplementedError`.
@@ -156,6 +158,49 @@ def _adjoint(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt_: Any
     return g.flip(-1)[..., :n], grads
 
 
+def _adjoint_rows(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt_: Any, step: Any = _torch_step,
+                  max_bytes: Optional[int] = None) -> "tuple[torch.Tensor, torch.Tensor]":
+    """`_adjoint` over groups of rows (the rows of a batch are independent), each group's
+    working set (its `sections + 3` float64 signals, two samples longer than the rows)
+    within `max_bytes` (a group of one row at least; `None`: all rows at once). The input
+    gradient is each row's own arithmetic whatever the grouping; the coefficients' sums
+    are added group by group (a different rounding order, within 1e-12 of one group)."""
+    n = x.shape[-1]
+    flat_x, flat_g = x.reshape(-1, n), grad_y.reshape(-1, n)
+    count = flat_x.shape[0]
+    per_row = (rows.shape[0] + 3) * (n + 2) * 8
+    group = count if max_bytes is None else max(1, int(max_bytes) // max(per_row, 1))
+    if group >= count:
+        return _adjoint(x, rows, grad_y, filt_, step)
+    gxs = []
+    gs = torch.zeros((rows.shape[0], 6), dtype=torch.float64, device=x.device)
+    for start in range(0, count, group):
+        gx, g = _adjoint(flat_x[start:start + group], rows, flat_g[start:start + group], filt_, step)
+        gxs.append(gx)
+        gs += g
+    return torch.cat(gxs).reshape(x.shape), gs
+
+
+def _backward_budget(device: torch.device) -> int:
+    """Bytes the coefficient gradient's signals may take on a CUDA device: half of what is
+    free there (the driver's free memory and what PyTorch holds cached but unused), or
+    `FERROFX_TORCH_BACKWARD_BYTES` where set."""
+    import os
+
+    given = os.environ.get("FERROFX_TORCH_BACKWARD_BYTES")
+    if given:
+        try:
+            value = int(given)
+        except ValueError:
+            raise ValueError(f"FERROFX_TORCH_BACKWARD_BYTES must be a whole number of bytes, got {given!r}") from None
+        if value <= 0:
+            raise ValueError(f"FERROFX_TORCH_BACKWARD_BYTES must be positive, got {value}")
+        return value
+    free, _ = torch.cuda.mem_get_info(device)
+    cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    return (free + cached) // 2
+
+
 def _sections(sos: torch.Tensor) -> "tuple[np.ndarray, np.ndarray]":
     """The rows divided by their `a0` (the same filter), and the `a0` column. The layer
     takes any nonzero `a0`, so the coefficients can move freely under an optimiser; each
@@ -197,7 +242,9 @@ def _sosfilt_backward_op(x: torch.Tensor, sos: torch.Tensor, grad_y: torch.Tenso
             gx = _host_filter(grad_y.detach().flip(-1), rows).flip(-1)
         return gx.to(device=x.device, dtype=x.dtype), torch.zeros_like(sos)
     if _on_cuda(x):
-        gx, gs = _adjoint(x.detach(), rows, grad_y.detach(), _device_filter_, _device_step)
+        # In groups of rows whose signals fit the device's free memory (a batch of 1,024
+        # stereo 10 s clips through 8 sections is 87 GB of them at once).
+        gx, gs = _adjoint_rows(x.detach(), rows, grad_y.detach(), _device_filter_, _device_step, _backward_budget(x.device))
         gs = gs / torch.from_numpy(a0).to(gs.device)
         return gx.to(x.dtype), gs.to(dtype=sos.dtype, device=sos.device)
     gx, gs = _signal.sosfilt_backward(rows, _numpy64(x), _numpy64(grad_y), axis=-1)

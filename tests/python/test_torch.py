@@ -138,6 +138,35 @@ def test_the_adjoint_in_torch_operations_equals_the_cores():
         np.testing.assert_allclose(gs.numpy(), want_s, rtol=0, atol=1e-12 * np.abs(want_s).max())
 
 
+def test_the_adjoint_in_groups_of_rows_equals_it_whole(monkeypatch):
+    # What CUDA tensors' backward runs within a memory budget: groups of rows, the input
+    # gradient each row's own arithmetic (the same bits), the coefficients' sums added
+    # group by group (within 1e-12); the budget from the environment, refused by name.
+    from ferrofx import signal as fsignal
+    from ferrofx.torch import _adjoint, _adjoint_rows, _backward_budget
+
+    def _host_filter_(y, rows):
+        y.copy_(torch.from_numpy(np.ascontiguousarray(fsignal.sosfilt(rows, y.numpy(), axis=-1))))
+
+    rng = np.random.default_rng(12)
+    for sections, shape in [(3, (7, 300)), (2, (2, 5, 129)), (4, (9,)), (1, (3, 1, 64))]:
+        rows = _sos(rng, sections)
+        x, g = torch.from_numpy(rng.standard_normal(shape)), torch.from_numpy(rng.standard_normal(shape))
+        whole_x, whole_s = _adjoint(x, rows, g, _host_filter_)
+        per_row = (sections + 3) * (shape[-1] + 2) * 8
+        for budget in [1, per_row, 2 * per_row + 1, 3 * per_row, None]:
+            gx, gs = _adjoint_rows(x, rows, g, _host_filter_, max_bytes=budget)
+            assert gx.shape == x.shape
+            assert torch.equal(gx, whole_x), (shape, budget)
+            np.testing.assert_allclose(gs.numpy(), whole_s.numpy(), rtol=0, atol=1e-12 * whole_s.abs().max().item())
+    monkeypatch.setenv("FERROFX_TORCH_BACKWARD_BYTES", "123456")
+    assert _backward_budget(torch.device("cpu")) == 123456
+    for bad in ["lots", "-5", "0"]:
+        monkeypatch.setenv("FERROFX_TORCH_BACKWARD_BYTES", bad)
+        with pytest.raises(ValueError, match="FERROFX_TORCH_BACKWARD_BYTES"):
+            _backward_budget(torch.device("cpu"))
+
+
 def test_inductor_keeps_the_operator_and_equals_eager():
     layer = Filter.from_chain(ferrofx.Butterworth.highpass(40, 2) | ferrofx.Fir.lowpass(15, 8000), 48_000, learnable=True)
     x = torch.from_numpy(np.random.default_rng(5).standard_normal((2, 512))).requires_grad_()
