@@ -2,7 +2,7 @@
 # Runs every FerroFX test from a plain clone: the plugin bundles (debug), SciPy reference
 # vectors and seeded stress cases generated here (scripts/scipy_reference.py), the Rust
 # unit and integration tests (reference cases, the stress suite, the fuzzers, the CLAP
-# host tests that load the bundle), the README's main job (`cargo xtask render` in
+# host tests that load the bundle), clap-validator on the bundle, the README's main job (`cargo xtask render` in
 # release), a benchmark smoke run, the standalone app with its editor under Xvfb, and in
 # Python the package's tests, the SciPy cross-check and the VST3 host test (pedalboard),
 # and a 10-minute soak.
@@ -57,6 +57,9 @@ step "plugin bundles, debug build (nice-plug's allocation checks on): cargo xtas
 cargo xtask bundle ferrofx
 # The host tests (clack-host for CLAP, pedalboard for VST3) load these and must not skip.
 export FERROFX_BUNDLE_DIR="$CARGO_TARGET_DIR/bundled" FERROFX_REQUIRE_BUNDLES=1
+
+step "clap-validator 0.4.1 (vendored: third_party/clap-validator) on the debug CLAP bundle"
+run bash scripts/clap-validator.sh "$FERROFX_BUNDLE_DIR/FerroFX.clap"
 
 step "cargo test (workspace: unit and integration tests, stress suite, fuzzers, CLAP host tests)"
 # The CLAP editor test (plugin/tests/clap_gui.rs) leaves its screenshots at scale 1 and 2 here.

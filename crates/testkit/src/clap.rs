@@ -4,7 +4,7 @@
 //! the plugin's callbacks and runs actions, deactivate).
 //!
 //! The host checks the CLAP rules for the plugin's calls into it, as clap-validator
-//! does: main-thread callbacks on the main thread, `latency.changed` only while the
+//! (which CI also runs itself, `scripts/clap-validator.sh`) does: main-thread callbacks on the main thread, `latency.changed` only while the
 //! plugin is being activated, a full parameter rescan only while it is deactivated.
 //! What breaks them is kept in [`Shared::violations`] ([`Shared::assert_rules`]); the
 //! host code marks activation with [`Shared::activating`] and [`Shared::set_active`].

@@ -1,6 +1,7 @@
 //! The fit of the module docs, in its four phases: [`Samples`] (the prototype sampled),
 //! [`solve`] (Sanathanan-Koerner and Lawson rounds), [`factorise`] (roots to two
-//! sections) and [`set_gain`]. No allocation: fixed-size stack arrays throughout.
+//! sections) and [`set_gain`]; [`fit_one`] the same with one section. No allocation:
+//! fixed-size stack arrays throughout.
 
 use super::numeric::{least_squares, poly, quadratics, roots, to_z, MAX_UNKNOWNS, MAX_UNKNOWNS_SINGLE};
 use super::MATCHED_SECTIONS;
