@@ -166,10 +166,12 @@ def _adjoint_rows(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt_
     gradient is each row's own arithmetic whatever the grouping; the coefficients' sums
     are added group by group (a different rounding order, within 1e-12 of one group)."""
     n = x.shape[-1]
+    if max_bytes is None or x.numel() == 0:
+        return _adjoint(x, rows, grad_y, filt_, step)
     flat_x, flat_g = x.reshape(-1, n), grad_y.reshape(-1, n)
     count = flat_x.shape[0]
     per_row = (rows.shape[0] + 3) * (n + 2) * 8
-    group = count if max_bytes is None else max(1, int(max_bytes) // max(per_row, 1))
+    group = max(1, int(max_bytes) // per_row)
     if group >= count:
         return _adjoint(x, rows, grad_y, filt_, step)
     gxs = []

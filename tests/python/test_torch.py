@@ -149,7 +149,7 @@ def test_the_adjoint_in_groups_of_rows_equals_it_whole(monkeypatch):
         y.copy_(torch.from_numpy(np.ascontiguousarray(fsignal.sosfilt(rows, y.numpy(), axis=-1))))
 
     rng = np.random.default_rng(12)
-    for sections, shape in [(3, (7, 300)), (2, (2, 5, 129)), (4, (9,)), (1, (3, 1, 64))]:
+    for sections, shape in [(3, (7, 300)), (2, (2, 5, 129)), (4, (9,)), (1, (3, 1, 64)), (2, (4, 0)), (2, (0, 3))]:
         rows = _sos(rng, sections)
         x, g = torch.from_numpy(rng.standard_normal(shape)), torch.from_numpy(rng.standard_normal(shape))
         whole_x, whole_s = _adjoint(x, rows, g, _host_filter_)
