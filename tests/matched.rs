@@ -312,7 +312,7 @@ fn orfanidis_bell(f0: f64, q: f64, gain_db: f64, fs: f64) -> Sos {
 #[test]
 fn no_second_section_where_a_known_single_section_matches() {
     use ferrofx::design::matched::biquad_matched_into;
-    let mut seed = 0x5eed_0f_0a1f_a41d_u64;
+    let mut seed = 0x005e_ed0f_0a1f_a41d_u64;
     let mut uniform = || {
         seed ^= seed << 13;
         seed ^= seed >> 7;
