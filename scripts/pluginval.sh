@@ -7,8 +7,8 @@
 # PATH (`pip install cmake` will do):
 #   bash scripts/pluginval.sh PLUGINVAL_DIR [BUNDLE] [pluginval options]
 # BUNDLE defaults to $CARGO_TARGET_DIR/bundled/FerroFX.vst3. LADSPA hosting is switched
-# off in the build (it wants ladspa.h, and FerroFX has no LADSPA build). Exits with
-# pluginval's status.
+# off in the build (it wants ladspa.h, and FerroFX has no LADSPA build): this edits the
+# given tree's CMakeLists.txt in place. Exits with pluginval's status.
 set -euo pipefail
 src="$(cd "${1:?usage: pluginval.sh PLUGINVAL_DIR [BUNDLE] [options]}" && pwd)"
 cd "$(dirname "$0")/.."

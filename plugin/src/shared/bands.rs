@@ -171,7 +171,10 @@ impl Band {
     }
 
     /// Least-squares fits one analog-matched design of this band costs (0 when it does
-    /// not use one): the re-design budget's unit.
+    /// not use one): the re-design budget's unit. A biquad's single-section attempt
+    /// before its two-section fit is counted within its one fit: the attempt stops early
+    /// and replaces the larger fit where it succeeds, so the time per design stayed the
+    /// same on average (`matched_probe`, docs/perf-history.md, 2026-11-29).
     pub fn matched_fits(&self) -> usize {
         if !self.uses_matched() || !self.active() {
             return 0;

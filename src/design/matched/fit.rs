@@ -172,19 +172,7 @@ pub(super) fn fit_samples(samples: &Samples, fixed: Fixed) -> Option<[Sos; MATCH
 /// mild (a bell or shelf up to a few kHz at 48 kHz); `None` where it cannot be factorised.
 pub(super) fn fit_one(samples: &Samples, fixed: Fixed) -> Option<Sos> {
     let (c, d) = solve::<MAX_UNKNOWNS_SINGLE>(samples, fixed, 2)?;
-    let kn = fixed.free_degree(2)?;
-    let (mut zeros, nz) = fixed.zeros(samples.w0);
-    let (xr, nr) = roots(&c[..=kn], 1.0 / samples.s)?;
-    let (zr, n_free) = to_z(&xr[..nr], samples.s)?;
-    if nz + n_free > 2 {
-        return None;
-    }
-    zeros[nz..nz + n_free].copy_from_slice(&zr[..n_free]);
-    let (xp, np) = roots(&d[..3], 1.0 / samples.s)?;
-    let (poles, n_poles) = to_z(&xp[..np], samples.s)?;
-    if n_poles > 2 {
-        return None;
-    }
+    let (zeros, poles) = z_roots(samples, fixed, &c, &d, 2)?;
     // Unused roots are zero (at the origin): `(z - r1)(z - r2)` with either at 0.
     let quadratic = |r: &[Complex64]| {
         let (sum, product) = (r[0] + r[1], r[0] * r[1]);
@@ -314,21 +302,28 @@ fn solve<const W: usize>(sm: &Samples, fixed: Fixed, order: usize) -> Option<([f
     best.map(|(_, c, d)| (c, d))
 }
 
+/// The zeros (`F`'s and `N`'s) and poles (`D`'s) of a fit of `order` in `z`, each root in
+/// `x` to the `z` inside the unit circle, at most `order` of each; the rest are zero (at
+/// the origin), as are missing degrees (a vanishing leading coefficient).
+fn z_roots(sm: &Samples, fixed: Fixed, c: &[f64; 5], d: &[f64; 5], order: usize) -> Option<([Complex64; 4], [Complex64; 4])> {
+    let s = sm.s;
+    let (mut zeros, nz) = fixed.zeros(sm.w0);
+    let (xr, nr) = roots(&c[..=fixed.free_degree(order)?], 1.0 / s)?;
+    let (zr, n_free) = to_z(&xr[..nr], s)?;
+    if nz + n_free > order {
+        return None;
+    }
+    zeros[nz..nz + n_free].copy_from_slice(&zr[..n_free]);
+    let (xp, np) = roots(&d[..=order], 1.0 / s)?;
+    let (poles, n_poles) = to_z(&xp[..np], s)?;
+    (n_poles <= order).then_some((zeros, poles))
+}
+
 /// The roots of `F N` and `D` as two sections of unit gain: each root in `x` to the `z`
 /// inside the unit circle, pole pairs with their nearest zero pairs, the pole pair with
 /// the lower angle first (a stable order while a band's frequency moves).
 fn factorise(sm: &Samples, fixed: Fixed, c: &[f64; 5], d: &[f64; 5]) -> Option<[Sos; MATCHED_SECTIONS]> {
-    let s = sm.s;
-    let (mut zeros, nz) = fixed.zeros(sm.w0);
-    let (xr, nr) = roots(&c[..=fixed.free_degree(4)?], 1.0 / s)?;
-    let (zr, n_free) = to_z(&xr[..nr], s)?;
-    if nz + n_free > 4 {
-        return None;
-    }
-    zeros[nz..nz + n_free].copy_from_slice(&zr[..n_free]);
-    let (xp, np) = roots(d, 1.0 / s)?;
-    // Missing degrees (a vanishing leading coefficient) are roots at the origin.
-    let (mut poles, _) = to_z(&xp[..np], s)?;
+    let (mut zeros, mut poles) = z_roots(sm, fixed, c, d, 4)?;
     // A real pole and zero that (nearly) coincide cancel: both go to the origin, so no
     // section keeps a pole just inside the unit circle for nothing.
     for p in poles.iter_mut().filter(|p| p.im == 0.0 && p.re != 0.0) {
