@@ -1,10 +1,12 @@
 /* Per-thread math of the fused cascade scan (sos_fused.cu), shared with the host tests.
  *
  * A group of up to FX_FUSED_MAX sections of a cascade runs as one linear system whose
- * state is the sections' states side by side (FX_FUSED_W floats, zero past the group's).
+ * state is the sections' states side by side (FX_FUSED_W numbers, zero past the group's),
+ * in float (a chain's float32 cascades) or in double (a caller's float64 rows).
  * src/gpu/fused.rs holds the algorithm's description, the transfer tables (M^(L 2^k) - I,
  * k = 0..FX_FUSED_STEPS-1, row-major FX_FUSED_W x FX_FUSED_W, computed in double and
- * rounded once) and the CPU model whose operation order this follows exactly.
+ * rounded once for float) and the CPU model whose operation order this follows exactly,
+ * in either precision.
  */
 #ifndef FX_SOS_FUSED_MATH_H
 #define FX_SOS_FUSED_MATH_H
@@ -17,6 +19,11 @@
 /* Shared rows of the end states: FX_FUSED_W floats and one of padding per thread, so a
  * warp reading one component of 32 neighbours' states hits distinct banks. */
 #define FX_FUSED_ROW 17
+/* The ends kernel uses one shared array for the staging rows (FX_SOS_THREADS rows of
+ * FX_ROW) and then the end states (FX_FUSED_TILE rows of FX_FUSED_ROW). */
+#if FX_FUSED_ROW != FX_ROW || FX_FUSED_TILE != FX_SOS_THREADS
+#error "the fused kernels' staging rows and end-state rows must have one shape"
+#endif
 
 /* One launch's view of one fused group of one cascade. */
 typedef struct {
@@ -29,7 +36,7 @@ typedef struct {
     unsigned count;        /* sections in the group, 1..FX_FUSED_MAX */
     unsigned state_base;   /* the group's first section's state for channel 0 */
     unsigned state_stride; /* states per channel (the whole cascade's sections) */
-    unsigned table_base;   /* the group's tables in `tables` (floats) */
+    unsigned table_base;   /* the group's tables in `tables` (numbers of the kernel's type) */
     unsigned channels;
     unsigned pad;
 } fx_fused_params;
@@ -38,69 +45,39 @@ typedef struct {
     float v[FX_FUSED_W];
 } fx_fvec;
 
-/* v + (T - I) v with t holding T - I: per row, the first product, then fused
- * multiply-adds in column order, then the add (fused.rs's `advance`). */
-FX_HD fx_fvec fx_fused_advance(const float* t, const fx_fvec* v) {
-    fx_fvec r;
-    FX_UNROLL
-    for (unsigned i = 0; i < FX_FUSED_W; i++) {
-        const float* row = t + i * FX_FUSED_W;
-        float acc = row[0] * v->v[0];
-        FX_UNROLL
-        for (unsigned k = 1; k < FX_FUSED_W; k++) {
-            acc = fx_fma(row[k], v->v[k], acc);
-        }
-        r.v[i] = v->v[i] + acc;
-    }
-    return r;
-}
+/* The float64 kernels' group state (ferrofx_sos64d_fused_*: a caller's float64 rows). */
+typedef struct {
+    double v[FX_FUSED_W];
+} fx_dfvec;
 
-FX_HD fx_fvec fx_fused_add(const fx_fvec* a, const fx_fvec* b) {
-    fx_fvec r;
-    FX_UNROLL
-    for (unsigned i = 0; i < FX_FUSED_W; i++) {
-        r.v[i] = a->v[i] + b->v[i];
-    }
-    return r;
-}
-
-FX_HD fx_fvec fx_fused_zero(void) {
-    fx_fvec r;
-    FX_UNROLL
-    for (unsigned i = 0; i < FX_FUSED_W; i++) {
-        r.v[i] = 0.0f;
-    }
-    return r;
-}
-
-/* One sample through the group's `count` sections from state s (each section's output
- * the next one's input); returns the group's output. */
-FX_HD float fx_fused_step(const fx_section* secs, unsigned count, fx_fvec* s, float x) {
-    float u = x;
-    FX_UNROLL
-    for (unsigned i = 0; i < FX_FUSED_MAX; i++) {
-        if (i < count) {
-            fx_vec2 st;
-            st.x = s->v[2 * i];
-            st.y = s->v[2 * i + 1];
-            u = fx_sos_step(&secs[i], &st, u);
-            s->v[2 * i] = st.x;
-            s->v[2 * i + 1] = st.y;
-        }
-    }
-    return u;
-}
-
-/* M^(L j) v: the tables of j's set bits (k ascending) applied in turn. */
-FX_HD fx_fvec fx_fused_power(const float* tables, unsigned j, fx_fvec v) {
-    FX_UNROLL
-    for (unsigned k = 0; k + 1 < FX_FUSED_STEPS; k++) {
-        if ((j >> k) & 1u) {
-            v = fx_fused_advance(tables + k * FX_FUSED_W * FX_FUSED_W, &v);
-        }
-    }
-    return v;
-}
+/* The group arithmetic in float (fx_fused_step, fx_fused_advance, ...) and in double
+ * (fx_fused_step64, fx_fused_advance64, ...): one text, sos_fused_step.h. */
+#define FX_T float
+#define FX_FV fx_fvec
+#define FX_V2 fx_vec2
+#define FX_SEC fx_section
+#define FX_FMA fx_fma
+#define FX_N(name) name
+#include "sos_fused_step.h"
+#undef FX_T
+#undef FX_FV
+#undef FX_V2
+#undef FX_SEC
+#undef FX_FMA
+#undef FX_N
+#define FX_T double
+#define FX_FV fx_dfvec
+#define FX_V2 fx_dvec2
+#define FX_SEC fx_section64
+#define FX_FMA fx_dfma
+#define FX_N(name) FX_CAT(name, 64)
+#include "sos_fused_step.h"
+#undef FX_T
+#undef FX_FV
+#undef FX_V2
+#undef FX_SEC
+#undef FX_FMA
+#undef FX_N
 
 /* A tile's view for the segment staging of sos_math.h: its samples (from the tile's
  * first, `base`) in chunks of chunk_len. */

@@ -47,8 +47,40 @@ typedef struct {
     double pad[3];
 } fx_section64;
 
+/* The scan kernel's staging of chunk segments through shared memory. Thread j runs
+ * chunk j, whose samples lie chunk_len apart from its neighbours': read sample by sample,
+ * one warp's load touches 32 scattered words (32 memory transactions for 128 bytes). So
+ * the kernel moves FX_SEG samples of each chunk at a time through a row of shared memory
+ * per thread, and a warp fills its 32 rows together: in round i (of 16), lanes 0-15 move
+ * 16 consecutive samples of the warp's chunk 2i, lanes 16-31 those of chunk 2i+1, two
+ * contiguous 64-byte runs per instruction. Rows are FX_ROW floats apart (17: no two
+ * lanes of a warp read the same bank when each walks its own row). Samples outside a
+ * chunk or the block are read as 0 and never written back. The arithmetic on the rows is
+ * fx_sos_step's, sample by sample in order, as in fx_chunk_run. */
+#define FX_SEG 16
+#define FX_ROW 17
+
+/* Where row-slot `k` of round `i` for `lane` of a warp whose first chunk is `first`
+ * lies: the block index of the sample (or frames when outside), and the slot in the
+ * warp's rows. */
+FX_HD unsigned fx_seg_index(const fx_sos_params* p, unsigned first, unsigned lane, unsigned round, unsigned seg, unsigned* slot) {
+    unsigned row = 2 * round + (lane >> 4);
+    unsigned e = lane & 15;
+    unsigned pos = seg * FX_SEG + e;
+    unsigned n = (first + row) * p->chunk_len + pos;
+    *slot = row * FX_ROW + e;
+    return (pos < p->chunk_len && n < p->frames) ? n : p->frames;
+}
+
+/* Samples of segment `seg` in a chunk of `len` samples (0 past its end). */
+FX_HD unsigned fx_seg_len(unsigned len, unsigned seg) {
+    unsigned done = seg * FX_SEG;
+    return len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
+}
+
 /* The per-sample arithmetic in float (fx_sos_step, fx_advance, ...) and in double
- * (fx_sos_step64, fx_advance64, ...): one text, sos_step.h. */
+ * (fx_sos_step64, fx_advance64, ...), and the segment staging (fx_seg_load, fx_seg_load64,
+ * ...): one text, sos_step.h. */
 #define FX_CAT_(a, b) a##b
 #define FX_CAT(a, b) FX_CAT_(a, b)
 #define FX_T float
@@ -115,59 +147,6 @@ FX_HD fx_vec2 fx_chunk_run(const fx_section* sec_in, fx_vec2 s, float* x, unsign
     }
     return fx_samples_run(&sec, s, x + n, end - n);
 }
-
-/* The scan kernel's staging of chunk segments through shared memory. Thread j runs
- * chunk j, whose samples lie chunk_len apart from its neighbours': read sample by sample,
- * one warp's load touches 32 scattered words (32 memory transactions for 128 bytes). So
- * the kernel moves FX_SEG samples of each chunk at a time through a row of shared memory
- * per thread, and a warp fills its 32 rows together: in round i (of 16), lanes 0-15 move
- * 16 consecutive samples of the warp's chunk 2i, lanes 16-31 those of chunk 2i+1, two
- * contiguous 64-byte runs per instruction. Rows are FX_ROW floats apart (17: no two
- * lanes of a warp read the same bank when each walks its own row). Samples outside a
- * chunk or the block are read as 0 and never written back. The arithmetic on the rows is
- * fx_sos_step's, sample by sample in order, as in fx_chunk_run. */
-#define FX_SEG 16
-#define FX_ROW 17
-
-/* Where row-slot `k` of round `i` for `lane` of a warp whose first chunk is `first`
- * lies: the block index of the sample (or frames when outside), and the slot in the
- * warp's rows. */
-FX_HD unsigned fx_seg_index(const fx_sos_params* p, unsigned first, unsigned lane, unsigned round, unsigned seg, unsigned* slot) {
-    unsigned row = 2 * round + (lane >> 4);
-    unsigned e = lane & 15;
-    unsigned pos = seg * FX_SEG + e;
-    unsigned n = (first + row) * p->chunk_len + pos;
-    *slot = row * FX_ROW + e;
-    return (pos < p->chunk_len && n < p->frames) ? n : p->frames;
-}
-
-/* Samples of segment `seg` in a chunk of `len` samples (0 past its end). */
-FX_HD unsigned fx_seg_len(unsigned len, unsigned seg) {
-    unsigned done = seg * FX_SEG;
-    return len > done ? (len - done < FX_SEG ? len - done : FX_SEG) : 0;
-}
-
-#if defined(__CUDA_ARCH__)
-/* One segment of this warp's 32 chunks into their rows (see fx_seg_index). */
-FX_DEVICE void fx_seg_load(const fx_sos_params* p, const float* x, float* rows, unsigned first, unsigned lane, unsigned seg) {
-    for (unsigned i = 0; i < 16; i++) {
-        unsigned slot;
-        unsigned n = fx_seg_index(p, first, lane, i, seg, &slot);
-        rows[slot] = n < p->frames ? x[n] : 0.0f;
-    }
-}
-
-/* The rows back into the block, where they hold samples of it. */
-FX_DEVICE void fx_seg_store(const fx_sos_params* p, float* x, const float* rows, unsigned first, unsigned lane, unsigned seg) {
-    for (unsigned i = 0; i < 16; i++) {
-        unsigned slot;
-        unsigned n = fx_seg_index(p, first, lane, i, seg, &slot);
-        if (n < p->frames) {
-            x[n] = rows[slot];
-        }
-    }
-}
-#endif
 
 /* The float64 kernels (sos64.cu): a cascade's samples move into double once (fx_widen),
  * every section runs on them in double, and they are rounded to float once at the

@@ -1,5 +1,5 @@
-/* The delta form's per-sample arithmetic in one float type (included by sos_math.h once
- * per precision, no include guard): FX_T the float type, FX_V2 its state pair, FX_SEC its
+/* The delta form's per-sample arithmetic in one float type, and the scan's segment staging
+ * (included by sos_math.h once per precision, no include guard): FX_T the float type, FX_V2 its state pair, FX_SEC its
  * section record, FX_FMA its fused multiply-add, FX_N(name) the function names
  * (fx_sos_step for float, fx_sos_step64 for double). The operation order is
  * realize.rs's `step`/`advance` (and the WGSL shader's), so every path rounds alike.
@@ -57,6 +57,27 @@ FX_HD FX_V2 FX_N(fx_samples_run)(const FX_SEC* sec, FX_V2 s, FX_T* v, unsigned m
 }
 
 #if defined(__CUDA_ARCH__)
+/* One segment of this warp's 32 chunks into their rows (see fx_seg_index in sos_math.h);
+ * samples outside the chunk or the block read as 0. */
+FX_DEVICE void FX_N(fx_seg_load)(const fx_sos_params* p, const FX_T* x, FX_T* rows, unsigned first, unsigned lane, unsigned seg) {
+    for (unsigned i = 0; i < 16; i++) {
+        unsigned slot;
+        unsigned n = fx_seg_index(p, first, lane, i, seg, &slot);
+        rows[slot] = n < p->frames ? x[n] : (FX_T)0;
+    }
+}
+
+/* The rows back into the block, where they hold samples of it. */
+FX_DEVICE void FX_N(fx_seg_store)(const fx_sos_params* p, FX_T* x, const FX_T* rows, unsigned first, unsigned lane, unsigned seg) {
+    for (unsigned i = 0; i < 16; i++) {
+        unsigned slot;
+        unsigned n = fx_seg_index(p, first, lane, i, seg, &slot);
+        if (n < p->frames) {
+            x[n] = rows[slot];
+        }
+    }
+}
+
 /* The scan's second pass, on the device: the block's chunk end states `ends` (in shared
  * memory, one per thread `j`) become each chunk's true end state by a Hillis-Steele
  * inclusive scan over `chunks` chunks with the section's transfer matrices `table`

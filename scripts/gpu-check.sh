@@ -59,6 +59,8 @@ step() { # name, seconds, command...
 if [ "$mode" = throughput ]; then
     step gpu_cuda_fused 60 ./gpu_cuda fused registered --nocapture --test-threads=1 > "$OUT/gpu_throughput.log" 2>&1
     step gpu_cuda_resident_fused 60 ./gpu_cuda_resident fused --nocapture --test-threads=1 >> "$OUT/gpu_throughput.log" 2>&1
+    # The float64 fused kernels (the PyTorch operator's rows with FERROFX_CUDA_FUSED).
+    step gpu_cuda_float64_fused 30 ./gpu_cuda_float64 fused --nocapture --test-threads=1 >> "$OUT/gpu_throughput.log" 2>&1
     # The warp pipeline for short blocks (the realtime round trip): its tests, then the
     # realtime blocks with the default kernels and with it.
     step gpu_cuda_pipeline 40 ./gpu_cuda pipeline --nocapture --test-threads=1 >> "$OUT/gpu_throughput.log" 2>&1
@@ -94,6 +96,8 @@ if [ "$mode" = resident ]; then
     # CPU, torch.compile (pytest from the carried wheels).
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/pyt pywheels/*.whl 2>> "$OUT/gpu_resident.log"
     PYTHONPATH=/tmp/ffx:/tmp/pyt step python_torch 150 python3 -m pytest -q -rs -s "$root/tests/python/test_torch.py" >> "$OUT/gpu_resident.log" 2>&1
+    # The same CUDA tests with the float64 fused scan on (opt-in, FERROFX_CUDA_FUSED).
+    FERROFX_CUDA_FUSED=8 PYTHONPATH=/tmp/ffx:/tmp/pyt step python_torch_fused 60 python3 -m pytest -q -rs -s -k cuda "$root/tests/python/test_torch.py" >> "$OUT/gpu_resident.log" 2>&1
     step bench_resident 90 ./xtask bench --resident --backend cuda --backend wgpu --runs 5 --json > "$OUT/bench_resident.json" 2>> "$OUT/bench.err"
     [ -d "$root/.whl" ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$root"/.whl/*.whl 2>> "$OUT/bench.err"
     PYTHONPATH=/tmp/ffx:/tmp/site TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 step python_gpu 240 python3 "$root/benchmarks/python_gpu.py" --build-cuda-ext --seconds 60 --runs 5 > "$OUT/python_gpu.json" 2>> "$OUT/bench.err"

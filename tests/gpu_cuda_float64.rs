@@ -204,6 +204,72 @@ fn float64_rows_in_place_equal_the_float64_model() {
     assert!(e.contains("2 rows x 100 frames of float64 need 1600"), "{e}");
 }
 
+/// [`ferrofx::gpu::cuda::CudaSos64`] with the fused scan on (opt-in: a device opened with
+/// `fused_sections`): rows of at least `FUSED_MIN_FRAMES` frames bit for bit
+/// `gpu::fused::model_fused::<f64>` group by group (one tile, several tiles and a part,
+/// one row and many), shorter rows still the per-section kernels' bits, a cascade the
+/// float64 fused estimate declines on the per-section kernels, and both within 1e-10 of
+/// SciPy's float64 `sosfilt` (`ferrofx::signal`).
+#[test]
+fn float64_rows_through_the_fused_scan_equal_its_model() {
+    use cudarc::driver::DevicePtrMut;
+    use ferrofx::gpu::cuda::{CudaSos64, CudaTuning};
+    use ferrofx::gpu::fused::{fuse_cascade_as, fusable64, model_fused, FUSED_CHUNK_FRAMES, FUSED_MIN_FRAMES, FUSED_TILE};
+    use ferrofx::gpu::realize::{chunking, model_section, Realization};
+    if device().is_none() {
+        return;
+    }
+    let dev = CudaDevice::open_tuned(0, CudaTuning { fused_sections: 6, ..CudaTuning::default() }).unwrap();
+    let stream = dev.new_stream().unwrap();
+    let mut chains: Vec<(&str, Chain, f64)> = hard_chains();
+    chains.push(("butterworth highpass 30 Hz order 4 + peaking", Butterworth::highpass(30.0, 4) | Biquad::peaking(1000.0, 1.4, -6.0), 48_000.0));
+    let mut fused_runs = 0;
+    for (name, chain, fs) in chains {
+        let designed = design(&chain, fs);
+        for stage in &designed.stages {
+            let ferrofx::chain::DesignedStage::Sos(sos) = stage else { continue };
+            let reals: Vec<Realization> = sos.iter().map(|s| Realization::new(&s.into())).collect();
+            let mut gpu = CudaSos64::new(&dev, sos).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let expect_fused = fusable64(&reals, 6, FUSED_CHUNK_FRAMES);
+            assert_eq!(gpu.fused_sections().unwrap() > 0, expect_fused, "{name}");
+            let rows_sos: Vec<[f64; 6]> = sos.iter().map(|s| [s.b[0] / s.a[0], s.b[1] / s.a[0], s.b[2] / s.a[0], 1.0, s.a[1] / s.a[0], s.a[2] / s.a[0]]).collect();
+            for (rows, frames) in [(1usize, FUSED_MIN_FRAMES), (3, 3 * FUSED_TILE * FUSED_CHUNK_FRAMES + 1234), (40, FUSED_MIN_FRAMES + 77), (2, FUSED_MIN_FRAMES - 1)] {
+                let x: Vec<f64> = ferrofx_testkit::noise_channels(rows, frames, 5, 1.0).iter().flatten().map(|&v| f64::from(v)).collect();
+                let mut buf: CudaSlice<f64> = stream.clone_htod(&x).unwrap();
+                let ptr = buf.device_ptr_mut(&stream).0;
+                // SAFETY: the buffer is live on this stream and read back after the call.
+                unsafe { gpu.process_raw(ptr, rows, frames, stream.cu_stream() as u64) }.unwrap();
+                let got = stream.clone_dtoh(&buf).unwrap();
+                let fused = expect_fused && frames >= FUSED_MIN_FRAMES;
+                fused_runs += usize::from(fused);
+                let mut want = x.clone();
+                for row in want.chunks_mut(frames) {
+                    if fused {
+                        for group in fuse_cascade_as::<f64>(&reals, 6, FUSED_CHUNK_FRAMES) {
+                            model_fused(&group, row, &mut vec![[0.0; 2]; group.sections.len()], FUSED_CHUNK_FRAMES);
+                        }
+                    } else {
+                        let (_, chunk_len) = chunking(frames, CudaTuning::default().sequential_max_frames);
+                        for r in &reals {
+                            model_section(&r.to_gpu_as::<f64>(), &r.scan_table_as::<f64>(chunk_len), row, &mut [0.0; 2], chunk_len);
+                        }
+                    }
+                }
+                let n = got.iter().zip(&want).position(|(a, b)| a.to_bits() != b.to_bits());
+                assert_eq!(n, None, "{name}: {rows} x {frames} (fused: {fused}) differs from its model");
+                let mut scipy = x.clone();
+                let mut zi = vec![0.0; 2 * rows * sos.len()];
+                let mut views: Vec<&mut [f64]> = scipy.chunks_mut(frames).collect();
+                ferrofx::signal::sosfilt_rows(&rows_sos, &mut views, &mut zi).unwrap();
+                let peak = scipy.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                let err = got.iter().zip(&scipy).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / peak;
+                assert!(err <= 1e-10, "{name}: {rows} x {frames} (fused: {fused}): {err:.2e} of the peak from SciPy's float64");
+            }
+        }
+    }
+    assert!(fused_runs > 0, "no cascade ran fused");
+}
+
 /// [`ferrofx::gpu::cuda::CudaAdjoint64`] (the PyTorch operator's backward step): the next
 /// gradient bit for bit the formula of kernels/adjoint_math.h (zero in each row's two
 /// leading places), the blocks' sums within rounding of plain sums, over several grid

@@ -170,3 +170,62 @@ fn fused_model_meets_reference_tolerances_where_its_estimate_lets_it_run() {
     assert!(declined.len() * 10 <= ran, "the fused form declines too many cascades float32 runs: {declined:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The float64 fused scan (`kernels/sos_fused.cu`'s double kernels: the PyTorch
+/// operator's rows on CUDA, opt-in) modelled on the cascades of every SciPy reference case,
+/// float32's declines included: where its float64 estimate lets a cascade run fused, the
+/// model (groups of 8 and of 3, chunks of 128 and of 32) over the case's input and over a
+/// noise probe of two tiles and a half is within 1e-10 of the peak of SciPy's float64
+/// `sosfilt` (`ferrofx::signal`, SciPy's bits) and within the budget of the sequential
+/// float64 delta form; the estimate declines no more than a twentieth of the cascades.
+#[test]
+fn float64_fused_model_stays_within_rounding_of_scipy_float64() {
+    use ferrofx::gpu::fused::{fuse_cascade_as, fused_error_estimate_as, model_fused, FUSED64_ERROR_BUDGET, FUSED_CHUNK_FRAMES, FUSED_TILE};
+    let (mut ran, mut declined, mut failures) = (0usize, Vec::new(), Vec::new());
+    let (mut worst_scipy, mut worst_seq): (f64, f64) = (0.0, 0.0);
+    let probe: Vec<f64> = ferrofx_testkit::noise_channels(1, FUSED_TILE * FUSED_CHUNK_FRAMES * 5 / 2 + 77, 91, 1.0)[0].iter().map(|&v| f64::from(v)).collect();
+    for case in load_cases() {
+        let designed = chain_of(case.given_stage()).design(case.fs).unwrap();
+        for stage in &designed.stages {
+            let DesignedStage::Sos(sos) = stage else { continue };
+            let rows: Vec<[f64; 6]> = sos.iter().map(|s| [s.b[0] / s.a[0], s.b[1] / s.a[0], s.b[2] / s.a[0], 1.0, s.a[1] / s.a[0], s.a[2] / s.a[0]]).collect();
+            let reals: Vec<Realization> = sos.iter().map(|s| Realization::new(&SosCoefs::from(s))).collect();
+            for (group_max, chunk_len) in [(8, FUSED_CHUNK_FRAMES), (3, 32)] {
+                let estimate = fused_error_estimate_as::<f64>(&reals, group_max, chunk_len);
+                #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN estimate declines too
+                if !(estimate <= FUSED64_ERROR_BUDGET) {
+                    declined.push(format!("{} (groups of {group_max}: {estimate:.1e})", case.id));
+                    continue;
+                }
+                ran += 1;
+                let inputs: Vec<Vec<f64>> = case.input.iter().map(|c| c.iter().map(|&v| f64::from(v)).collect()).chain([probe.clone()]).collect();
+                for x in inputs {
+                    let mut scipy = x.clone();
+                    let mut zi = vec![0.0; 2 * rows.len()];
+                    ferrofx::signal::sosfilt_rows(&rows, &mut [&mut scipy[..]], &mut zi).unwrap();
+                    let mut seq = x.clone();
+                    let n = seq.len();
+                    for r in &reals {
+                        model_section(&r.to_gpu_as::<f64>(), &r.scan_table_as::<f64>(n), &mut seq, &mut [0.0; 2], n);
+                    }
+                    let mut y = x;
+                    for group in fuse_cascade_as::<f64>(&reals, group_max, chunk_len) {
+                        model_fused(&group, &mut y, &mut vec![[0.0; 2]; group.sections.len()], chunk_len);
+                    }
+                    let peak = scipy.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(f64::MIN_POSITIVE);
+                    let off = |a: &[f64], b: &[f64]| a.iter().zip(b).fold(0.0f64, |m, (p, q)| if (p - q).is_nan() { f64::INFINITY } else { m.max((p - q).abs()) }) / peak;
+                    let (e_scipy, e_seq) = (off(&y, &scipy), off(&y, &seq));
+                    worst_scipy = worst_scipy.max(e_scipy);
+                    worst_seq = worst_seq.max(e_seq);
+                    if !(e_scipy <= 1e-10 && e_seq <= 10.0 * FUSED64_ERROR_BUDGET) {
+                        failures.push(format!("{} groups of {group_max}, {} frames: {e_scipy:.2e} from SciPy, {e_seq:.2e} from the sequential form (estimate {estimate:.1e})", case.id, y.len()));
+                    }
+                }
+            }
+        }
+    }
+    println!("float64 fused model: {ran} runs, worst {worst_scipy:.2e} from SciPy float64, {worst_seq:.2e} from the sequential float64 form; declined {}: {declined:?}", declined.len());
+    assert!(ran > 0);
+    assert!(declined.len() * 20 <= ran + declined.len(), "the float64 fused estimate declines too many cascades: {declined:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -17,7 +17,9 @@ with respect to its input and its coefficients, kept whole by `torch.compile`.
 - **CUDA tensors** stay on their device: the cascade runs in float64 on the GPU on the
   caller's current stream (`_ferrofx.sosfilt_device64`, the delta form of the GPU paths
   in double precision: within 1e-10 of SciPy's float64 result's peak on the steepest
-  designs tested, 1e-12 and closer on ordinary ones; not SciPy's bits),
+  designs tested, 1e-12 and closer on ordinary ones; not SciPy's bits; with
+  `FERROFX_CUDA_FUSED=8`, rows of 16,384 frames and more run spread over many thread
+  blocks, the fused scan in float64, opt-in until a GPU has timed it),
   the result in the input's dtype; the gradients are the same adjoint, its recursions run
   as GPU filters and the rest of each section's step as one kernel (`_adjoint`,
   `_device_step`), over as many rows at a time as half the device's free memory holds

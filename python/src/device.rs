@@ -14,8 +14,10 @@ use pyo3::prelude::*;
 use std::sync::{Arc, Mutex};
 
 /// The tuning device arrays run with: the defaults, but `FERROFX_CUDA_FUSED=N` runs the
-/// float32 cascades through the fused scan in groups of up to N sections (off by default
-/// until a device has timed it; for measuring it from Python, `benchmarks/python_gpu.py`).
+/// float32 cascades through the fused scan in groups of up to N sections, and the PyTorch
+/// operator's float64 rows ([`sosfilt_device64`]) through its float64 form (off by
+/// default until a device has timed it; for measuring it from Python,
+/// `benchmarks/python_gpu.py`).
 fn tuning() -> ferrofx::gpu::cuda::CudaTuning {
     let fused_sections = std::env::var("FERROFX_CUDA_FUSED").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0);
     ferrofx::gpu::cuda::CudaTuning { fused_sections, ..Default::default() }

@@ -30,7 +30,7 @@
 //! [`GPU_ERROR_BUDGET`]); a cascade that misses it keeps the per-section kernels.
 
 use super::design::StageForm;
-use super::realize::{peak_error, step, DeltaSection, GpuPrecision, Realization, GPU_ERROR_BUDGET};
+use super::realize::{peak_error, step, DeltaSection, GpuFloat, GpuPrecision, Realization, GPU_ERROR_BUDGET};
 
 /// Sections fused into one group at most (the kernels keep `2 x` this many state numbers
 /// in registers per thread).
@@ -48,19 +48,25 @@ pub const FUSED_CHUNK_FRAMES: usize = 128;
 /// keep more threads busy there than the fused kernels' chunks of 128 samples). Not
 /// measured on a device yet: a guess, documented as one.
 pub const FUSED_MIN_FRAMES: usize = 16_384;
-/// Floats of one group's tables.
+/// How far the float64 fused scan may stray from the sequential float64 delta form (a
+/// share of the output peak) for a cascade to run fused in float64: the float64 path's
+/// own accuracy class (within 1e-12 of SciPy's float64 result on ordinary designs), so
+/// the opt-in kernels never cost a float64 caller more than rounding.
+pub const FUSED64_ERROR_BUDGET: f64 = 1e-12;
+/// Numbers of one group's tables.
 pub const FUSED_TABLE_FLOATS: usize = FUSED_STEPS * FUSED_WIDTH * FUSED_WIDTH;
 
-type State = [f32; FUSED_WIDTH];
-type Table = [f32; FUSED_WIDTH * FUSED_WIDTH];
+type State<F> = [F; FUSED_WIDTH];
+type Table<F> = [F; FUSED_WIDTH * FUSED_WIDTH];
 
-/// One group of sections as the fused kernels run it: the float32 section records and
-/// the transfer tables for chunks of `chunk_len` samples.
+/// One group of sections as the fused kernels run it, in `F` (`f32`: a chain's float32
+/// cascades; `f64`: the float64 kernels over a caller's float64 rows): the section records
+/// and the transfer tables for chunks of `chunk_len` samples.
 #[derive(Clone, Debug)]
-pub struct FusedGroup {
-    pub sections: Vec<DeltaSection>,
-    /// `FUSED_STEPS` tables of `FUSED_WIDTH x FUSED_WIDTH` floats, row-major.
-    pub tables: Vec<Table>,
+pub struct FusedGroup<F = f32> {
+    pub sections: Vec<DeltaSection<F>>,
+    /// `FUSED_STEPS` tables of `FUSED_WIDTH x FUSED_WIDTH` numbers, row-major.
+    pub tables: Vec<Table<F>>,
 }
 
 type Mat = Vec<[f64; FUSED_WIDTH]>;
@@ -107,8 +113,17 @@ fn one_sample(realizations: &[Realization]) -> Mat {
 }
 
 impl FusedGroup {
-    /// The group of `realizations` (1 to [`FUSED_MAX_SECTIONS`]) for chunks of `chunk_len`.
+    /// The float32 group of `realizations` (1 to [`FUSED_MAX_SECTIONS`]) for chunks of
+    /// `chunk_len`.
     pub fn new(realizations: &[Realization], chunk_len: usize) -> FusedGroup {
+        FusedGroup::new_as(realizations, chunk_len)
+    }
+}
+
+impl<F: GpuFloat> FusedGroup<F> {
+    /// The group of `realizations` (1 to [`FUSED_MAX_SECTIONS`]) in `F` for chunks of
+    /// `chunk_len`: the tables computed in `f64` and rounded to `F` once.
+    pub fn new_as(realizations: &[Realization], chunk_len: usize) -> FusedGroup<F> {
         assert!((1..=FUSED_MAX_SECTIONS).contains(&realizations.len()), "a fused group of {} sections", realizations.len());
         let m = one_sample(realizations);
         let mut p = identity();
@@ -122,29 +137,29 @@ impl FusedGroup {
         }
         let mut tables = Vec::with_capacity(FUSED_STEPS);
         for _ in 0..FUSED_STEPS {
-            let mut t = [0.0f32; FUSED_WIDTH * FUSED_WIDTH];
+            let mut t = [F::default(); FUSED_WIDTH * FUSED_WIDTH];
             for i in 0..FUSED_WIDTH {
                 for j in 0..FUSED_WIDTH {
                     let v = p[i][j] - if i == j { 1.0 } else { 0.0 };
-                    t[i * FUSED_WIDTH + j] = v as f32;
+                    t[i * FUSED_WIDTH + j] = F::from_f64(v);
                 }
             }
             tables.push(t);
             p = mat_mul(&p, &p);
         }
-        FusedGroup { sections: realizations.iter().map(Realization::to_gpu).collect(), tables }
+        FusedGroup { sections: realizations.iter().map(Realization::to_gpu_as::<F>).collect(), tables }
     }
 
-    /// The tables as the kernels read them (`FUSED_TABLE_FLOATS` floats).
-    pub fn table_words(&self) -> impl Iterator<Item = f32> + '_ {
+    /// The tables as the kernels read them (`FUSED_TABLE_FLOATS` numbers).
+    pub fn table_words(&self) -> impl Iterator<Item = F> + '_ {
         self.tables.iter().flat_map(|t| t.iter().copied())
     }
 }
 
 /// `v + (T - I) v` with `t` holding `T - I`: per row, the first product then fused
 /// multiply-adds in column order, then the add (the kernels' `fx_fused_advance`).
-fn advance(t: &Table, v: &State) -> State {
-    let mut r = [0.0f32; FUSED_WIDTH];
+fn advance<F: GpuFloat>(t: &Table<F>, v: &State<F>) -> State<F> {
+    let mut r = [F::default(); FUSED_WIDTH];
     for (i, out) in r.iter_mut().enumerate() {
         let row = &t[i * FUSED_WIDTH..(i + 1) * FUSED_WIDTH];
         let mut acc = row[0] * v[0];
@@ -156,13 +171,13 @@ fn advance(t: &Table, v: &State) -> State {
     r
 }
 
-fn add(a: &State, b: &State) -> State {
+fn add<F: GpuFloat>(a: &State<F>, b: &State<F>) -> State<F> {
     std::array::from_fn(|i| a[i] + b[i])
 }
 
 /// One sample through the group from state `s` (section by section, each section's
 /// output the next one's input); returns the group's output.
-fn group_step(sections: &[DeltaSection], s: &mut State, x: f32) -> f32 {
+fn group_step<F: GpuFloat>(sections: &[DeltaSection<F>], s: &mut State<F>, x: F) -> F {
     let mut u = x;
     for (i, sec) in sections.iter().enumerate() {
         let mut st = [s[2 * i], s[2 * i + 1]];
@@ -175,8 +190,8 @@ fn group_step(sections: &[DeltaSection], s: &mut State, x: f32) -> f32 {
 
 /// The CPU model of the fused kernels for one channel's block `x` (in place) through
 /// `group` from the sections' delta-form `states` (left at the block's end), chunks of
-/// `chunk_len`: the three kernels' arithmetic in their order.
-pub fn model_fused(group: &FusedGroup, x: &mut [f32], states: &mut [[f32; 2]], chunk_len: usize) {
+/// `chunk_len`: the three kernels' arithmetic in their order, in the group's precision.
+pub fn model_fused<F: GpuFloat>(group: &FusedGroup<F>, x: &mut [F], states: &mut [[F; 2]], chunk_len: usize) {
     let n = x.len();
     if n == 0 {
         return;
@@ -186,9 +201,9 @@ pub fn model_fused(group: &FusedGroup, x: &mut [f32], states: &mut [[f32; 2]], c
     let tiles = chunks.div_ceil(FUSED_TILE);
     let g = &group.sections;
     // 1. ends: zero-state chunk end states, scanned within each tile.
-    let mut prefix: Vec<State> = (0..chunks)
+    let mut prefix: Vec<State<F>> = (0..chunks)
         .map(|c| {
-            let mut s = [0.0f32; FUSED_WIDTH];
+            let mut s = [F::default(); FUSED_WIDTH];
             for &v in &x[c * l..((c + 1) * l).min(n)] {
                 group_step(g, &mut s, v);
             }
@@ -209,7 +224,7 @@ pub fn model_fused(group: &FusedGroup, x: &mut [f32], states: &mut [[f32; 2]], c
     }
     // 2. carry: the tiles' true start states.
     let mut carry = Vec::with_capacity(tiles);
-    let mut v = [0.0f32; FUSED_WIDTH];
+    let mut v = [F::default(); FUSED_WIDTH];
     for (i, s) in states.iter().enumerate().take(g.len()) {
         v[2 * i] = s[0];
         v[2 * i + 1] = s[1];
@@ -261,7 +276,12 @@ pub fn fused_groups(count: usize, group_max: usize) -> Vec<(usize, usize)> {
 /// A cascade's fused groups for chunks of `chunk_len`, each at most `group_max`
 /// sections ([`fused_groups`]).
 pub fn fuse_cascade(realizations: &[Realization], group_max: usize, chunk_len: usize) -> Vec<FusedGroup> {
-    fused_groups(realizations.len(), group_max).into_iter().map(|(first, count)| FusedGroup::new(&realizations[first..first + count], chunk_len)).collect()
+    fuse_cascade_as(realizations, group_max, chunk_len)
+}
+
+/// [`fuse_cascade`] in `F`.
+pub fn fuse_cascade_as<F: GpuFloat>(realizations: &[Realization], group_max: usize, chunk_len: usize) -> Vec<FusedGroup<F>> {
+    fused_groups(realizations.len(), group_max).into_iter().map(|(first, count)| FusedGroup::new_as(&realizations[first..first + count], chunk_len)).collect()
 }
 
 /// The error of running a cascade (its sections' delta forms, `realizations`) through
@@ -272,9 +292,16 @@ pub fn fuse_cascade(realizations: &[Realization], group_max: usize, chunk_len: u
 /// as a share of the output peak (infinite where not finite). Within
 /// [`GPU_ERROR_BUDGET`]: the cascade may run fused.
 pub fn fused_error_estimate(realizations: &[Realization], group_max: usize, chunk_len: usize) -> f64 {
+    fused_error_estimate_as::<f32>(realizations, group_max, chunk_len)
+}
+
+/// [`fused_error_estimate`] with the kernels in `F` (the probe is rounded to `F` first,
+/// and the reference runs on the rounded probe). In `f64` it measures what the fused
+/// order of operations costs against the sequential delta form in the same precision.
+pub fn fused_error_estimate_as<F: GpuFloat>(realizations: &[Realization], group_max: usize, chunk_len: usize) -> f64 {
     let len = 2 * FUSED_TILE * chunk_len.max(1) + 100 * chunk_len.max(1) + 37;
-    let probe: Vec<f32> = crate::design::probe_noise(len).iter().map(|&v| v as f32).collect();
-    let mut exact: Vec<f64> = probe.iter().map(|&v| f64::from(v)).collect();
+    let probe: Vec<F> = crate::design::probe_noise(len).iter().map(|&v| F::from_f64(v)).collect();
+    let mut exact: Vec<f64> = probe.iter().map(|&v| v.to_f64()).collect();
     for r in realizations {
         let mut s = [0.0f64; 2];
         for v in exact.iter_mut() {
@@ -285,8 +312,8 @@ pub fn fused_error_estimate(realizations: &[Realization], group_max: usize, chun
         }
     }
     let mut y = probe;
-    for group in fuse_cascade(realizations, group_max, chunk_len) {
-        let mut states = vec![[0.0f32; 2]; group.sections.len()];
+    for group in fuse_cascade_as::<F>(realizations, group_max, chunk_len) {
+        let mut states = vec![[F::default(); 2]; group.sections.len()];
         model_fused(&group, &mut y, &mut states, chunk_len);
     }
     let peak = exact.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -296,6 +323,12 @@ pub fn fused_error_estimate(realizations: &[Realization], group_max: usize, chun
 /// Whether a cascade may run fused: its estimate within the GPU error budget.
 pub fn fusable(realizations: &[Realization], group_max: usize, chunk_len: usize) -> bool {
     fused_error_estimate(realizations, group_max, chunk_len) <= GPU_ERROR_BUDGET
+}
+
+/// Whether a cascade may run fused in float64: its float64 estimate within
+/// [`FUSED64_ERROR_BUDGET`].
+pub fn fusable64(realizations: &[Realization], group_max: usize, chunk_len: usize) -> bool {
+    fused_error_estimate_as::<f64>(realizations, group_max, chunk_len) <= FUSED64_ERROR_BUDGET
 }
 
 /// One fused group's place: its first section within its cascade, its size, its tables'

@@ -445,9 +445,9 @@ pub fn error_estimate(sections: &[SosCoefs], frames: usize, sequential_max: usiz
 /// `max |y - exact| / peak` (the absolute error where `peak` is 0), infinite where any
 /// difference is not a number or the result is not finite (`max` would skip a NaN): the
 /// error estimates' measure.
-pub fn peak_error(y: &[f32], exact: &[f64], peak: f64) -> f64 {
+pub fn peak_error<T: GpuFloat>(y: &[T], exact: &[f64], peak: f64) -> f64 {
     let err = y.iter().zip(exact).fold(0.0f64, |m, (a, b)| {
-        let d = (f64::from(*a) - b).abs();
+        let d = (a.to_f64() - b).abs();
         if d.is_nan() {
             f64::INFINITY
         } else {

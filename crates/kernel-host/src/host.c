@@ -97,26 +97,39 @@ static unsigned chunk_len_of(const fx_sos_params* p, unsigned j) {
     return end - start;
 }
 
-/* ferrofx_sos_scan's staging: every warp's rows filled from segment `seg` of its
- * chunks (fx_seg_load), or written back (fx_seg_store), lane by lane and round by round. */
-static void fx_host_seg_move(const fx_sos_params* p, float* x, float* tile, unsigned seg, int store) {
-    for (unsigned first = 0; first < FX_SOS_THREADS; first += 32) {
-        float* rows = tile + first * FX_ROW;
-        for (unsigned lane = 0; lane < 32; lane++) {
-            for (unsigned i = 0; i < 16; i++) {
-                unsigned slot;
-                unsigned n = fx_seg_index(p, first, lane, i, seg, &slot);
-                if (store) {
-                    if (n < p->frames) {
-                        x[n] = rows[slot];
-                    }
-                } else {
-                    rows[slot] = n < p->frames ? x[n] : 0.0f;
-                }
-            }
-        }
-    }
-}
+/* The segment staging (fx_seg_load / fx_seg_store) and sos_fused.cu's three kernels in
+ * float (fx_host_seg_move, fx_host_sos_fused) and in double (fx_host_seg_move64,
+ * fx_host_sos64d_fused): one text, fused_host.h. */
+#define FX_T float
+#define FX_FV fx_fvec
+#define FX_V2 fx_vec2
+#define FX_SEC fx_section
+#define FX_FMA fx_fma
+#define FX_N(name) name
+#define FX_HOST_FUSED fx_host_sos_fused
+#include "fused_host.h"
+#undef FX_T
+#undef FX_FV
+#undef FX_V2
+#undef FX_SEC
+#undef FX_FMA
+#undef FX_N
+#undef FX_HOST_FUSED
+#define FX_T double
+#define FX_FV fx_dfvec
+#define FX_V2 fx_dvec2
+#define FX_SEC fx_section64
+#define FX_FMA fx_dfma
+#define FX_N(name) FX_CAT(name, 64)
+#define FX_HOST_FUSED fx_host_sos64d_fused
+#include "fused_host.h"
+#undef FX_T
+#undef FX_FV
+#undef FX_V2
+#undef FX_SEC
+#undef FX_FMA
+#undef FX_N
+#undef FX_HOST_FUSED
 
 /* ferrofx_sos_scan: one block of FX_SOS_THREADS threads per channel; the chunks' samples
  * move through the shared rows a segment at a time. */
@@ -169,130 +182,6 @@ void fx_host_sos_scan(fx_sos_params p, float* work, const fx_section* sections, 
             }
         }
     }
-}
-
-/* sos_fused.cu's three kernels in launch order over every channel: ends (per tile, its
- * threads between the barriers, the segment staging as fx_host_seg_move moves it), carry
- * (per channel, its FX_FUSED_W rows), run. `prefix` holds channels x FX_FUSED_W x chunks
- * floats, `carry` channels x tiles x FX_FUSED_W. */
-void fx_host_sos_fused(fx_fused_params p, float* work, const fx_section* sections, const float* tables, float* prefix, float* carry, fx_vec2* states) {
-    float tile[FX_SOS_THREADS * FX_ROW];
-    fx_fvec* s = malloc(sizeof(fx_fvec) * FX_FUSED_TILE);
-    fx_fvec* next = malloc(sizeof(fx_fvec) * FX_FUSED_TILE);
-    const fx_section* secs = sections + p.first;
-    const float* tab = tables + p.table_base;
-    unsigned segs = (p.chunk_len + FX_SEG - 1) / FX_SEG;
-    /* ferrofx_sos_fused_ends */
-    for (unsigned ch = 0; ch < p.channels; ch++) {
-        for (unsigned t = 0; t < p.tiles; t++) {
-            unsigned c0 = t * FX_FUSED_TILE;
-            fx_sos_params q = fx_fused_tile(&p, c0 * p.chunk_len);
-            float* x = work + (unsigned long long)ch * p.stride + (unsigned long long)c0 * p.chunk_len;
-            for (unsigned j = 0; j < FX_FUSED_TILE; j++) {
-                s[j] = fx_fused_zero();
-            }
-            for (unsigned g = 0; g < segs; g++) {
-                fx_host_seg_move(&q, x, tile, g, 0);
-                for (unsigned j = 0; j < FX_FUSED_TILE; j++) {
-                    unsigned m = fx_seg_len(fx_fused_chunk_len(&q, j), g);
-                    for (unsigned k = 0; k < m; k++) {
-                        fx_fused_step(secs, p.count, &s[j], tile[j * FX_ROW + k]);
-                    }
-                }
-            }
-            unsigned offset = 1;
-            for (unsigned k = 0; k + 1 < FX_FUSED_STEPS && offset < q.chunks; k++) {
-                for (unsigned j = 0; j < FX_FUSED_TILE; j++) {
-                    next[j] = s[j];
-                    if (j >= offset) {
-                        fx_fvec carried = fx_fused_advance(tab + k * FX_FUSED_W * FX_FUSED_W, &s[j - offset]);
-                        next[j] = fx_fused_add(&s[j], &carried);
-                    }
-                }
-                memcpy(s, next, sizeof(fx_fvec) * FX_FUSED_TILE);
-                offset *= 2;
-            }
-            for (unsigned j = 0; j < q.chunks; j++) {
-                for (unsigned i = 0; i < FX_FUSED_W; i++) {
-                    prefix[fx_fused_prefix_at(&p, ch, i, c0 + j)] = s[j].v[i];
-                }
-            }
-        }
-    }
-    /* ferrofx_sos_fused_carry */
-    const float* last = tab + (FX_FUSED_STEPS - 1) * FX_FUSED_W * FX_FUSED_W;
-    for (unsigned ch = 0; ch < p.channels; ch++) {
-        float v[FX_FUSED_W];
-        float nv[FX_FUSED_W];
-        for (unsigned i = 0; i < FX_FUSED_W; i++) {
-            unsigned sec = i / 2;
-            v[i] = 0.0f;
-            if (sec < p.count) {
-                fx_vec2 st = states[p.state_base + ch * p.state_stride + sec];
-                v[i] = (i & 1u) ? st.y : st.x;
-            }
-        }
-        for (unsigned t = 0; t < p.tiles; t++) {
-            for (unsigned i = 0; i < FX_FUSED_W; i++) {
-                carry[((unsigned long long)ch * p.tiles + t) * FX_FUSED_W + i] = v[i];
-            }
-            if (t + 1 < p.tiles) {
-                for (unsigned i = 0; i < FX_FUSED_W; i++) {
-                    const float* row = last + i * FX_FUSED_W;
-                    float acc = row[0] * v[0];
-                    for (unsigned k = 1; k < FX_FUSED_W; k++) {
-                        acc = fx_fma(row[k], v[k], acc);
-                    }
-                    nv[i] = prefix[fx_fused_prefix_at(&p, ch, i, t * FX_FUSED_TILE + FX_FUSED_TILE - 1)] + (v[i] + acc);
-                }
-                memcpy(v, nv, sizeof v);
-            }
-        }
-    }
-    /* ferrofx_sos_fused_run */
-    for (unsigned ch = 0; ch < p.channels; ch++) {
-        for (unsigned t = 0; t < p.tiles; t++) {
-            unsigned c0 = t * FX_FUSED_TILE;
-            fx_sos_params q = fx_fused_tile(&p, c0 * p.chunk_len);
-            float* x = work + (unsigned long long)ch * p.stride + (unsigned long long)c0 * p.chunk_len;
-            for (unsigned j = 0; j < FX_FUSED_TILE; j++) {
-                unsigned c = c0 + j;
-                for (unsigned i = 0; i < FX_FUSED_W; i++) {
-                    s[j].v[i] = carry[((unsigned long long)ch * p.tiles + t) * FX_FUSED_W + i];
-                }
-                s[j] = fx_fused_power(tab, j, s[j]);
-                if (j > 0 && c <= p.chunks) {
-                    fx_fvec before;
-                    for (unsigned i = 0; i < FX_FUSED_W; i++) {
-                        before.v[i] = prefix[fx_fused_prefix_at(&p, ch, i, c - 1)];
-                    }
-                    s[j] = fx_fused_add(&before, &s[j]);
-                }
-            }
-            for (unsigned g = 0; g < segs; g++) {
-                fx_host_seg_move(&q, x, tile, g, 0);
-                for (unsigned j = 0; j < FX_FUSED_TILE; j++) {
-                    unsigned m = fx_seg_len(fx_fused_chunk_len(&q, j), g);
-                    for (unsigned k = 0; k < m; k++) {
-                        tile[j * FX_ROW + k] = fx_fused_step(secs, p.count, &s[j], tile[j * FX_ROW + k]);
-                    }
-                }
-                fx_host_seg_move(&q, x, tile, g, 1);
-            }
-            for (unsigned j = 0; j < FX_FUSED_TILE; j++) {
-                if (c0 + j + 1 == p.chunks) {
-                    for (unsigned i = 0; i < p.count; i++) {
-                        fx_vec2 st;
-                        st.x = s[j].v[2 * i];
-                        st.y = s[j].v[2 * i + 1];
-                        states[p.state_base + ch * p.state_stride + i] = st;
-                    }
-                }
-            }
-        }
-    }
-    free(s);
-    free(next);
 }
 
 /* sos64.cu's fx_sos64_row: one channel's cascade on its double samples. */

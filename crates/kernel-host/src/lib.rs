@@ -142,6 +142,7 @@ extern "C" {
     fn fx_host_sos_channels(p: SosParams, work: *mut f32, sections: *const Section, states: *mut [f32; 2]);
     fn fx_host_sos_scan(p: SosParams, work: *mut f32, sections: *const Section, tables: *const f32, states: *mut [f32; 2]);
     fn fx_host_sos_fused(p: FusedParams, work: *mut f32, sections: *const Section, tables: *const f32, prefix: *mut f32, carry: *mut f32, states: *mut [f32; 2]);
+    fn fx_host_sos64d_fused(p: FusedParams, work: *mut f64, sections: *const Section64, tables: *const f64, prefix: *mut f64, carry: *mut f64, states: *mut [f64; 2]);
     fn fx_host_sos_pipe(p: PipeParams, work: *mut f32, sections: *const Section, lanes: *const [u32; 4], states: *mut [f32; 2]);
     fn fx_host_sos64_channels(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, states: *mut [f64; 2]);
     fn fx_host_sos64_scan(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, tables: *const f64, states: *mut [f64; 2]);
@@ -188,6 +189,20 @@ pub fn sos_scan(p: SosParams, work: &mut [f32], sections: &[Section], tables: &[
     unsafe { fx_host_sos_scan(p, work.as_mut_ptr(), sections.as_ptr(), tables.as_ptr().cast(), states.as_mut_ptr()) }
 }
 
+/// The fused scan's buffers checked against every index the kernels form from `p`
+/// (`work`, `sections`, `tables`, `states`: lengths in elements); returns the scratch
+/// buffers' lengths (`prefix`, `carry`).
+fn check_fused(p: &FusedParams, work: usize, sections: usize, tables: usize, states: usize) -> (usize, usize) {
+    const WIDTH: usize = 16;
+    const TILE: usize = 256;
+    assert!(p.channels as usize * p.stride as usize <= work && p.frames <= p.stride && p.frames > 0, "work buffer for {p:?}");
+    assert!(p.chunk_len > 0 && p.chunks == p.frames.div_ceil(p.chunk_len) && p.tiles as usize == (p.chunks as usize).div_ceil(TILE), "chunking {p:?}");
+    assert!((1..=8).contains(&p.count) && (p.first + p.count) as usize <= sections, "sections for {p:?}");
+    assert!(p.table_base as usize + 9 * WIDTH * WIDTH <= tables, "tables for {p:?}");
+    assert!(p.count <= p.state_stride && p.state_base as usize + (p.channels as usize - 1) * p.state_stride as usize + p.count as usize <= states, "states for {p:?}");
+    (p.channels as usize * WIDTH * p.chunks as usize, p.channels as usize * p.tiles as usize * WIDTH)
+}
+
 /// The fused scan's three kernels (sos_fused.cu: `ferrofx_sos_fused_ends`, `_carry`,
 /// `_run`) in launch order over `work`, in place: one group of `p.count` sections from
 /// `p.first`, its tables (`FUSED_TABLE_FLOATS` floats, `ferrofx::gpu::fused`) from
@@ -195,18 +210,21 @@ pub fn sos_scan(p: SosParams, work: &mut [f32], sections: &[Section], tables: &[
 /// channel. The scratch buffers are allocated here, filled with NaN (a value the kernels
 /// read before writing would show).
 pub fn sos_fused(p: FusedParams, work: &mut [f32], sections: &[Section], tables: &[f32], states: &mut [[f32; 2]]) {
-    const WIDTH: usize = 16;
-    const TILE: usize = 256;
-    assert!(p.channels as usize * p.stride as usize <= work.len() && p.frames <= p.stride && p.frames > 0, "work buffer for {p:?}");
-    assert!(p.chunk_len > 0 && p.chunks == p.frames.div_ceil(p.chunk_len) && p.tiles as usize == (p.chunks as usize).div_ceil(TILE), "chunking {p:?}");
-    assert!((1..=8).contains(&p.count) && (p.first + p.count) as usize <= sections.len(), "sections for {p:?}");
-    assert!(p.table_base as usize + 9 * WIDTH * WIDTH <= tables.len(), "tables for {p:?}");
-    assert!(p.count <= p.state_stride && p.state_base as usize + (p.channels as usize - 1) * p.state_stride as usize + p.count as usize <= states.len(), "states for {p:?}");
-    let mut prefix = vec![f32::NAN; p.channels as usize * WIDTH * p.chunks as usize];
-    let mut carry = vec![f32::NAN; p.channels as usize * p.tiles as usize * WIDTH];
+    let (prefix, carry) = check_fused(&p, work.len(), sections.len(), tables.len(), states.len());
+    let (mut prefix, mut carry) = (vec![f32::NAN; prefix], vec![f32::NAN; carry]);
     // SAFETY: every index the C code forms from `p` was checked above against the
     // buffers' lengths; the scratch buffers have the sizes its comment names.
     unsafe { fx_host_sos_fused(p, work.as_mut_ptr(), sections.as_ptr(), tables.as_ptr(), prefix.as_mut_ptr(), carry.as_mut_ptr(), states.as_mut_ptr()) }
+}
+
+/// The same three kernels in double over float64 rows in place (sos_fused.cu's
+/// `ferrofx_sos64d_fused_ends`, `_carry`, `_run`): double sections, tables, states and
+/// scratch (NaN-filled here).
+pub fn sos64d_fused(p: FusedParams, work: &mut [f64], sections: &[Section64], tables: &[f64], states: &mut [[f64; 2]]) {
+    let (prefix, carry) = check_fused(&p, work.len(), sections.len(), tables.len(), states.len());
+    let (mut prefix, mut carry) = (vec![f64::NAN; prefix], vec![f64::NAN; carry]);
+    // SAFETY: as in `sos_fused`, in double.
+    unsafe { fx_host_sos64d_fused(p, work.as_mut_ptr(), sections.as_ptr(), tables.as_ptr(), prefix.as_mut_ptr(), carry.as_mut_ptr(), states.as_mut_ptr()) }
 }
 
 /// `ferrofx_sos_pipe` (sos_pipe.cu) over `work` in place: lanes `p.lane_base..` of

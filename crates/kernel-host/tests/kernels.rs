@@ -527,19 +527,60 @@ fn row_conversion_kernels_move_every_sample_once_and_nothing_else() {
     }
 }
 
-/// The fused cascade scan (sos_fused.cu's three kernels) against its CPU model
-/// (`ferrofx::gpu::fused::model_fused`) bit for bit: seeded random cascades of every IIR
-/// family cut into groups of 1 to 8 sections, 1 to 3 channels at an odd stride, blocks
+/// One precision of the fused kernels for [`fused_kernels_match_the_model`]: the section
+/// record, the kernels' host mirror, the bits compared.
+trait FusedPrecision: ferrofx::gpu::realize::GpuFloat {
+    type Sec;
+    fn section(r: &Realization) -> Self::Sec;
+    fn filler() -> Self::Sec;
+    fn run(p: ferrofx_kernel_host::FusedParams, work: &mut [Self], sections: &[Self::Sec], tables: &[Self], states: &mut [[Self; 2]]);
+    fn bits(self) -> u64;
+}
+
+impl FusedPrecision for f32 {
+    type Sec = Section;
+    fn section(r: &Realization) -> Section {
+        words(&r.to_gpu())
+    }
+    fn filler() -> Section {
+        Section([0.25; 12])
+    }
+    fn run(p: ferrofx_kernel_host::FusedParams, work: &mut [f32], sections: &[Section], tables: &[f32], states: &mut [[f32; 2]]) {
+        ferrofx_kernel_host::sos_fused(p, work, sections, tables, states)
+    }
+    fn bits(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+}
+
+impl FusedPrecision for f64 {
+    type Sec = Section64;
+    fn section(r: &Realization) -> Section64 {
+        Section64(r.to_gpu_as::<f64>().words())
+    }
+    fn filler() -> Section64 {
+        Section64([0.25; 12])
+    }
+    fn run(p: ferrofx_kernel_host::FusedParams, work: &mut [f64], sections: &[Section64], tables: &[f64], states: &mut [[f64; 2]]) {
+        ferrofx_kernel_host::sos64d_fused(p, work, sections, tables, states)
+    }
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+}
+
+/// The fused cascade scan (sos_fused.cu's three kernels, in `F`) against its CPU model
+/// (`ferrofx::gpu::fused::model_fused` in `F`) bit for bit: seeded random cascades of every
+/// IIR family cut into groups of 1 to 8 sections, 1 to 3 channels at an odd stride, blocks
 /// from one sample to three tiles and a part, chunk lengths that are and are not
 /// multiples of the staging segment, random start states, the group's sections, tables
 /// and states at offsets in shared buffers as the backend packs them; two blocks in a row
 /// (the state carried on the device's layout). That the model is the cascade (within the
 /// tolerance) is `ferrofx::gpu::fused`'s and `tests/gpu_model.rs`'s business.
-#[test]
-fn fused_scan_kernels_equal_their_cpu_model_bit_for_bit() {
-    use ferrofx::gpu::fused::{fuse_cascade, fused_groups, model_fused, FUSED_TABLE_FLOATS, FUSED_TILE};
-    use ferrofx_kernel_host::{sos_fused, FusedParams};
-    let mut rng = Rng::new(4311);
+fn fused_kernels_match_the_model<F: FusedPrecision>(seed0: u64) {
+    use ferrofx::gpu::fused::{fuse_cascade_as, fused_groups, model_fused, FUSED_TABLE_FLOATS, FUSED_TILE};
+    use ferrofx_kernel_host::FusedParams;
+    let mut rng = Rng::new(seed0);
     for seed in 0..24u64 {
         let mut cascade: Vec<SosCoefs> = Vec::new();
         while cascade.len() < 1 + rng.below(12) {
@@ -551,19 +592,21 @@ fn fused_scan_kernels_equal_their_cpu_model_bit_for_bit() {
         let channels = 1 + rng.below(3);
         let stride = frames + 5;
         let reals: Vec<Realization> = cascade.iter().map(Realization::new).collect();
-        let groups = fuse_cascade(&reals, group_max, chunk_len);
+        let groups = fuse_cascade_as::<F>(&reals, group_max, chunk_len);
         let count = cascade.len();
         // One unrelated section first and one table block first: nonzero offsets.
-        let mut sections = vec![Section([0.25; 12])];
-        sections.extend(reals.iter().map(|r| words(&r.to_gpu())));
-        let mut tables = vec![f32::NAN; 7];
+        let mut sections = vec![F::filler()];
+        sections.extend(reals.iter().map(F::section));
+        let mut tables = vec![F::from_f64(f64::NAN); 7];
         for g in &groups {
             tables.extend(g.table_words());
         }
-        let mut states: Vec<[f32; 2]> = (0..channels * count).map(|_| [rng.unit() as f32 - 0.5, rng.unit() as f32 - 0.5]).collect();
-        let mut work = vec![0.0f32; channels * stride];
+        let mut states: Vec<[F; 2]> = (0..channels * count).map(|_| [F::from_f64(rng.unit() - 0.5), F::from_f64(rng.unit() - 0.5)]).collect();
+        let mut work = vec![F::default(); channels * stride];
         for ch in 0..channels {
-            work[ch * stride..ch * stride + frames].copy_from_slice(&noise_amp(frames, seed * 17 + ch as u64, 0.7));
+            for (w, v) in work[ch * stride..ch * stride + frames].iter_mut().zip(noise_amp(frames, seed * 17 + ch as u64, 0.7)) {
+                *w = F::from_f64(f64::from(v));
+            }
         }
         let mut model = work.clone();
         let mut model_states = states.clone();
@@ -590,20 +633,32 @@ fn fused_scan_kernels_equal_their_cpu_model_bit_for_bit() {
                     channels: channels as u32,
                     pad: 0,
                 };
-                sos_fused(p, &mut work, &sections, &tables, &mut states);
+                F::run(p, &mut work, &sections, &tables, &mut states);
                 for ch in 0..channels {
                     let st = &mut model_states[ch * count + g0..ch * count + g0 + size];
                     model_fused(group, &mut model[ch * stride..ch * stride + frames], st, chunk_len);
                 }
             }
-            let differ = work.iter().zip(&model).position(|(a, b)| a.to_bits() != b.to_bits());
+            let differ = work.iter().zip(&model).position(|(a, b)| a.bits() != b.bits());
             assert_eq!(differ, None, "{what}, block {round}: the kernels' output differs from the model's");
-            let differ = states.iter().zip(&model_states).position(|(a, b)| a[0].to_bits() != b[0].to_bits() || a[1].to_bits() != b[1].to_bits());
+            let differ = states.iter().zip(&model_states).position(|(a, b)| a[0].bits() != b[0].bits() || a[1].bits() != b[1].bits());
             assert_eq!(differ, None, "{what}, block {round}: the kernels' end states differ from the model's");
             // Nothing outside the channels' frames was touched.
             for ch in 0..channels {
-                assert!(work[ch * stride + frames..(ch + 1) * stride].iter().all(|&v| v == 0.0), "{what}: past the frames");
+                assert!(work[ch * stride + frames..(ch + 1) * stride].iter().all(|&v| v == F::default()), "{what}: past the frames");
             }
         }
     }
+}
+
+#[test]
+fn fused_scan_kernels_equal_their_cpu_model_bit_for_bit() {
+    fused_kernels_match_the_model::<f32>(4311);
+}
+
+/// The float64 kernels (ferrofx_sos64d_fused_*: the PyTorch operator's rows, opt-in) the
+/// same way, in double.
+#[test]
+fn fused_scan_kernels_in_double_equal_their_cpu_model_bit_for_bit() {
+    fused_kernels_match_the_model::<f64>(5077);
 }

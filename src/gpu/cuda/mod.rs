@@ -68,8 +68,10 @@ pub struct CudaTuning {
     pub overlap: bool,
     /// Float32 cascades run through the fused scan (`kernels/sos_fused.cu`) on blocks of
     /// at least [`chain::FUSED_MIN_FRAMES`] frames, in groups of up to this many sections
-    /// (at most 8; 0: off). Off by default until a device has measured it
-    /// (`cargo xtask bench --backend cuda --cuda-fused 8`).
+    /// (at most 8; 0: off); so do [`CudaSos64`]'s float64 rows (the PyTorch operator's),
+    /// in the kernels' double form. Off by default until a device has measured it
+    /// (`cargo xtask bench --backend cuda --cuda-fused 8`; `FERROFX_CUDA_FUSED=8` for the
+    /// Python package).
     pub fused_sections: usize,
     /// Long calls of [`CudaChain::process_slices`] (at least [`chain::REGISTER_MIN_BYTES`])
     /// register the caller's buffers with the driver and copy blocks by DMA straight from

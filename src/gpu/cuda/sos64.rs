@@ -10,11 +10,22 @@
 //! sequential limit, else a 256-chunk scan per row), bit for bit
 //! `realize::model_section::<f64>`; the same error estimate as every GPU path declines a
 //! cascade that would miss the tolerance even in float64 (with the reason).
+//!
+//! With the device's fused scan on ([`super::CudaTuning`]'s `fused_sections`, opt-in
+//! until a device has timed it), rows of at least [`FUSED_MIN_FRAMES`] frames run through
+//! `kernels/sos_fused.cu`'s double kernels instead: groups of up to that many sections,
+//! each row spread over one thread block per 32,768 frames rather than one block per row
+//! (few long rows, `api_chain`'s 8, otherwise occupy 8 of a GPU's 132 SMs), the samples
+//! read twice and written once per group rather than three times per section; bit for
+//! bit `gpu::fused::model_fused::<f64>`, where the cascade's float64 fused estimate is
+//! within [`crate::gpu::fused::FUSED64_ERROR_BUDGET`] of the sequential form (else the per-section kernels).
 
+use super::chain::fused::FusedParams;
 use super::chain::launch::SosParams;
 use super::chain::resident::{order, range_of};
 use super::{CudaDevice, CudaError};
 use crate::design::Sos;
+use crate::gpu::fused::{fuse_cascade_as, fusable64, fused_groups, FUSED_CHUNK_FRAMES, FUSED_MAX_SECTIONS, FUSED_MIN_FRAMES, FUSED_TABLE_FLOATS, FUSED_TILE, FUSED_WIDTH};
 use crate::gpu::realize::{chunking, realize_cascade, Realization, SCAN_STEPS};
 use crate::gpu::GpuError;
 use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -42,8 +53,23 @@ pub struct CudaSos64 {
     /// Frame counts whose error estimate passed (the estimate depends on the chunking),
     /// the last [`CHECKED_KEPT`].
     checked: Vec<usize>,
+    /// The fused scan in float64: not decided yet (`None`), or its groups and buffers
+    /// (`Some(None)`: off on this device, or the cascade's estimate declines it).
+    fused: Option<Option<Fused64>>,
     caller_ready: CudaEvent,
     done: CudaEvent,
+}
+
+/// A cascade's float64 fused groups on the device.
+struct Fused64 {
+    /// `(first, count)` per group.
+    groups: Vec<(usize, usize)>,
+    /// Every group's tables, [`FUSED_TABLE_FLOATS`] each.
+    tables: CudaSlice<f64>,
+    /// `rows x FUSED_WIDTH x chunks` doubles (grown to the largest call's).
+    prefix: CudaSlice<f64>,
+    /// `rows x tiles x FUSED_WIDTH` doubles (grown likewise).
+    carry: CudaSlice<f64>,
 }
 
 impl CudaSos64 {
@@ -65,7 +91,32 @@ impl CudaSos64 {
         let states = stream.alloc_zeros::<f64>(2 * realizations.len())?;
         let (caller_ready, done) = (dev.ctx.new_event(None)?, dev.ctx.new_event(None)?);
         stream.synchronize()?;
-        Ok(CudaSos64 { dev: dev.clone(), stream, sos: sos.to_vec(), realizations, sections, tables, table_chunk_len: 0, states, checked: Vec::new(), caller_ready, done })
+        Ok(CudaSos64 { dev: dev.clone(), stream, sos: sos.to_vec(), realizations, sections, tables, table_chunk_len: 0, states, checked: Vec::new(), fused: None, caller_ready, done })
+    }
+
+    /// Sections per fused group where this cascade runs through the float64 fused scan
+    /// on rows of at least [`FUSED_MIN_FRAMES`] frames (0: it does not: the device's
+    /// tuning has it off, or the cascade's float64 fused estimate declines it). Decides
+    /// (and uploads the tables) on first use.
+    pub fn fused_sections(&mut self) -> Result<usize, CudaError> {
+        Ok(self.fused()?.map_or(0, |f| f.groups.iter().map(|g| g.1).max().unwrap_or(0)))
+    }
+
+    fn fused(&mut self) -> Result<Option<&mut Fused64>, CudaError> {
+        if self.fused.is_none() {
+            let group_max = self.dev.tuning.fused_sections.min(FUSED_MAX_SECTIONS);
+            let decided = if group_max > 0 && fusable64(&self.realizations, group_max, FUSED_CHUNK_FRAMES) {
+                let words: Vec<f64> = fuse_cascade_as::<f64>(&self.realizations, group_max, FUSED_CHUNK_FRAMES).iter().flat_map(|g| g.table_words().collect::<Vec<_>>()).collect();
+                let mut tables = self.stream.alloc_zeros::<f64>(words.len())?;
+                self.stream.memcpy_htod(&words, &mut tables)?;
+                let groups = fused_groups(self.realizations.len(), group_max);
+                Some(Fused64 { groups, tables, prefix: self.stream.alloc_zeros(1)?, carry: self.stream.alloc_zeros(1)? })
+            } else {
+                None
+            };
+            self.fused = Some(decided);
+        }
+        Ok(self.fused.as_mut().and_then(Option::as_mut))
     }
 
     /// Filters `rows` rows of `frames` float64 samples at device address `data` (row `r`
@@ -104,8 +155,10 @@ impl CudaSos64 {
             }
             self.checked.push(frames);
         }
+        // The fused scan: long rows, and no more rows than a grid's second dimension holds.
+        let fused = frames >= FUSED_MIN_FRAMES && rows <= 65_535 && self.fused()?.is_some();
         let (chunks, chunk_len) = chunking(frames, sequential_max);
-        if chunks > 1 && chunk_len != self.table_chunk_len {
+        if !fused && chunks > 1 && chunk_len != self.table_chunk_len {
             let tables: Vec<f64> = self.realizations.iter().flat_map(|r| r.scan_table_as::<f64>(chunk_len)).flatten().collect();
             self.stream.memcpy_htod(&tables, &mut self.tables)?;
             self.table_chunk_len = chunk_len;
@@ -118,10 +171,69 @@ impl CudaSos64 {
         let ours = self.stream.cu_stream();
         // SAFETY: both events and streams are live in this context (bound above).
         let ordered = unsafe { order(self.caller_ready.cu_event(), caller, ours) };
-        let ran = ordered.and_then(|()| self.launch(data, rows32, frames32, chunks, chunk_len));
+        let ran = ordered.and_then(|()| if fused { self.launch_fused(data, rows32, frames32) } else { self.launch(data, rows32, frames32, chunks, chunk_len) });
         // SAFETY: as above, the other way round.
         let ordered = ran.and_then(|()| unsafe { order(self.done.cu_event(), ours, caller) });
         ordered.map_err(|e| job(format!("the device refused the job ({e})")))
+    }
+
+    /// The fused scan's three launches per group over `rows x frames` doubles at `data`,
+    /// from zero state.
+    fn launch_fused(&mut self, data: u64, rows: u32, frames: u32) -> Result<(), CudaError> {
+        let sections = self.realizations.len();
+        let need = 2 * rows as usize * sections;
+        self.stream.memset_zeros(&mut self.states.slice_mut(..need))?;
+        let chunks = (frames as usize).div_ceil(FUSED_CHUNK_FRAMES);
+        let tiles = chunks.div_ceil(FUSED_TILE);
+        let (prefix_len, carry_len) = (rows as usize * FUSED_WIDTH * chunks, rows as usize * tiles * FUSED_WIDTH);
+        let stream = self.stream.clone();
+        let dev = self.dev.clone();
+        let Some(f) = self.fused.as_mut().and_then(Option::as_mut) else { return Err(job("the fused scan was not prepared".into())) };
+        if f.prefix.len() < prefix_len {
+            f.prefix = stream.alloc_zeros(prefix_len)?;
+        }
+        if f.carry.len() < carry_len {
+            f.carry = stream.alloc_zeros(carry_len)?;
+        }
+        let tile_cfg = LaunchConfig { grid_dim: (tiles as u32, rows, 1), block_dim: (FUSED_TILE as u32, 1, 1), shared_mem_bytes: 0 };
+        let row_cfg = LaunchConfig { grid_dim: (rows, 1, 1), block_dim: (FUSED_WIDTH as u32, 1, 1), shared_mem_bytes: 0 };
+        for (g, &(first, count)) in f.groups.iter().enumerate() {
+            let p = FusedParams {
+                frames,
+                chunk_len: FUSED_CHUNK_FRAMES as u32,
+                chunks: chunks as u32,
+                tiles: tiles as u32,
+                stride: frames,
+                first: first as u32,
+                count: count as u32,
+                state_base: first as u32,
+                state_stride: sections as u32,
+                table_base: (g * FUSED_TABLE_FLOATS) as u32,
+                channels: rows,
+                pad: 0,
+            };
+            let mut launch = stream.launch_builder(&dev.sos64d_fused_ends);
+            launch.arg(&p).arg(&data).arg(&self.sections).arg(&f.tables).arg(&mut f.prefix);
+            // SAFETY: the arguments match ferrofx_sos64d_fused_ends(fx_fused_params, const
+            // double*, const fx_section64*, const double*, double*): `data` holds rows x
+            // frames doubles (checked in `process_raw`), `sections` 12 doubles per
+            // section, `tables` FUSED_TABLE_FLOATS per group, `prefix` rows x
+            // FUSED_WIDTH x chunks (grown above).
+            unsafe { launch.launch(tile_cfg) }?;
+            let mut launch = stream.launch_builder(&dev.sos64d_fused_carry);
+            launch.arg(&p).arg(&f.tables).arg(&f.prefix).arg(&self.states).arg(&mut f.carry);
+            // SAFETY: ferrofx_sos64d_fused_carry(fx_fused_params, const double*, const
+            // double*, const fx_dvec2*, double*): `states` 2 doubles per section and row,
+            // `carry` rows x tiles x FUSED_WIDTH.
+            unsafe { launch.launch(row_cfg) }?;
+            let mut launch = stream.launch_builder(&dev.sos64d_fused_run);
+            launch.arg(&p).arg(&data).arg(&self.sections).arg(&f.tables).arg(&f.prefix).arg(&f.carry).arg(&mut self.states);
+            // SAFETY: ferrofx_sos64d_fused_run(fx_fused_params, double*, const
+            // fx_section64*, const double*, const double*, const double*, fx_dvec2*): the
+            // buffers as above.
+            unsafe { launch.launch(tile_cfg) }?;
+        }
+        Ok(())
     }
 
     fn launch(&mut self, data: u64, rows: u32, frames: u32, chunks: usize, chunk_len: usize) -> Result<(), CudaError> {

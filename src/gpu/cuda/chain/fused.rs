@@ -16,22 +16,22 @@ use crate::gpu::fused::{cascade_status, FusedPlace, FusedPlan, FUSED_CHUNK_FRAME
 use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
-/// `fx_fused_params` of kernels/sos_fused_math.h.
+/// `fx_fused_params` of kernels/sos_fused_math.h (both precisions' kernels).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-struct FusedParams {
-    frames: u32,
-    chunk_len: u32,
-    chunks: u32,
-    tiles: u32,
-    stride: u32,
-    first: u32,
-    count: u32,
-    state_base: u32,
-    state_stride: u32,
-    table_base: u32,
-    channels: u32,
-    pad: u32,
+pub(crate) struct FusedParams {
+    pub(crate) frames: u32,
+    pub(crate) chunk_len: u32,
+    pub(crate) chunks: u32,
+    pub(crate) tiles: u32,
+    pub(crate) stride: u32,
+    pub(crate) first: u32,
+    pub(crate) count: u32,
+    pub(crate) state_base: u32,
+    pub(crate) state_stride: u32,
+    pub(crate) table_base: u32,
+    pub(crate) channels: u32,
+    pub(crate) pad: u32,
 }
 // SAFETY: plain 32-bit fields, `#[repr(C)]`, laid out as the kernels' struct.
 unsafe impl DeviceRepr for FusedParams {}

@@ -9,7 +9,7 @@
 //! Construction and the job API are here; `staging.rs` holds the pinned slots and the
 //! state hand-over, `launch.rs` the kernels' parameters, the graphs and the launches.
 
-mod fused;
+pub(crate) mod fused;
 pub(super) mod launch;
 mod overlap;
 mod pipe;
