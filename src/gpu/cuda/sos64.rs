@@ -66,10 +66,6 @@ struct Fused64 {
     groups: Vec<(usize, usize)>,
     /// Every group's tables, [`FUSED_TABLE_FLOATS`] each.
     tables: CudaSlice<f64>,
-    /// `rows x FUSED_WIDTH x chunks` doubles (grown to the largest call's).
-    prefix: CudaSlice<f64>,
-    /// `rows x tiles x FUSED_WIDTH` doubles (grown likewise).
-    carry: CudaSlice<f64>,
 }
 
 impl CudaSos64 {
@@ -110,7 +106,7 @@ impl CudaSos64 {
                 let mut tables = self.stream.alloc_zeros::<f64>(words.len())?;
                 self.stream.memcpy_htod(&words, &mut tables)?;
                 let groups = fused_groups(self.realizations.len(), group_max);
-                Some(Fused64 { groups, tables, prefix: self.stream.alloc_zeros(1)?, carry: self.stream.alloc_zeros(1)? })
+                Some(Fused64 { groups, tables })
             } else {
                 None
             };
@@ -188,13 +184,15 @@ impl CudaSos64 {
         let (prefix_len, carry_len) = (rows as usize * FUSED_WIDTH * chunks, rows as usize * tiles * FUSED_WIDTH);
         let stream = self.stream.clone();
         let dev = self.dev.clone();
-        let Some(f) = self.fused.as_mut().and_then(Option::as_mut) else { return Err(job("the fused scan was not prepared".into())) };
-        if f.prefix.len() < prefix_len {
-            f.prefix = stream.alloc_zeros(prefix_len)?;
-        }
-        if f.carry.len() < carry_len {
-            f.carry = stream.alloc_zeros(carry_len)?;
-        }
+        let Some(f) = self.fused.as_ref().and_then(Option::as_ref) else { return Err(job("the fused scan was not prepared".into())) };
+        // The scratch (an eighth of the rows' bytes) lives for this call only, allocated
+        // and freed in stream order: the PyTorch operator keeps up to a hundred cascades
+        // built, and each keeping its largest call's scratch would add up to many times
+        // the data. Not zeroed: the ends kernel writes every chunk's prefix and the carry
+        // kernel every tile's start before anything reads them.
+        // SAFETY: uninitialised device memory, written by the kernels before it is read
+        // (above); freed on this stream after them when dropped at the end of this call.
+        let (mut prefix, mut carry) = unsafe { (stream.alloc::<f64>(prefix_len)?, stream.alloc::<f64>(carry_len)?) };
         let tile_cfg = LaunchConfig { grid_dim: (tiles as u32, rows, 1), block_dim: (FUSED_TILE as u32, 1, 1), shared_mem_bytes: 0 };
         let row_cfg = LaunchConfig { grid_dim: (rows, 1, 1), block_dim: (FUSED_WIDTH as u32, 1, 1), shared_mem_bytes: 0 };
         for (g, &(first, count)) in f.groups.iter().enumerate() {
@@ -213,21 +211,21 @@ impl CudaSos64 {
                 pad: 0,
             };
             let mut launch = stream.launch_builder(&dev.sos64d_fused_ends);
-            launch.arg(&p).arg(&data).arg(&self.sections).arg(&f.tables).arg(&mut f.prefix);
+            launch.arg(&p).arg(&data).arg(&self.sections).arg(&f.tables).arg(&mut prefix);
             // SAFETY: the arguments match ferrofx_sos64d_fused_ends(fx_fused_params, const
             // double*, const fx_section64*, const double*, double*): `data` holds rows x
             // frames doubles (checked in `process_raw`), `sections` 12 doubles per
             // section, `tables` FUSED_TABLE_FLOATS per group, `prefix` rows x
-            // FUSED_WIDTH x chunks (grown above).
+            // FUSED_WIDTH x chunks.
             unsafe { launch.launch(tile_cfg) }?;
             let mut launch = stream.launch_builder(&dev.sos64d_fused_carry);
-            launch.arg(&p).arg(&f.tables).arg(&f.prefix).arg(&self.states).arg(&mut f.carry);
+            launch.arg(&p).arg(&f.tables).arg(&prefix).arg(&self.states).arg(&mut carry);
             // SAFETY: ferrofx_sos64d_fused_carry(fx_fused_params, const double*, const
             // double*, const fx_dvec2*, double*): `states` 2 doubles per section and row,
             // `carry` rows x tiles x FUSED_WIDTH.
             unsafe { launch.launch(row_cfg) }?;
             let mut launch = stream.launch_builder(&dev.sos64d_fused_run);
-            launch.arg(&p).arg(&data).arg(&self.sections).arg(&f.tables).arg(&f.prefix).arg(&f.carry).arg(&mut self.states);
+            launch.arg(&p).arg(&data).arg(&self.sections).arg(&f.tables).arg(&prefix).arg(&carry).arg(&mut self.states);
             // SAFETY: ferrofx_sos64d_fused_run(fx_fused_params, double*, const
             // fx_section64*, const double*, const double*, const double*, fx_dvec2*): the
             // buffers as above.
