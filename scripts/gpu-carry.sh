@@ -35,8 +35,9 @@ cp -r "$ref" "$out/reference"
 tar czf pack.tar.gz -C "$out" . && rm -rf "$out" && mkdir -p "$out" && mv pack.tar.gz "$out/"
 du -sh "$out"
 cat <<'RUN'
-On the device (run tool, carry [".gpu-carry", ".gl"], timeout_s 540), one call:
-  bash scripts/gpu-check.sh throughput # first: the options not yet timed against the defaults
+On the device (run tool, carry [".gpu-carry", ".gl"]), one call each:
+  bash scripts/gpu-check.sh goals      # first (timeout_s 360): one figure per goal, each option beside its default
+  bash scripts/gpu-check.sh throughput # the options not yet timed, at length (timeout_s 540)
   bash scripts/gpu-check.sh resident   # next: data on the device, Python, peers
   bash scripts/gpu-check.sh all        # everything (a longer call; the results come back packed)
 (wgpu on the NVIDIA GPU needs the Vulkan loader there, from .gl: see the device tool's README.)

@@ -7,7 +7,10 @@
 # stream's overlap, --cuda-overlap off). Every step has its own time limit, so one
 # that hangs costs only its own share, and the whole run keeps to a deadline (below); logs
 # go to $OUT (at most 8 files come back).
-#   scripts/gpu-check.sh [all|cuda|resident|throughput]
+#   scripts/gpu-check.sh [goals|all|cuda|resident|throughput]
+# `goals` (run it first: a session's whole device time is 15 minutes, start-up included)
+# takes one figure for each goal of issues 43 and 44 in about five minutes, each opt-in
+# kernel beside its default in the same call, so a rerun still fits (see below).
 # `cuda` skips the wgpu tests and bench and the demo render (a rerun after a CUDA
 # change) and times realtime_block once more with every block on the scan kernel
 # (--cuda-sequential-max 0) into bench_cuda_scan.json. `resident` runs only the
@@ -50,6 +53,32 @@ step() { # name, seconds, command...
     timeout -k 5 "$limit" "$@"
     echo "== $name: exit $?, $((SECONDS - t0)) s (limit $limit s)" | tee -a "$info" >&2
 }
+# `goals`: every goal once, the most important first, within GPU_CHECK_DEADLINE_S (330 s
+# by default here, so that a rerun of the whole fits a session's device time): the fused
+# kernels' results on the card (float32 and float64) as a gate; the device-resident
+# workloads beside a device copy and the whole CPU (default, then fused); the Python peers
+# and the PyTorch layer (TorchFX, CuPy, torchaudio; the batch case; compile and backward)
+# with the fused scan, which the device-resident goals assume; host-to-host beside the
+# copy floor (default, then fused); the realtime round trip (default, then the pipeline).
+# The raw JSON comes back packed (results.tgz).
+if [ "$mode" = goals ]; then
+    deadline="${GPU_CHECK_DEADLINE_S:-330}"
+    step gpu_cuda_fused 40 ./gpu_cuda fused --nocapture --test-threads=1 > "$OUT/gpu_goals.log" 2>&1
+    step gpu_cuda_float64_fused 25 ./gpu_cuda_float64 fused --nocapture --test-threads=1 >> "$OUT/gpu_goals.log" 2>&1
+    step bench_resident 45 ./xtask bench --resident --backend cuda --backend wgpu --runs 3 --json > "$OUT/bench_resident.json" 2>> "$OUT/bench.err"
+    step bench_resident_fused 45 ./xtask bench --resident --backend cuda --backend wgpu --cuda-fused 8 --wgpu-fused 8 --runs 3 --json > "$OUT/bench_resident_fused.json" 2>> "$OUT/bench.err"
+    if ls wheels/*.whl > /dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/ffx wheels/*.whl 2>> "$OUT/gpu_goals.log"
+        [ -d "$root/.whl" ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$root"/.whl/*.whl 2>> "$OUT/bench.err"
+        FERROFX_CUDA_FUSED=8 PYTHONPATH=/tmp/ffx:/tmp/site TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 step python_gpu_fused 150 python3 "$root/benchmarks/python_gpu.py" --build-cuda-ext --seconds 60 --runs 3 > "$OUT/python_gpu_fused.json" 2>> "$OUT/bench.err"
+    fi
+    step bench_cuda 40 ./xtask bench --backend cuda --workload api_chain --workload iir_chain --workload fir_chain --workload long_fir --runs 3 --json > "$OUT/bench_cuda.json" 2>> "$OUT/bench.err"
+    step bench_cuda_fused 40 ./xtask bench --backend cuda --cuda-fused 8 --workload api_chain --workload iir_chain --workload fir_chain --workload long_fir --runs 3 --json > "$OUT/bench_cuda_fused.json" 2>> "$OUT/bench.err"
+    step bench_realtime 30 ./xtask bench --backend cuda --workload realtime_block --runs 3 --json > "$OUT/bench_realtime.json" 2>> "$OUT/bench.err"
+    step bench_realtime_pipeline 30 ./xtask bench --backend cuda --workload realtime_block --cuda-pipeline 4096 --runs 3 --json > "$OUT/bench_realtime_pipeline.json" 2>> "$OUT/bench.err"
+    cd "$OUT" && [ "$(ls | wc -l)" -gt 8 ] && tar czf results.tgz --remove-files $(ls | grep -vx results.tgz)
+    exit 0
+fi
 # `throughput`: the kernels and copies built blind and off by default (the fused cascade
 # scan on CUDA and wgpu, the warp pipeline, registered host buffers): their tests, then
 # each benchmark with the default and with the option, one after the other in the same
