@@ -121,6 +121,9 @@ if [ "$mode" = resident ]; then
     step gpu_cuda_resident 60 ./gpu_cuda_resident --nocapture --test-threads=1 >> "$OUT/gpu_resident.log" 2>&1
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/ffx wheels/*.whl 2>> "$OUT/gpu_resident.log"
     PYTHONPATH=/tmp/ffx step python_device 90 python3 "$root/tests/python/test_device.py" >> "$OUT/gpu_resident.log" 2>&1
+    # SciPy's functions on CUDA tensors and CuPy arrays (ferrofx/_on_device.py).
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/pyt pywheels/*.whl 2>> "$OUT/gpu_resident.log"
+    PYTHONPATH=/tmp/ffx:/tmp/pyt step python_device_signal 60 python3 -m pytest -q -rs -s "$root/tests/python/test_device_signal.py" >> "$OUT/gpu_resident.log" 2>&1
     # ferrofx.torch on CUDA tensors: forward against SciPy, gradcheck, a layer against the
     # CPU, torch.compile (pytest from the carried wheels).
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/pyt pywheels/*.whl 2>> "$OUT/gpu_resident.log"

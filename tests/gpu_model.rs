@@ -229,3 +229,46 @@ fn float64_fused_model_stays_within_rounding_of_scipy_float64() {
     assert!(declined.len() * 20 <= ran + declined.len(), "the float64 fused estimate declines too many cascades: {declined:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// SciPy's `sosfilt` initial states (`zi`, transposed direct form II) through the float64
+/// delta form the GPU paths run (`CudaSos64::process_raw_from`'s conversion): each
+/// section's `zi` mapped in (`state_to_gpu_as::<f64>`), the rows run by the float64 model
+/// (sequential and scanned), the end states mapped back (`state_from_gpu`): the output
+/// and `zf` within 1e-10 of the peak of SciPy's float64 `sosfilt` from that `zi` (the
+/// float64 device path's documented bound; a wrong mapping is off by the states' own
+/// size), over the reference cases' cascades and random states.
+#[test]
+fn scipy_initial_states_map_through_the_float64_delta_form() {
+    use ferrofx_testkit::Rng;
+    let mut rng = Rng::new(2929);
+    let mut worst: f64 = 0.0;
+    for case in load_cases().into_iter().take(60) {
+        let designed = chain_of(case.given_stage()).design(case.fs).unwrap();
+        for stage in &designed.stages {
+            let DesignedStage::Sos(sos) = stage else { continue };
+            let rows: Vec<[f64; 6]> = sos.iter().map(|s| [s.b[0] / s.a[0], s.b[1] / s.a[0], s.b[2] / s.a[0], 1.0, s.a[1] / s.a[0], s.a[2] / s.a[0]]).collect();
+            let reals: Vec<Realization> = sos.iter().map(|s| Realization::new(&SosCoefs::from(s))).collect();
+            let x: Vec<f64> = case.input[0].iter().map(|&v| f64::from(v)).collect();
+            let zi: Vec<f64> = (0..2 * rows.len()).map(|_| rng.unit() * 2.0 - 1.0).collect();
+            let mut scipy = x.clone();
+            let mut zf = zi.clone();
+            ferrofx::signal::sosfilt_rows(&rows, &mut [&mut scipy[..]], &mut zf).unwrap();
+            for chunk_len in [x.len(), 64] {
+                let mut y = x.clone();
+                let mut end = Vec::new();
+                for (i, r) in reals.iter().enumerate() {
+                    let mut s = r.state_to_gpu_as::<f64>([zi[2 * i], zi[2 * i + 1]]);
+                    model_section(&r.to_gpu_as::<f64>(), &r.scan_table_as::<f64>(chunk_len), &mut y, &mut s, chunk_len);
+                    end.extend(r.state_from_gpu(s));
+                }
+                let peak = scipy.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                let e_y = y.iter().zip(&scipy).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / peak;
+                let zpeak = zf.iter().fold(peak, |m, v| m.max(v.abs()));
+                let e_z = end.iter().zip(&zf).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / zpeak;
+                worst = worst.max(e_y).max(e_z);
+                assert!(e_y <= 1e-10 && e_z <= 1e-10, "{}: chunks of {chunk_len}: output {e_y:.2e}, zf {e_z:.2e} from SciPy's", case.id);
+            }
+        }
+    }
+    println!("zi through the float64 delta form: worst {worst:.2e} of the peak");
+}

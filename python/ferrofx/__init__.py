@@ -17,7 +17,8 @@ ValueError with the chain-format contract's message (stage index and field).
 Device arrays (torch CUDA tensors, CuPy arrays; float32 or float64) given to
 `Chain.process` and `Stream.process` are filtered on their CUDA device with no host copy
 and come back as the same kind, dtype and device (float64 ones within the tolerance, not
-float64-exact: see `Chain.process`).
+float64-exact: see `Chain.process`). The SciPy functions below take device arrays too,
+filtering in float64 on the device (`ferrofx._on_device`).
 
 `ferrofx.signal` holds SciPy's filtering functions with SciPy's signatures and semantics
 (`sosfilt`, `sosfilt_zi`, `sosfiltfilt`, `lfilter`, `lfilter_zi`, `filtfilt`; SciPy's own
@@ -35,6 +36,7 @@ import numpy as np
 
 from . import _ferrofx
 from . import signal
+from ._on_device import _from_dlpack, _is_torch, _namespace_from_dlpack
 
 __all__ = [
     "Chain", "Stream", "Stage", "signal",
@@ -42,10 +44,6 @@ __all__ = [
     "Butterworth", "Chebyshev1", "Chebyshev2", "Elliptic", "Bessel", "LinkwitzRiley",
     "Biquad", "Fir", "Gain", "Sos",
 ]
-
-
-def _is_torch(x: Any) -> bool:
-    return type(x).__module__.split(".")[0] == "torch"
 
 
 def _to_numpy(x: Any) -> tuple[np.ndarray, Any]:
@@ -137,34 +135,6 @@ def _device_array(x: Any) -> "_DeviceArray | None":
     d = _DeviceArray(x, cai, "other", 0, int(stream) if isinstance(stream, int) and stream > 2 else 0)
     d.back = _namespace_from_dlpack(x)
     return d
-
-
-def _from_dlpack(x: Any) -> Any:
-    """A DLPack CUDA array as a torch tensor (else a CuPy array) on the same memory."""
-    try:
-        import torch
-    except ImportError:
-        torch = None
-    if torch is not None:
-        return torch.from_dlpack(x)
-    try:
-        import cupy
-    except ImportError:
-        raise ValueError("a DLPack CUDA array is read through PyTorch or CuPy, and neither is installed: "
-                         "install one, or pass an array offering __cuda_array_interface__") from None
-    return cupy.from_dlpack(x)
-
-
-def _namespace_from_dlpack(x: Any) -> Any:
-    """The producer's `from_dlpack` (its array API namespace's), to give a result back
-    as its kind; None where it names none."""
-    ns = getattr(x, "__array_namespace__", None)
-    if ns is None:
-        return None
-    try:
-        return getattr(ns(), "from_dlpack", None)
-    except Exception:  # a namespace that cannot be had: the result stays torch/CuPy
-        return None
 
 
 def _given_back(d: _DeviceArray, y: Any) -> Any:
@@ -410,11 +380,14 @@ class Stream:
 
 
 def _torch_wrapped(f):
-    """`f` (one of `signal`'s functions) taking and giving back torch CPU tensors too."""
+    """`f` (one of `signal`'s functions) taking and giving back torch CPU tensors too
+    (CUDA tensors go to `f` as they are: it filters them on their device)."""
     import functools
 
     @functools.wraps(f)
     def call(*args, **kwargs):
+        if any(_is_torch(v) and v.device.type != "cpu" for v in list(args) + list(kwargs.values())):
+            return f(*args, **kwargs)
         how = None
         conv = []
         for v in args:

@@ -17,6 +17,11 @@ float64 and rounded once at the end (SciPy computes in float32); long double
 (`np.longdouble`) data is filtered in float64; complex data is filtered as its real and
 imaginary parts (exact for real coefficients; complex coefficients are refused); object
 arrays are refused (NotImplementedError).
+
+Device arrays (CUDA tensors, CuPy arrays, other CUDA arrays) are filtered on their device
+and come back there as their kind (`_on_device`: float64 on the GPU, within 1e-10 of
+SciPy's float64 result's peak rather than SciPy's bits; orders above 2 in `lfilter` /
+`filtfilt`, complex data and `method="gust"` refused there by name).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from . import _ferrofx
+from . import _on_device
 
 __all__ = ["sosfilt", "sosfilt_zi", "sosfiltfilt", "lfilter", "lfilter_zi", "filtfilt", "sosfilt_backward"]
 
@@ -81,10 +87,39 @@ def _rows(x: np.ndarray, axis: int) -> tuple[np.ndarray, tuple]:
     return moved.reshape(-1, moved.shape[-1]), moved.shape
 
 
+def _device_input(x: Any) -> Any:
+    """`(ops, array, back)` for a device array (`_on_device.device_framework_array`), None
+    for host data."""
+    return _on_device.device_framework_array(x)
+
+
+def _host(c: Any) -> Any:
+    """Coefficients or states given as device arrays, read to the host (a few numbers)."""
+    dev = _on_device.device_framework_array(c) if c is not None else None
+    return dev[0].to_host(dev[1]) if dev is not None else c
+
+
+def _given_back(back: Any, out: Any) -> Any:
+    """A device result in the caller's kind (a DLPack producer's own where it takes DLPack
+    back)."""
+    if back is None:
+        return out
+    return tuple(back(o) for o in out) if isinstance(out, tuple) else back(out)
+
+
 def sosfilt(sos: Any, x: Any, axis: int = -1, zi: Any = None) -> Any:
     """`scipy.signal.sosfilt`: filters `x` along `axis` with second-order sections `sos`
     (rows `[b0, b1, b2, 1, a1, a2]`). With `zi` (shape `(n_sections, ..., 2, ...)`, the 2
-    at `axis`), returns `(y, zf)`."""
+    at `axis`), returns `(y, zf)`.
+
+    A device array (CUDA tensor, CuPy array, another CUDA array) is filtered on its device
+    and comes back as its kind there (`_on_device`: float64 on the GPU, within 1e-10 of
+    SciPy's result's peak, not SciPy's bits)."""
+    dev = _device_input(x)
+    if dev is not None:
+        ops, arr, back = dev
+        sos, _ = _validate_sos(_host(sos))
+        return _given_back(back, _on_device.sosfilt(ops, _on_device.device_run(ops), sos, arr, axis, zi))
     x = _validate_x(x)
     sos, n_sections = _validate_sos(sos)
     x_zi_shape = list(x.shape)
@@ -213,13 +248,19 @@ def sosfilt_zi(sos: Any) -> np.ndarray:
 def lfilter(b: Any, a: Any, x: Any, axis: int = -1, zi: Any = None) -> Any:
     """`scipy.signal.lfilter`: filters `x` along `axis` with the transfer function `b/a`
     (feedback included). With `zi` (the shape of `x` with `max(len(a), len(b)) - 1` at
-    `axis`; other dimensions may be 1), returns `(y, zf)`."""
-    b = np.atleast_1d(b)
-    a = np.atleast_1d(a)
+    `axis`; other dimensions may be 1), returns `(y, zf)`. A device array is filtered on
+    its device where the order is at most 2 (one section; higher orders are refused by
+    name there: `scipy.signal.tf2sos` and `sosfilt` run them)."""
+    b = np.atleast_1d(_host(b))
+    a = np.atleast_1d(_host(a))
     if b.ndim != 1 or b.size == 0:
         raise ValueError(f"Parameter b is not a non-empty 1d array, since b.shape={b.shape}!")
     if a.ndim != 1 or a.size == 0:
         raise ValueError(f"Parameter a is not a non-empty 1d array, since a.shape={a.shape}!")
+    dev = _device_input(x)
+    if dev is not None:
+        ops, arr, back = dev
+        return _given_back(back, _on_device.lfilter(ops, _on_device.device_run(ops), b, a, arr, axis, zi))
     x = _validate_x(x)
     inputs = [b, a, x] + ([np.asarray(zi)] if zi is not None else [])
     dtype = np.result_type(*inputs)
@@ -299,14 +340,20 @@ def _extend(x: np.ndarray, n: int, axis: int, kind: str) -> np.ndarray:
     return np.concatenate((left, x, right), axis=axis)
 
 
-def _validate_pad(padtype, padlen, x: np.ndarray, axis: int, ntaps: int) -> tuple[int, np.ndarray]:
+def _pad_edge(padtype, padlen, length: int, ntaps: int) -> int:
+    """The padding each end (SciPy's rules and messages) for a signal of `length`."""
     if padtype not in ["even", "odd", "constant", None]:
         raise ValueError(f"Unknown value '{padtype}' given to padtype. padtype must be 'even', 'odd', 'constant', or None.")
     if padtype is None:
         padlen = 0
     edge = ntaps * 3 if padlen is None else padlen
-    if x.shape[axis] <= edge:
+    if length <= edge:
         raise ValueError(f"The length of the input vector x must be greater than padlen, which is {edge}.")
+    return edge
+
+
+def _validate_pad(padtype, padlen, x: np.ndarray, axis: int, ntaps: int) -> tuple[int, np.ndarray]:
+    edge = _pad_edge(padtype, padlen, x.shape[axis], ntaps)
     ext = _extend(x, edge, axis, padtype) if padtype is not None and edge > 0 else x
     return edge, ext
 
@@ -316,11 +363,29 @@ def filtfilt(b: Any, a: Any, x: Any, axis: int = -1, padtype: str | None = "odd"
     """`scipy.signal.filtfilt`: `b/a` forward, then backward (zero phase), the ends padded
     (`method="pad"`) or the initial conditions chosen by Gustafsson's method
     (`method="gust"`)."""
-    b = np.atleast_1d(b)
-    a = np.atleast_1d(a)
-    x = np.asarray(x)
+    b = np.atleast_1d(_host(b))
+    a = np.atleast_1d(_host(a))
     if method not in ["pad", "gust"]:
         raise ValueError("method must be 'pad' or 'gust'.")
+    dev = _device_input(x)
+    if dev is not None:
+        ops, arr, back = dev
+        if method == "gust":
+            raise NotImplementedError("filtfilt on a device array: Gustafsson's method is not run on the device "
+                                      "(use method='pad', or pass a host array)")
+        k = _on_device._order_at_most_2(b, a, "filtfilt")
+        shape = ops.shape(arr)
+        if len(shape) == 0:
+            raise ValueError("x must be at least 1-D")
+        edge = _pad_edge(padtype, padlen, shape[axis], max(len(a), len(b)))
+        dtype = np.result_type(b, a, np.empty(0, ops.dtype(arr)))
+        _on_device._no_complex(dtype)
+        zi = np.zeros((1, 2))
+        zi[0, :k] = lfilter_zi(b, a)
+        sos = _on_device._section_of(b, a)
+        return _given_back(back, _on_device.zero_phase(ops, _on_device.device_run(ops), sos, zi, arr, axis, edge, padtype,
+                                                       np.dtype(np.float64) if dtype.kind in "iub" else dtype))
+    x = np.asarray(x)
     if method == "gust":
         return _filtfilt_gust(b, a, x, axis=axis, irlen=irlen)
     edge, ext = _validate_pad(padtype, padlen, x, axis, ntaps=max(len(a), len(b)))
@@ -399,8 +464,21 @@ def _filtfilt_gust(b: np.ndarray, a: np.ndarray, x: np.ndarray, axis: int = -1, 
 
 def sosfiltfilt(sos: Any, x: Any, axis: int = -1, padtype: str | None = "odd", padlen: int | None = None) -> Any:
     """`scipy.signal.sosfiltfilt`: the sections forward, then backward (zero phase), the
-    ends padded as `filtfilt` pads them."""
-    sos, n_sections = _validate_sos(sos)
+    ends padded as `filtfilt` pads them. A device array is filtered on its device."""
+    sos, n_sections = _validate_sos(_host(sos))
+    dev = _device_input(x)
+    if dev is not None:
+        ops, arr, back = dev
+        shape = ops.shape(arr)
+        if len(shape) == 0:
+            raise ValueError("x must be at least 1-D")
+        ntaps = 2 * n_sections + 1 - min(int((sos[:, 2] == 0).sum()), int((sos[:, 5] == 0).sum()))
+        edge = _pad_edge(padtype, padlen, shape[axis], ntaps)
+        dtype = np.result_type(sos, np.empty(0, ops.dtype(arr)))
+        _on_device._no_complex(dtype)
+        zi = np.asarray(sosfilt_zi(sos), dtype=np.float64)
+        return _given_back(back, _on_device.zero_phase(ops, _on_device.device_run(ops), np.asarray(sos, dtype=np.float64), zi, arr,
+                                                       axis, edge, padtype, np.dtype(np.float64) if dtype.kind in "iub" else dtype))
     x = _validate_x(x)
     ntaps = 2 * n_sections + 1
     ntaps -= min(int((sos[:, 2] == 0).sum()), int((sos[:, 5] == 0).sum()))

@@ -8,7 +8,7 @@
 use ferrofx::chain::DesignedChain;
 use ferrofx::design::Sos;
 use ferrofx::gpu::cuda::{CudaAdjoint64, CudaDevice, CudaResident, CudaSos64, Sample};
-use numpy::PyReadonlyArray2;
+use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::{Arc, Mutex};
@@ -105,12 +105,25 @@ const KEPT_CASCADES: usize = 128;
 
 /// `sos` (`n x 6`, float64) run in float64 over `rows x frames` float64 samples at device
 /// address `data`, in place, each row from zero state, ordered on CUDA stream `stream` of
-/// device `device`: the PyTorch operator's device path (`ferrofx.torch`). Returns without
-/// waiting for the device. The [`KEPT_CASCADES`] cascades used last are kept built (by
-/// device and coefficient bits).
+/// device `device`: the PyTorch operator's device path (`ferrofx.torch`) and the SciPy
+/// functions' on device arrays (`ferrofx.signal`). Returns without waiting for the device,
+/// and `None`; with `zi` (SciPy's `sosfilt` states, `rows x n x 2` values in that order,
+/// flat) each row starts from its states and the final states come back in the same form
+/// (which waits for the device). The [`KEPT_CASCADES`] cascades used last are kept built
+/// (by device and coefficient bits).
 #[pyfunction]
-#[pyo3(signature = (sos, data, rows, frames, device, stream))]
-pub fn sosfilt_device64(py: Python<'_>, sos: PyReadonlyArray2<'_, f64>, data: u64, rows: usize, frames: usize, device: usize, stream: u64) -> PyResult<()> {
+#[pyo3(signature = (sos, data, rows, frames, device, stream, zi = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn sosfilt_device64<'py>(
+    py: Python<'py>,
+    sos: PyReadonlyArray2<'py, f64>,
+    data: u64,
+    rows: usize,
+    frames: usize,
+    device: usize,
+    stream: u64,
+    zi: Option<PyReadonlyArray1<'py, f64>>,
+) -> PyResult<Option<Bound<'py, PyArray1<f64>>>> {
     type Kept = (usize, Vec<u64>, CudaSos64);
     static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
     let sos = sos.as_array();
@@ -122,6 +135,7 @@ pub fn sosfilt_device64(py: Python<'_>, sos: PyReadonlyArray2<'_, f64>, data: u6
     }
     let sections: Vec<Sos> = sos.rows().into_iter().map(|r| Sos { b: [r[0], r[1], r[2]], a: [r[3], r[4], r[5]] }).collect();
     let bits: Vec<u64> = sos.iter().map(|v| v.to_bits()).collect();
+    let zi: Option<Vec<f64>> = zi.map(|z| z.as_array().iter().copied().collect());
     let dev = self::device(device)?;
     let err = |e: ferrofx::gpu::cuda::CudaError| PyRuntimeError::new_err(format!("cuda:{device}: {e}"));
     // The kept cascades' lock is taken without the GIL (another thread may hold the GIL
@@ -147,9 +161,10 @@ pub fn sosfilt_device64(py: Python<'_>, sos: PyReadonlyArray2<'_, f64>, data: u6
         // enough); the stream is the tensor's framework's current stream on this device
         // (the package takes it from torch), and the package holds the tensor until the
         // call returns, after which torch orders any later use on that stream.
-        unsafe { kept[at].2.process_raw(data, rows, frames, stream) }
+        unsafe { kept[at].2.process_raw_from(data, rows, frames, stream, zi.as_deref()) }
     })
     .map_err(err)
+    .map(|zf| zf.map(|v| PyArray1::from_vec(py, v)))
 }
 
 /// One backward step of a section (`b` its `b0, b1, b2`) over `rows x row_len` float64

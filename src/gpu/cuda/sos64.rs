@@ -1,6 +1,6 @@
 //! [`CudaSos64`]: one cascade of second-order sections in float64 over float64 device
-//! memory the caller owns, in place, from zero state, a whole signal per call, on the
-//! caller's stream. What the Python package's PyTorch operator (`ferrofx.torch`) runs on
+//! memory the caller owns, in place, from zero state or from SciPy-form initial states
+//! (`zi`, giving back `zf`), a whole signal per call, on the caller's stream. What the Python package's PyTorch operator (`ferrofx.torch`) runs on
 //! CUDA tensors: its forward pass and the filters of its adjoint, whose gradients
 //! `torch.autograd.gradcheck` checks in float64 (the chain path, [`super::CudaResident`],
 //! runs float32 samples and would not pass it).
@@ -48,7 +48,8 @@ pub struct CudaSos64 {
     tables: CudaSlice<f64>,
     /// The chunk length `tables` was written for (0: none yet).
     table_chunk_len: usize,
-    /// Zeroed per call: 2 per section and row (grown to the largest call's rows).
+    /// Set per call (zero, or a caller's `zi` in the delta form): 2 per section and row
+    /// (grown to the largest call's rows).
     states: CudaSlice<f64>,
     /// Frame counts whose error estimate passed (the estimate depends on the chunking),
     /// the last [`CHECKED_KEPT`].
@@ -126,14 +127,40 @@ impl CudaSos64 {
     /// `stream` must be a live stream of this device's primary context (or 0), and no
     /// other work may touch the memory until this call's work is done on that stream.
     pub unsafe fn process_raw(&mut self, data: u64, rows: usize, frames: usize, stream: u64) -> Result<(), CudaError> {
+        // SAFETY: the caller's promises, passed on.
+        unsafe { self.process_raw_from(data, rows, frames, stream, None) }.map(|_| ())
+    }
+
+    /// [`CudaSos64::process_raw`] from the initial states `zi` where given: SciPy's
+    /// `sosfilt` states (transposed direct form II), `rows x sections x 2` values, row-major;
+    /// returns the final states in the same form (`zf`), which waits for the device (the
+    /// states are a few numbers per row, copied to the host; the samples stay on the
+    /// device). Without `zi`: from zero state, `None`, no wait. A `zi` of another length
+    /// is refused by name.
+    ///
+    /// # Safety
+    /// As [`CudaSos64::process_raw`].
+    pub unsafe fn process_raw_from(&mut self, data: u64, rows: usize, frames: usize, stream: u64, zi: Option<&[f64]>) -> Result<Option<Vec<f64>>, CudaError> {
         self.dev.ctx.bind_to_thread()?;
+        let sections = self.realizations.len();
+        if let Some(zi) = zi {
+            if zi.len() != rows * sections * 2 {
+                return Err(job(format!("zi holds {} values; {rows} rows x {sections} sections x 2 need {}", zi.len(), rows * sections * 2)));
+            }
+            if let Some(i) = zi.iter().position(|v| !v.is_finite()) {
+                return Err(job(format!("zi[{i}] = {} (initial states must be finite)", zi[i])));
+            }
+        }
         let bytes = (rows * frames * 8) as u64;
         let (start, size) = range_of(data).map_err(|e| job(format!("the address {data:#x} is not device memory of this context ({e})")))?;
         if data + bytes > start + size {
             return Err(job(format!("the allocation holds {} bytes from {data:#x}; {rows} rows x {frames} frames of float64 need {bytes}", start + size - data)));
         }
-        if rows == 0 || frames == 0 {
-            return Ok(());
+        if rows == 0 {
+            return Ok(zi.map(|_| Vec::new()));
+        }
+        if frames == 0 {
+            return Ok(zi.map(<[f64]>::to_vec));
         }
         let too_large = || job(format!("{rows} rows x {frames} frames in one call (at most 2^31 rows and 2^32 - 1 frames)"));
         let (rows32, frames32) = (u32::try_from(rows).map_err(|_| too_large())?, u32::try_from(frames).map_err(|_| too_large())?);
@@ -159,9 +186,17 @@ impl CudaSos64 {
             self.stream.memcpy_htod(&tables, &mut self.tables)?;
             self.table_chunk_len = chunk_len;
         }
-        let need = 2 * rows * self.realizations.len();
+        let need = 2 * rows * sections;
         if self.states.len() < need {
             self.states = self.stream.alloc_zeros::<f64>(need)?;
+        }
+        // The start states, in stream order before the kernels: zero, or zi in the delta form.
+        match zi {
+            None => self.stream.memset_zeros(&mut self.states.slice_mut(..need))?,
+            Some(zi) => {
+                let delta: Vec<f64> = zi.chunks_exact(2).enumerate().flat_map(|(i, z)| self.realizations[i % sections].state_to_gpu_as::<f64>([z[0], z[1]])).collect();
+                self.stream.memcpy_htod(&delta, &mut self.states.slice_mut(..need))?;
+            }
         }
         let caller = stream as sys::CUstream;
         let ours = self.stream.cu_stream();
@@ -170,15 +205,17 @@ impl CudaSos64 {
         let ran = ordered.and_then(|()| if fused { self.launch_fused(data, rows32, frames32) } else { self.launch(data, rows32, frames32, chunks, chunk_len) });
         // SAFETY: as above, the other way round.
         let ordered = ran.and_then(|()| unsafe { order(self.done.cu_event(), ours, caller) });
-        ordered.map_err(|e| job(format!("the device refused the job ({e})")))
+        ordered.map_err(|e| job(format!("the device refused the job ({e})")))?;
+        let Some(_) = zi else { return Ok(None) };
+        let end = self.stream.clone_dtoh(&self.states.slice(..need))?;
+        self.stream.synchronize()?;
+        Ok(Some(end.chunks_exact(2).enumerate().flat_map(|(i, s)| self.realizations[i % sections].state_from_gpu([s[0], s[1]])).collect()))
     }
 
     /// The fused scan's three launches per group over `rows x frames` doubles at `data`,
-    /// from zero state.
+    /// from the states in `states`.
     fn launch_fused(&mut self, data: u64, rows: u32, frames: u32) -> Result<(), CudaError> {
         let sections = self.realizations.len();
-        let need = 2 * rows as usize * sections;
-        self.stream.memset_zeros(&mut self.states.slice_mut(..need))?;
         let chunks = (frames as usize).div_ceil(FUSED_CHUNK_FRAMES);
         let tiles = chunks.div_ceil(FUSED_TILE);
         let (prefix_len, carry_len) = (rows as usize * FUSED_WIDTH * chunks, rows as usize * tiles * FUSED_WIDTH);
@@ -235,8 +272,6 @@ impl CudaSos64 {
     }
 
     fn launch(&mut self, data: u64, rows: u32, frames: u32, chunks: usize, chunk_len: usize) -> Result<(), CudaError> {
-        let need = 2 * rows as usize * self.realizations.len();
-        self.stream.memset_zeros(&mut self.states.slice_mut(..need))?;
         let p = SosParams {
             frames,
             chunk_len: chunk_len as u32,
