@@ -23,33 +23,13 @@
  */
 #include "sos_fused_math.h"
 
-#define FX_T float
-#define FX_FV fx_fvec
-#define FX_V2 fx_vec2
-#define FX_SEC fx_section
-#define FX_FMA fx_fma
-#define FX_N(name) name
+#include "fx_prec_float.h"
 #define FX_K(name) FX_CAT(ferrofx_sos_fused_, name)
 #include "sos_fused_kernels.h"
-#undef FX_T
-#undef FX_FV
-#undef FX_V2
-#undef FX_SEC
-#undef FX_FMA
-#undef FX_N
 #undef FX_K
-#define FX_T double
-#define FX_FV fx_dfvec
-#define FX_V2 fx_dvec2
-#define FX_SEC fx_section64
-#define FX_FMA fx_dfma
-#define FX_N(name) FX_CAT(name, 64)
+#include "fx_prec_end.h"
+#include "fx_prec_double.h"
 #define FX_K(name) FX_CAT(ferrofx_sos64d_fused_, name)
 #include "sos_fused_kernels.h"
-#undef FX_T
-#undef FX_FV
-#undef FX_V2
-#undef FX_SEC
-#undef FX_FMA
-#undef FX_N
 #undef FX_K
+#include "fx_prec_end.h"

@@ -52,32 +52,12 @@ typedef struct {
 
 /* The group arithmetic in float (fx_fused_step, fx_fused_advance, ...) and in double
  * (fx_fused_step64, fx_fused_advance64, ...): one text, sos_fused_step.h. */
-#define FX_T float
-#define FX_FV fx_fvec
-#define FX_V2 fx_vec2
-#define FX_SEC fx_section
-#define FX_FMA fx_fma
-#define FX_N(name) name
+#include "fx_prec_float.h"
 #include "sos_fused_step.h"
-#undef FX_T
-#undef FX_FV
-#undef FX_V2
-#undef FX_SEC
-#undef FX_FMA
-#undef FX_N
-#define FX_T double
-#define FX_FV fx_dfvec
-#define FX_V2 fx_dvec2
-#define FX_SEC fx_section64
-#define FX_FMA fx_dfma
-#define FX_N(name) FX_CAT(name, 64)
+#include "fx_prec_end.h"
+#include "fx_prec_double.h"
 #include "sos_fused_step.h"
-#undef FX_T
-#undef FX_FV
-#undef FX_V2
-#undef FX_SEC
-#undef FX_FMA
-#undef FX_N
+#include "fx_prec_end.h"
 
 /* A tile's view for the segment staging of sos_math.h: its samples (from the tile's
  * first, `base`) in chunks of chunk_len. */

@@ -83,28 +83,12 @@ FX_HD unsigned fx_seg_len(unsigned len, unsigned seg) {
  * ...): one text, sos_step.h. */
 #define FX_CAT_(a, b) a##b
 #define FX_CAT(a, b) FX_CAT_(a, b)
-#define FX_T float
-#define FX_V2 fx_vec2
-#define FX_SEC fx_section
-#define FX_FMA fx_fma
-#define FX_N(name) name
+#include "fx_prec_float.h"
 #include "sos_step.h"
-#undef FX_T
-#undef FX_V2
-#undef FX_SEC
-#undef FX_FMA
-#undef FX_N
-#define FX_T double
-#define FX_V2 fx_dvec2
-#define FX_SEC fx_section64
-#define FX_FMA fx_dfma
-#define FX_N(name) FX_CAT(name, 64)
+#include "fx_prec_end.h"
+#include "fx_prec_double.h"
 #include "sos_step.h"
-#undef FX_T
-#undef FX_V2
-#undef FX_SEC
-#undef FX_FMA
-#undef FX_N
+#include "fx_prec_end.h"
 
 /* Samples a chunk pass reads (and writes) at a time: the loads of a batch are independent
  * of the recursion, so they issue together and their latency is paid once per batch

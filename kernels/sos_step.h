@@ -1,5 +1,6 @@
 /* The delta form's per-sample arithmetic in one float type, and the scan's segment staging
- * (included by sos_math.h once per precision, no include guard): FX_T the float type, FX_V2 its state pair, FX_SEC its
+ * (included by sos_math.h once per precision between fx_prec_float.h or fx_prec_double.h
+ * and fx_prec_end.h, no include guard): FX_T the float type, FX_V2 its state pair, FX_SEC its
  * section record, FX_FMA its fused multiply-add, FX_N(name) the function names
  * (fx_sos_step for float, fx_sos_step64 for double). The operation order is
  * realize.rs's `step`/`advance` (and the WGSL shader's), so every path rounds alike.

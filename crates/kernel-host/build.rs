@@ -4,7 +4,7 @@ fn main() {
     // At run time: a build script compiled once may serve several checkouts.
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let kernels = std::path::Path::new(&manifest).join("../../kernels");
-    for f in ["fx_cuda.h", "sos_math.h", "sos_step.h", "sos_fused_math.h", "sos_fused_step.h", "sos_pipe_math.h", "fir_math.h", "fft_math.h", "convert_math.h", "adjoint_math.h"] {
+    for f in ["fx_cuda.h", "fx_prec_float.h", "fx_prec_double.h", "fx_prec_end.h", "sos_fused_kernels.h", "sos_math.h", "sos_step.h", "sos_fused_math.h", "sos_fused_step.h", "sos_pipe_math.h", "fir_math.h", "fft_math.h", "convert_math.h", "adjoint_math.h"] {
         println!("cargo:rerun-if-changed={}", kernels.join(f).display());
     }
     println!("cargo:rerun-if-changed=src/host.c");

@@ -100,36 +100,16 @@ static unsigned chunk_len_of(const fx_sos_params* p, unsigned j) {
 /* The segment staging (fx_seg_load / fx_seg_store) and sos_fused.cu's three kernels in
  * float (fx_host_seg_move, fx_host_sos_fused) and in double (fx_host_seg_move64,
  * fx_host_sos64d_fused): one text, fused_host.h. */
-#define FX_T float
-#define FX_FV fx_fvec
-#define FX_V2 fx_vec2
-#define FX_SEC fx_section
-#define FX_FMA fx_fma
-#define FX_N(name) name
+#include "fx_prec_float.h"
 #define FX_HOST_FUSED fx_host_sos_fused
 #include "fused_host.h"
-#undef FX_T
-#undef FX_FV
-#undef FX_V2
-#undef FX_SEC
-#undef FX_FMA
-#undef FX_N
 #undef FX_HOST_FUSED
-#define FX_T double
-#define FX_FV fx_dfvec
-#define FX_V2 fx_dvec2
-#define FX_SEC fx_section64
-#define FX_FMA fx_dfma
-#define FX_N(name) FX_CAT(name, 64)
+#include "fx_prec_end.h"
+#include "fx_prec_double.h"
 #define FX_HOST_FUSED fx_host_sos64d_fused
 #include "fused_host.h"
-#undef FX_T
-#undef FX_FV
-#undef FX_V2
-#undef FX_SEC
-#undef FX_FMA
-#undef FX_N
 #undef FX_HOST_FUSED
+#include "fx_prec_end.h"
 
 /* ferrofx_sos_scan: one block of FX_SOS_THREADS threads per channel; the chunks' samples
  * move through the shared rows a segment at a time. */
