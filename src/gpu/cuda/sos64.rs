@@ -1,7 +1,8 @@
 //! [`CudaSos64`]: one cascade of second-order sections in float64 over float64 device
 //! memory the caller owns, in place, from zero state or from SciPy-form initial states
-//! (`zi`, giving back `zf`), a whole signal per call, on the caller's stream. What the Python package's PyTorch operator (`ferrofx.torch`) runs on
-//! CUDA tensors: its forward pass and the filters of its adjoint, whose gradients
+//! (`zi`, giving back `zf`), a whole signal per call, on the caller's stream. What the
+//! Python package runs on CUDA tensors for `ferrofx.signal`'s functions and for the
+//! PyTorch operator (`ferrofx.torch`): its forward pass and the filters of its adjoint, whose gradients
 //! `torch.autograd.gradcheck` checks in float64 (the chain path, [`super::CudaResident`],
 //! runs float32 samples and would not pass it).
 //!
@@ -18,7 +19,8 @@
 //! (few long rows, `api_chain`'s 8, otherwise occupy 8 of a GPU's 132 SMs), the samples
 //! read twice and written once per group rather than three times per section; bit for
 //! bit `gpu::fused::model_fused::<f64>`, where the cascade's float64 fused estimate is
-//! within [`crate::gpu::fused::FUSED64_ERROR_BUDGET`] of the sequential form (else the per-section kernels).
+//! within [`crate::gpu::fused::FUSED64_ERROR_BUDGET`] of the sequential form (else the
+//! per-section kernels).
 
 use super::chain::fused::FusedParams;
 use super::chain::launch::SosParams;
