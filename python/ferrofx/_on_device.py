@@ -287,6 +287,14 @@ def _no_complex(dtype: np.dtype) -> None:
                                   "(pass a host array, or filter the real and imaginary parts)")
 
 
+def check_dtype(dtype: np.dtype, message: str) -> None:
+    """SciPy's result types, as its functions check them (float32 and float64 here: a device
+    has no long double; complex refused by name)."""
+    _no_complex(dtype)
+    if dtype.char not in "fd":
+        raise NotImplementedError(message)
+
+
 def _as_rows(ops: NumpyOps, x: Any, axis: int) -> "tuple[Any, tuple]":
     """`x` as a new contiguous float64 `(rows, frames)` array, `axis` last, and the moved
     shape."""
@@ -319,11 +327,7 @@ def sosfilt(ops: NumpyOps, run: Run, sos: np.ndarray, x: Any, axis: int, zi: Any
     x_zi_shape = tuple([n_sections] + x_zi_shape)
     zi_host = ops.to_host(zi) if zi is not None else None
     dtype = np.result_type(*([sos.dtype, ops.dtype(x)] + ([np.asarray(zi_host).dtype] if zi is not None else [])))
-    _no_complex(dtype)
-    if dtype.kind not in "fiub":
-        raise NotImplementedError(f"input type '{dtype}' not supported")
-    if dtype.kind in "iub":
-        dtype = np.dtype(np.float64)
+    check_dtype(dtype, f"input type '{dtype}' not supported")
     axis = axis % len(shape)
     if zi is not None:
         zi_host = np.asarray(zi_host)
@@ -374,9 +378,7 @@ def lfilter(ops: NumpyOps, run: Run, b: np.ndarray, a: np.ndarray, x: Any, axis:
         raise ValueError("x must be at least 1-D")
     zi_host = np.asarray(ops.to_host(zi)) if zi is not None else None
     dtype = np.result_type(*([b, a, np.empty(0, ops.dtype(x))] + ([zi_host] if zi is not None else [])))
-    _no_complex(dtype)
-    if dtype.kind in "iub":
-        dtype = np.dtype(np.float64)
+    check_dtype(dtype, f"Parameter's dtypes produced result type '{dtype}', which is not supported!")
     k = _order_at_most_2(b, a, "lfilter")
     axis = axis % len(shape)
     if zi is not None:

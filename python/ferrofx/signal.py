@@ -379,12 +379,11 @@ def filtfilt(b: Any, a: Any, x: Any, axis: int = -1, padtype: str | None = "odd"
             raise ValueError("x must be at least 1-D")
         edge = _pad_edge(padtype, padlen, shape[axis], max(len(a), len(b)))
         dtype = np.result_type(b, a, np.empty(0, ops.dtype(arr)))
-        _on_device._no_complex(dtype)
+        _on_device.check_dtype(dtype, f"Parameter's dtypes produced result type '{dtype}', which is not supported!")
         zi = np.zeros((1, 2))
         zi[0, :k] = lfilter_zi(b, a)
         sos = _on_device._section_of(b, a)
-        return _given_back(back, _on_device.zero_phase(ops, _on_device.device_run(ops), sos, zi, arr, axis, edge, padtype,
-                                                       np.dtype(np.float64) if dtype.kind in "iub" else dtype))
+        return _given_back(back, _on_device.zero_phase(ops, _on_device.device_run(ops), sos, zi, arr, axis, edge, padtype, dtype))
     x = np.asarray(x)
     if method == "gust":
         return _filtfilt_gust(b, a, x, axis=axis, irlen=irlen)
@@ -475,10 +474,10 @@ def sosfiltfilt(sos: Any, x: Any, axis: int = -1, padtype: str | None = "odd", p
         ntaps = 2 * n_sections + 1 - min(int((sos[:, 2] == 0).sum()), int((sos[:, 5] == 0).sum()))
         edge = _pad_edge(padtype, padlen, shape[axis], ntaps)
         dtype = np.result_type(sos, np.empty(0, ops.dtype(arr)))
-        _on_device._no_complex(dtype)
+        _on_device.check_dtype(dtype, f"input type '{dtype}' not supported")
         zi = np.asarray(sosfilt_zi(sos), dtype=np.float64)
         return _given_back(back, _on_device.zero_phase(ops, _on_device.device_run(ops), np.asarray(sos, dtype=np.float64), zi, arr,
-                                                       axis, edge, padtype, np.dtype(np.float64) if dtype.kind in "iub" else dtype))
+                                                       axis, edge, padtype, dtype))
     x = _validate_x(x)
     ntaps = 2 * n_sections + 1
     ntaps -= min(int((sos[:, 2] == 0).sum()), int((sos[:, 5] == 0).sum()))

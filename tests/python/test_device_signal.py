@@ -162,6 +162,11 @@ def test_scipy_errors_and_the_device_refusals_by_message():
         _on_device.lfilter(ops, run, np.ones(4), np.array([1.0, 0.1, 0.1, 0.1]), x, -1, None)
     with pytest.raises(NotImplementedError, match="complex"):
         _on_device.sosfilt(ops, run, sos, x + 1j, -1, None)
+    # SciPy's result-type rule: integer sections and data give an integer type, refused.
+    with pytest.raises(NotImplementedError, match="input type 'int64' not supported"):
+        _on_device.sosfilt(ops, run, np.array([[1, 0, 0, 1, 0, 0]]), np.zeros((2, 5), np.int64), -1, None)
+    with pytest.raises(NotImplementedError, match="Parameter's dtypes produced result type 'int64', which is not supported!"):
+        _on_device.lfilter(ops, run, np.array([1, 1]), np.array([1]), np.zeros(5, np.int64), -1, None)
     with pytest.raises(ValueError, match="Unexpected shape for zi: expected \\(2, 1\\), found \\(2, 3\\)"):
         _on_device.lfilter(ops, run, np.ones(2), np.ones(1), x, -1, np.zeros((2, 3)))
     with pytest.raises(ValueError, match="The length of the input vector x must be greater than padlen, which is 60"):
