@@ -81,16 +81,21 @@ pub fn sosfilt_backward_row(
     Ok(())
 }
 
-/// Rows [`sosfilt_backward_rows`] takes through one pass together.
-pub const BACKWARD_GROUP: usize = 4;
+/// Rows [`sosfilt_backward_rows`] takes through one pass together: 8 fills an AVX-512
+/// vector of doubles (and two AVX2 ones; measured no slower there than 4 on the Zen 4 with
+/// its kernels capped to AVX2).
+pub const BACKWARD_GROUP: usize = 8;
 
 /// [`sosfilt_backward_row`] over several rows of one length, each row's `grad_x` and the
 /// sums added to `grad_sos` (in row order) **bit for bit** what calling it row by row
-/// gives, about three times faster (one thread, 4 rows x 441,000 frames x 11 sections on a
-/// Zen 4: 60-77 ms against 165-217 ms): rows go [`BACKWARD_GROUP`] at a time as the lanes
-/// of vectors, in chunks of frames that stay in the cache (the forward signals recomputed
-/// per chunk from checkpoints, sections time-skewed so their recurrences overlap) instead
-/// of `sections + 1` whole signals per row.
+/// gives, several times faster: rows go [`BACKWARD_GROUP`] at a time as the lanes of
+/// vectors, in chunks of frames that stay in the cache (the forward signals recomputed per
+/// chunk from checkpoints, sections time-skewed so their recurrences overlap; the backward
+/// steps two sections at a time, for the same reason) instead of `sections + 1` whole
+/// signals per row. One thread on a Zen 4 (`adjoint_probe`, 441,000 frames, 15 sections):
+/// 1 row 42 ms, 8 rows 90 ms, 5.4x the forward filter on the same 8 rows
+/// (`benchmarks/results/adjoint_pairs_zen4_2026-11-29.txt`; 50 and 124 ms with groups of 4
+/// and one section at a time).
 pub fn sosfilt_backward_rows(
     sos: &[[f64; 6]],
     x: &[&[f64]],
@@ -124,6 +129,10 @@ pub fn sosfilt_backward_rows(
             1 => backward_group::<1>(sos, xg, gy, gx, grad_sos),
             2 => backward_group::<2>(sos, xg, gy, gx, grad_sos),
             3 => backward_group::<3>(sos, xg, gy, gx, grad_sos),
+            4 => backward_group::<4>(sos, xg, gy, gx, grad_sos),
+            5 => backward_group::<5>(sos, xg, gy, gx, grad_sos),
+            6 => backward_group::<6>(sos, xg, gy, gx, grad_sos),
+            7 => backward_group::<7>(sos, xg, gy, gx, grad_sos),
             _ => backward_group::<BACKWARD_GROUP>(sos, xg, gy, gx, grad_sos),
         }
         start += m;
@@ -226,35 +235,55 @@ fn group_lanes<const M: usize>(sos: &[[f64; 6]], x: &[&[f64]], grad_y: &[&[f64]]
                 frame[j] = v;
             }
         }
+        // Frames 0 and 1 of the signal (first chunk) take the row function's shorter sums,
+        // so the bits stay its own: they come after the main part, section by section.
+        let low = if k == 0 { 2.min(len) } else { 0 };
+        // The main part, sections in pairs from the last: the later section takes frame t
+        // while the one before it takes t + 1 (which the later one gave it a step before),
+        // so two independent recurrences overlap in the pipeline where one section at a
+        // time waited on each sample's predecessor; each section still walks its frames
+        // from the last, so every sum and gradient is the same bits. Local frame t sits at
+        // t + 2 in a signal's stretch of `buf`.
+        let mut hi = sections;
+        while hi > 0 {
+            if hi >= 2 {
+                let (a, b) = (hi - 1, hi - 2);
+                let (mut pa, mut sba, mut saa) = ([l1[a], l2[a]], db[a], da[a]);
+                let (mut pb, mut sbb, mut sab) = ([l1[b], l2[b]], db[b], da[b]);
+                let xa = &buf[a * width..a * width + len + 2];
+                let xb = &buf[b * width..b * width + len + 2];
+                // Section a's output is section a + 1's input: ys of a is xs of a + 1.
+                let ya = &buf[(a + 1) * width..(a + 1) * width + len + 2];
+                for u in (low..len + 1).rev() {
+                    // Section a at frame u - 1 (while u > low), section b at frame u (u < len).
+                    if u > low {
+                        let t = u - 1;
+                        g[t] = back_step::<M>(&sos[a], g[t], &mut pa, &xa[t..t + 3], &ya[t..t + 3], &mut sba, &mut saa);
+                    }
+                    if u < len {
+                        g[u] = back_step::<M>(&sos[b], g[u], &mut pb, &xb[u..u + 3], &xa[u..u + 3], &mut sbb, &mut sab);
+                    }
+                }
+                ([l1[a], l2[a]], db[a], da[a]) = (pa, sba, saa);
+                ([l1[b], l2[b]], db[b], da[b]) = (pb, sbb, sab);
+                hi -= 2;
+            } else {
+                let a = hi - 1;
+                let (mut pa, mut sba, mut saa) = ([l1[a], l2[a]], db[a], da[a]);
+                let xa = &buf[a * width..a * width + len + 2];
+                let ya = &buf[(a + 1) * width..(a + 1) * width + len + 2];
+                for t in (low..len).rev() {
+                    g[t] = back_step::<M>(&sos[a], g[t], &mut pa, &xa[t..t + 3], &ya[t..t + 3], &mut sba, &mut saa);
+                }
+                ([l1[a], l2[a]], db[a], da[a]) = (pa, sba, saa);
+                hi -= 1;
+            }
+        }
         for s in (0..sections).rev() {
             let [b0, b1, b2, _, a1, a2] = sos[s];
             let xs = &buf[s * width..s * width + len + 2];
             let ys = &buf[(s + 1) * width..(s + 1) * width + len + 2];
             let (l1, l2, db, da) = (&mut l1[s], &mut l2[s], &mut db[s], &mut da[s]);
-            // Local frame t sits at t + 2 in `xs` and `ys`; frames 0 and 1 of the signal
-            // (first chunk) take the row function's shorter sums, so the bits stay its own.
-            let low = if k == 0 { 2.min(len) } else { 0 };
-            // The carried values in locals (registers: the lanes' operations vectorise).
-            let (mut p1, mut p2, mut sb, mut sa) = (*l1, *l2, *db, *da);
-            for t in (low..len).rev() {
-                let (xw, yw) = (&xs[t..t + 3], &ys[t..t + 3]);
-                let gt = g[t];
-                let mut l = [0.0f64; M];
-                let mut out = [0.0f64; M];
-                for j in 0..M {
-                    l[j] = gt[j] - a1 * p1[j] - a2 * p2[j];
-                    sb[0][j] += l[j] * xw[2][j];
-                    sa[0][j] += l[j] * yw[2][j];
-                    sb[1][j] += l[j] * xw[1][j];
-                    sa[1][j] += l[j] * yw[1][j];
-                    sb[2][j] += l[j] * xw[0][j];
-                    sa[2][j] += l[j] * yw[0][j];
-                    out[j] = b0 * l[j] + b1 * p1[j] + b2 * p2[j];
-                }
-                g[t] = out;
-                (p1, p2) = (l, p1);
-            }
-            (*l1, *l2, *db, *da) = (p1, p2, sb, sa);
             for t in (0..low).rev() {
                 for j in 0..M {
                     let l = g[t][j] - a1 * l1[j] - a2 * l2[j];
@@ -283,6 +312,30 @@ fn group_lanes<const M: usize>(sos: &[[f64; 6]], x: &[&[f64]], grad_y: &[&[f64]]
             }
         }
     }
+}
+
+/// One frame of one section's backward step (the row function's operations, in its
+/// order): the adjoint `l` from the incoming gradient `gt` and the two later adjoint values
+/// `p = [l(t+1), l(t+2)]` (moved on), the six sums over the section's input and output
+/// windows `xw`, `yw` (frames t-2..=t), and the gradient handed to the section before.
+#[inline(always)]
+fn back_step<const M: usize>(coefs: &[f64; 6], gt: [f64; M], p: &mut [[f64; M]; 2], xw: &[[f64; M]], yw: &[[f64; M]], sb: &mut [[f64; M]; 3], sa: &mut [[f64; M]; 3]) -> [f64; M] {
+    let [b0, b1, b2, _, a1, a2] = *coefs;
+    let [p1, p2] = *p;
+    let mut l = [0.0f64; M];
+    let mut out = [0.0f64; M];
+    for j in 0..M {
+        l[j] = gt[j] - a1 * p1[j] - a2 * p2[j];
+        sb[0][j] += l[j] * xw[2][j];
+        sa[0][j] += l[j] * yw[2][j];
+        sb[1][j] += l[j] * xw[1][j];
+        sa[1][j] += l[j] * yw[1][j];
+        sb[2][j] += l[j] * xw[0][j];
+        sa[2][j] += l[j] * yw[0][j];
+        out[j] = b0 * l[j] + b1 * p1[j] + b2 * p2[j];
+    }
+    *p = [l, p1];
+    out
 }
 
 /// Frames `c0..c0 + len` of every signal into `buf` (after each signal's two frames before
