@@ -1,7 +1,7 @@
 //! The gradients through `sosfilt` on the CPU (`ferrofx::signal::sosfilt_backward_rows`,
 //! what `ferrofx.torch`'s backward runs on CPU tensors) against the forward filter
 //! (`sosfilt_rows`) on the same rows, one thread: milliseconds and their ratio, the best
-//! of 7, for 1, 4 and 8 rows of 441,000 frames through 15 sections (`api_chain`'s shape at
+//! of 7, for 1, 2, 4 and 8 rows of 441,000 frames through 15 sections (`api_chain`'s shape at
 //! 10 s) and 8 sections.
 //! Run: `cargo run --release -p ferrofx-probes --example adjoint_probe`.
 
@@ -31,7 +31,7 @@ fn main() {
                 [0.2, 0.1, 0.05, 1.0, -2.0 * r * f64::cos(th), r * r]
             })
             .collect();
-        for count in [1usize, 4, 8] {
+        for count in [1usize, 2, 4, 8] {
             let x: Vec<Vec<f64>> = (0..count).map(|_| (0..frames).map(|_| rng.unit() - 0.5).collect()).collect();
             let g: Vec<Vec<f64>> = (0..count).map(|_| (0..frames).map(|_| rng.unit() - 0.5).collect()).collect();
             let mut y = x.clone();
