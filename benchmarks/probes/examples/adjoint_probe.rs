@@ -6,23 +6,15 @@
 //! Run: `cargo run --release -p ferrofx-probes --example adjoint_probe`.
 
 use ferrofx::signal as rows;
-use std::time::Instant;
 
-fn best(mut f: impl FnMut()) -> f64 {
-    (0..7)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
+fn best(f: impl FnMut()) -> f64 {
+    ferrofx_probes::best_of(7, f)
 }
 
 fn main() {
     let frames = 441_000;
     let mut rng = ferrofx_testkit::Rng::new(3);
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|s| s.trim().to_string()));
-    println!("cpu: {} ({})", cpu.as_deref().unwrap_or("unknown"), ferrofx::dsp::sos::simd_level());
+    println!("{}", ferrofx_probes::cpu_line());
     for sections in [15usize, 8] {
         let sos: Vec<[f64; 6]> = (0..sections)
             .map(|k| {

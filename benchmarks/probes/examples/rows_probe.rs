@@ -4,16 +4,9 @@
 //! Run: `cargo run --release -p ferrofx-probes --example rows_probe`.
 
 use ferrofx::signal as rows;
-use std::time::Instant;
 
-fn best(mut f: impl FnMut()) -> f64 {
-    (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
+fn best(f: impl FnMut()) -> f64 {
+    ferrofx_probes::best_of(5, f)
 }
 
 fn main() {
@@ -27,17 +20,7 @@ fn main() {
             [0.2, 0.1, 0.05, 1.0, -2.0 * r * f64::cos(th), r * r]
         })
         .collect();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
-        s.lines()
-            .find(|l| l.starts_with("model name"))
-            .and_then(|l| l.split(':').nth(1))
-            .map(|s| s.trim().to_string())
-    });
-    println!(
-        "cpu: {} ({})",
-        cpu.as_deref().unwrap_or("unknown"),
-        ferrofx::dsp::sos::simd_level()
-    );
+    println!("{}", ferrofx_probes::cpu_line());
     for channels in [1usize, 2, 4, 8, 16] {
         let x: Vec<Vec<f64>> = (0..channels)
             .map(|_| (0..frames).map(|_| rng.unit() - 0.5).collect())
