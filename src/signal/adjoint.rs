@@ -93,9 +93,9 @@ pub const BACKWARD_GROUP: usize = 8;
 /// chunk from checkpoints, sections time-skewed so their recurrences overlap; the backward
 /// steps two sections at a time, for the same reason) instead of `sections + 1` whole
 /// signals per row. One thread on a Zen 4 (`adjoint_probe`, 441,000 frames, 15 sections):
-/// 1 row 42 ms, 8 rows 90 ms, 5.4x the forward filter on the same 8 rows
-/// (`benchmarks/results/adjoint_pairs_zen4_2026-11-29.txt`; 50 and 124 ms with groups of 4
-/// and one section at a time).
+/// 1 row 32 ms, 8 rows 90-100 ms, 5.3-5.9x the forward filter on the same 8 rows
+/// (`benchmarks/results/adjoint_pairs_zen4_2026-11-29.txt`; 50 and 124 ms with groups of 4,
+/// one section at a time and the first pass always the time-skewed loop).
 pub fn sosfilt_backward_rows(
     sos: &[[f64; 6]],
     x: &[&[f64]],
@@ -204,18 +204,43 @@ fn group_lanes<const M: usize>(sos: &[[f64; 6]], x: &[&[f64]], grad_y: &[&[f64]]
     // Signal s's frame t of the chunk at s * width + 2 + t (its two frames before at +0, +1).
     let mut buf = vec![[0.0f64; M]; (sections + 1) * width];
     let mut z = vec![[0.0f64; M]; 2 * sections];
-    for k in 0..chunks {
-        let len = CHUNK.min(n - k * CHUNK);
-        let cp = &mut checkpoints[k * per_chunk..(k + 1) * per_chunk];
-        cp[..2 * sections].copy_from_slice(&z);
-        if k > 0 {
-            for sig in 0..=sections {
-                // The previous chunk's last two frames (it was at least two long).
-                cp[2 * sections + 2 * sig] = buf[sig * width + CHUNK];
-                cp[2 * sections + 2 * sig + 1] = buf[sig * width + CHUNK + 1];
+    // One or two rows fill few lanes here, while SciPy's own recursion (`sosfilt_rows`, the
+    // same operations and so the same values as `forward_chunk`'s) runs a row's sections
+    // side by side: there the first pass is that recursion over a copy of the rows, stopped
+    // two frames before each chunk, and a chunk's checkpoint is the sections' states
+    // there, from which the backward pass recomputes those two frames of every signal and
+    // then the chunk's (one row x 441,000 x 15 sections: 42 -> 32 ms; with more rows the
+    // copy costs more than it saves: `adjoint_probe`).
+    let by_rows = M <= 2 && chunks > 1;
+    if by_rows {
+        let mut copy: Vec<Vec<f64>> = x.iter().map(|r| r[..(chunks - 1) * CHUNK - 2].to_vec()).collect();
+        let mut state = vec![0.0f64; M * 2 * sections];
+        let mut from = 0;
+        for k in 1..chunks {
+            let to = k * CHUNK - 2;
+            let mut part: Vec<&mut [f64]> = copy.iter_mut().map(|r| &mut r[from..to]).collect();
+            super::sosfilt_rows(sos, &mut part, &mut state).expect("rows of one length, a0 = 1: checked by the caller");
+            for (i, lanes) in checkpoints[k * per_chunk..k * per_chunk + 2 * sections].iter_mut().enumerate() {
+                for (j, v) in lanes.iter_mut().enumerate() {
+                    *v = state[j * 2 * sections + i];
+                }
             }
+            from = to;
         }
-        forward_chunk::<M>(&coefs, x, k * CHUNK, len, &mut buf, &mut z);
+    } else {
+        for k in 0..chunks {
+            let len = CHUNK.min(n - k * CHUNK);
+            let cp = &mut checkpoints[k * per_chunk..(k + 1) * per_chunk];
+            cp[..2 * sections].copy_from_slice(&z);
+            if k > 0 {
+                for sig in 0..=sections {
+                    // The previous chunk's last two frames (it was at least two long).
+                    cp[2 * sections + 2 * sig] = buf[sig * width + CHUNK];
+                    cp[2 * sections + 2 * sig + 1] = buf[sig * width + CHUNK + 1];
+                }
+            }
+            forward_chunk::<M, 2>(&coefs, x, k * CHUNK, len, &mut buf, &mut z);
+        }
     }
     let (mut l1, mut l2) = (vec![[0.0f64; M]; sections], vec![[0.0f64; M]; sections]);
     let (mut db, mut da) = (vec![[[0.0f64; M]; 3]; sections], vec![[[0.0f64; M]; 3]; sections]);
@@ -225,11 +250,15 @@ fn group_lanes<const M: usize>(sos: &[[f64; 6]], x: &[&[f64]], grad_y: &[&[f64]]
         let (c0, len) = (k * CHUNK, CHUNK.min(n - k * CHUNK));
         let cp = &checkpoints[k * per_chunk..(k + 1) * per_chunk];
         z.copy_from_slice(&cp[..2 * sections]);
-        for sig in 0..=sections {
-            buf[sig * width] = cp[2 * sections + 2 * sig];
-            buf[sig * width + 1] = cp[2 * sections + 2 * sig + 1];
+        if by_rows && k > 0 {
+            forward_chunk::<M, 0>(&coefs, x, c0 - 2, len + 2, &mut buf, &mut z);
+        } else {
+            for sig in 0..=sections {
+                buf[sig * width] = cp[2 * sections + 2 * sig];
+                buf[sig * width + 1] = cp[2 * sections + 2 * sig + 1];
+            }
+            forward_chunk::<M, 2>(&coefs, x, c0, len, &mut buf, &mut z);
         }
-        forward_chunk::<M>(&coefs, x, c0, len, &mut buf, &mut z);
         for (j, row) in grad_x.iter().enumerate() {
             for (frame, &v) in g[..len].iter_mut().zip(&row[c0..c0 + len]) {
                 frame[j] = v;
@@ -338,14 +367,15 @@ fn back_step<const M: usize>(coefs: &[f64; 6], gt: [f64; M], p: &mut [[f64; M]; 
     out
 }
 
-/// Frames `c0..c0 + len` of every signal into `buf` (after each signal's two frames before
-/// them, already there): the input's, then each section over the one before from its
-/// state in `z` (left at the chunk's end), SciPy's operations ([`super::section`]).
+/// Frames `c0..c0 + len` of every signal into `buf` from place `AT` of each signal's
+/// stretch (2: after the two frames before them, already there; 0: those two frames are
+/// the first two computed): the input's, then each section over the one before from its
+/// state in `z` (left at the last frame's), SciPy's operations ([`super::section`]).
 #[inline(always)]
-fn forward_chunk<const M: usize>(coefs: &[[f64; 5]], x: &[&[f64]], c0: usize, len: usize, buf: &mut [[f64; M]], z: &mut [[f64; M]]) {
+fn forward_chunk<const M: usize, const AT: usize>(coefs: &[[f64; 5]], x: &[&[f64]], c0: usize, len: usize, buf: &mut [[f64; M]], z: &mut [[f64; M]]) {
     let width = CHUNK + 2;
     for (j, row) in x.iter().enumerate() {
-        for (frame, &v) in buf[2..2 + len].iter_mut().zip(&row[c0..c0 + len]) {
+        for (frame, &v) in buf[AT..AT + len].iter_mut().zip(&row[c0..c0 + len]) {
             frame[j] = v;
         }
     }
@@ -359,10 +389,10 @@ fn forward_chunk<const M: usize>(coefs: &[[f64; 5]], x: &[&[f64]], c0: usize, le
             if t >= len {
                 continue;
             }
-            let v = buf[s * width + 2 + t];
+            let v = buf[s * width + AT + t];
             let (z0z1, _) = z[2 * s..].split_at_mut(2);
             let [z0, z1] = z0z1 else { unreachable!("two state lanes per section") };
-            buf[(s + 1) * width + 2 + t] = super::section::<M>(c, z0, z1, &v);
+            buf[(s + 1) * width + AT + t] = super::section::<M>(c, z0, z1, &v);
         }
     }
 }
