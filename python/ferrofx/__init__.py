@@ -36,7 +36,7 @@ import numpy as np
 
 from . import _ferrofx
 from . import signal
-from ._on_device import _from_dlpack, _is_torch, _namespace_from_dlpack
+from ._on_device import _dlpack_on_cuda, _from_dlpack, _is_torch, _namespace_from_dlpack, _torch_on_cuda
 
 __all__ = [
     "Chain", "Stream", "Stage", "signal",
@@ -104,10 +104,8 @@ def _device_array(x: Any) -> "_DeviceArray | None":
     """`x` as a CUDA array (a torch CUDA tensor, a CuPy array, anything offering
     `__cuda_array_interface__`), or None for host data."""
     if _is_torch(x):
-        if x.device.type == "cpu":
+        if not _torch_on_cuda(x):
             return None
-        if x.device.type != "cuda":
-            raise ValueError(f"ferrofx filters tensors on the CPU or on CUDA devices; this one is on {x.device}")
         import torch
 
         t = x.detach()
@@ -115,11 +113,8 @@ def _device_array(x: Any) -> "_DeviceArray | None":
                             torch.cuda.current_stream(t.device).cuda_stream)
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is None:
-        dl = getattr(x, "__dlpack_device__", None)
-        if dl is None or int(dl()[0]) in (1, 3):  # kDLCPU, kDLCUDAHost: host data
+        if not _dlpack_on_cuda(x):
             return None
-        if int(dl()[0]) != 2:  # kDLCUDA
-            raise ValueError(f"a DLPack array on device {tuple(dl())}: ferrofx filters CUDA arrays (DLPack device type 2) and host arrays")
         # A DLPack-only CUDA array (JAX, ...): read through PyTorch or CuPy, sharing its
         # memory; the result goes back as the producer's kind where it names its array
         # namespace (`__array_namespace__().from_dlpack`).

@@ -63,6 +63,27 @@ def _namespace_from_dlpack(x: Any) -> Any:
         return None
 
 
+def _torch_on_cuda(x: Any) -> bool:
+    """For a torch tensor: True on a CUDA device, False on the CPU; another device is
+    refused by name."""
+    if x.device.type == "cpu":
+        return False
+    if x.device.type != "cuda":
+        raise ValueError(f"ferrofx filters tensors on the CPU or on CUDA devices; this one is on {x.device}")
+    return True
+
+
+def _dlpack_on_cuda(x: Any) -> bool:
+    """For an array without `__cuda_array_interface__`: True where its DLPack device is
+    CUDA, False for host data (or no DLPack at all); another device is refused by name."""
+    dl = getattr(x, "__dlpack_device__", None)
+    if dl is None or int(dl()[0]) in (1, 3):  # kDLCPU, kDLCUDAHost: host data
+        return False
+    if int(dl()[0]) != 2:  # kDLCUDA
+        raise ValueError(f"a DLPack array on device {tuple(dl())}: ferrofx filters CUDA arrays (DLPack device type 2) and host arrays")
+    return True
+
+
 class NumpyOps:
     """The operations the device functions use, on NumPy arrays (the tests run the device
     glue on the host with these and a host `run`)."""
@@ -232,11 +253,7 @@ def device_framework_array(x: Any) -> "Optional[tuple[NumpyOps, Any, Any]]":
     through PyTorch (else CuPy) on the same memory, `back` its producer's `from_dlpack`
     for the result (None: the result stays a tensor or CuPy array). None for host data."""
     if _is_torch(x):
-        if x.device.type == "cpu":
-            return None
-        if x.device.type != "cuda":
-            raise ValueError(f"ferrofx filters tensors on the CPU or on CUDA devices; this one is on {x.device}")
-        return TorchOps(), x, None
+        return (TorchOps(), x, None) if _torch_on_cuda(x) else None
     if type(x).__module__.split(".")[0] == "cupy" and hasattr(x, "__cuda_array_interface__"):
         return CupyOps(), x, None
     if hasattr(x, "__cuda_array_interface__"):
@@ -253,11 +270,8 @@ def device_framework_array(x: Any) -> "Optional[tuple[NumpyOps, Any, Any]]":
             except Exception as e:  # no driver, no device, memory of no device
                 raise ValueError(f"a CUDA array (__cuda_array_interface__) could not be read through {name}: {e}") from e
         raise ValueError("a CUDA array (__cuda_array_interface__) is filtered through PyTorch or CuPy, and neither is installed")
-    dl = getattr(x, "__dlpack_device__", None)
-    if dl is None or int(dl()[0]) in (1, 3):  # kDLCPU, kDLCUDAHost: host data
+    if not _dlpack_on_cuda(x):
         return None
-    if int(dl()[0]) != 2:  # kDLCUDA
-        raise ValueError(f"a DLPack array on device {tuple(dl())}: ferrofx filters CUDA arrays (DLPack device type 2) and host arrays")
     a = _from_dlpack(x)
     return (TorchOps() if _is_torch(a) else CupyOps()), a, _namespace_from_dlpack(x)
 
