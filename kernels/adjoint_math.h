@@ -2,14 +2,18 @@
  * (adjoint.cu, shared with the host tests; the arithmetic of src/signal/adjoint.rs and
  * python/ferrofx/torch.py's `_adjoint`, in its reversed, padded layout).
  *
- * Every row holds `row_len` = frames + 2 doubles in reversed time, its first two zero:
- * `lam` the section's adjoint (its all-pole part already run over the reversed gradient),
- * `xs` and `ys` the section's input and output. At flattened index i (in row position
- * q = i % row_len) the step forms
+ * Every row holds `row_len` = frames + 2 doubles. `lam` (the section's adjoint, its
+ * all-pole part already run over the reversed gradient) and `g` are in reversed time,
+ * their first two zero; `xs` and `ys` (the section's input and output) in forward time,
+ * as the forward pass wrote them (its frames first; the two after them are never read):
+ * reversed position q of a row is forward position row_len - 1 - q, so the step reads
+ * the forward signals backwards instead of a reversed copy being made of each. At
+ * flattened index i (in row position q = i % row_len) the step forms
  *   g[i]   = b0 lam[i] + b1 lam[i-1] + b2 lam[i-2]    (0 for q < 2),
  * the gradient of the section before, and adds to six sums
- *   db_k += lam[i-k] xs[i],  da_k -= lam[i-k] ys[i]   (k = 0, 1, 2; q >= 2),
- * so that one pass over the three arrays does what six dot products and three shifted
+ *   db_k += lam[i-k] x,  da_k -= lam[i-k] y   (k = 0, 1, 2; q >= 2;
+ *   x = xs[f], y = ys[f], f = i - q + row_len - 1 - q, the same frame forward),
+ * so that one pass over the four arrays does what six dot products and three shifted
  * multiply-adds did. Indices are 64-bit: a batch may pass 2^32 samples.
  */
 #ifndef FX_ADJOINT_MATH_H
@@ -36,7 +40,8 @@ FX_HD void fx_adjoint_at(const fx_adjoint_params* p, const double* lam, const do
     }
     double l0 = lam[i], l1 = lam[i - 1], l2 = lam[i - 2];
     g[i] = p->b0 * l0 + p->b1 * l1 + p->b2 * l2;
-    double x = xs[i], y = ys[i];
+    unsigned long long f = i + (p->row_len - 1) - 2ull * q;
+    double x = xs[f], y = ys[f];
     sums[0] += l0 * x;
     sums[1] += l1 * x;
     sums[2] += l2 * x;

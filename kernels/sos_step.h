@@ -57,6 +57,15 @@ FX_HD FX_V2 FX_N(fx_samples_run)(const FX_SEC* sec, FX_V2 s, FX_T* v, unsigned m
     return s;
 }
 
+/* src[0..m) into dst[0..m) (dst may be src: in place) from state s; returns the state
+ * after them. */
+FX_HD FX_V2 FX_N(fx_samples_run_to)(const FX_SEC* sec, FX_V2 s, const FX_T* src, FX_T* dst, unsigned m) {
+    for (unsigned k = 0; k < m; k++) {
+        dst[k] = FX_N(fx_sos_step)(sec, &s, src[k]);
+    }
+    return s;
+}
+
 #if defined(__CUDA_ARCH__)
 /* One segment of this warp's 32 chunks into their rows (see fx_seg_index in sos_math.h);
  * samples outside the chunk or the block read as 0. */

@@ -8,8 +8,6 @@
 //! Its own test binary, so no other test holds the library open meanwhile.
 //! Builds nothing itself: run `cargo xtask bundle ferrofx` first (scripts/test.sh does).
 
-#[allow(dead_code)]
-
 use std::ffi::CString;
 use std::path::Path;
 use ferrofx_testkit::clap::bundle_or_skip;

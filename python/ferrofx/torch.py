@@ -87,9 +87,12 @@ def _host_filter(x: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
 
 def _torch_step(lam: torch.Tensor, xs: torch.Tensor, ys: torch.Tensor, b: "tuple[float, float, float]", out: torch.Tensor) -> torch.Tensor:
     """One section's backward step after its all-pole part, in torch operations, over
-    contiguous float64 rows in `_adjoint`'s layout (reversed, two leading zeros per row):
-    the next gradient into `out` (not `lam`), and the six sums `[db0, db1, db2, da0, da1,
-    da2]` returned. `kernels/adjoint_math.h` is the same step in one pass (CUDA)."""
+    contiguous float64 rows in `_adjoint`'s layout (`lam` and `out` reversed with two
+    leading zeros per row, `xs` and `ys` forward with two samples after the frames): the
+    next gradient into `out` (not `lam`), and the six sums `[db0, db1, db2, da0, da1,
+    da2]` returned. `kernels/adjoint_math.h` is the same step in one pass (CUDA), reading
+    `xs` and `ys` backwards where this makes reversed copies of them."""
+    xs, ys = (_reversed_rows(v) for v in (xs, ys))
     lam, xs, ys, nxt = lam.reshape(-1), xs.reshape(-1), ys.reshape(-1), out.view(-1)
     total = lam.numel()
     # sum_t lambda[t+k] x[t]: lambda[t+k] sits k places before x[t] in the reversed row; a
@@ -105,6 +108,14 @@ def _torch_step(lam: torch.Tensor, xs: torch.Tensor, ys: torch.Tensor, b: "tuple
     return torch.stack(sums)
 
 
+def _reversed_rows(v: torch.Tensor) -> torch.Tensor:
+    """Forward rows `[v0, ..., v(n-1), ?, ?]` as a new tensor in reversed time with two
+    leading zeros, `[0, 0, v(n-1), ..., v0]`."""
+    r = v.flip(-1).contiguous()
+    r[..., :2] = 0
+    return r
+
+
 def _device_step(lam: torch.Tensor, xs: torch.Tensor, ys: torch.Tensor, b: "tuple[float, float, float]", out: torch.Tensor) -> torch.Tensor:
     """`_torch_step` on CUDA tensors in one kernel (`_ferrofx.adjoint_step_device64`) on
     the current stream: the blocks' sums added here, on the device."""
@@ -118,50 +129,72 @@ def _device_step(lam: torch.Tensor, xs: torch.Tensor, ys: torch.Tensor, b: "tupl
     return partial[:blocks].sum(0)
 
 
-def _adjoint(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt_: Any, step: Any = _torch_step) -> "tuple[torch.Tensor, torch.Tensor]":
+def _filter_taps(filt_: Any) -> Any:
+    """Forward signals (see `_adjoint`) from `filt_` (a filter in place): each section's
+    input copied, then filtered."""
+
+    def taps(signals: torch.Tensor, rows: np.ndarray, n: int) -> None:
+        for s in range(rows.shape[0]):
+            signals[s + 1].copy_(signals[s])
+            filt_(signals[s + 1], rows[s:s + 1])
+
+    return taps
+
+
+def _device_taps(signals: torch.Tensor, rows: np.ndarray, n: int) -> None:
+    """Forward signals (see `_adjoint`) on a CUDA tensor in one launch
+    (`_ferrofx.sosfilt_taps_device64`: every section's output kept, out of place), on the
+    current stream; the samples after each row's frames are left as they are."""
+    from . import _ferrofx
+
+    if n == 0 or signals.numel() == 0:
+        return
+    count = signals[0].numel() // (n + 2)
+    stream = torch.cuda.current_stream(signals.device).cuda_stream
+    _ferrofx.sosfilt_taps_device64(np.ascontiguousarray(rows, dtype=np.float64), signals.data_ptr(), signals[1].data_ptr(), count, n, n + 2,
+                                   signals.device.index or 0, stream)
+
+
+def _adjoint(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt_: Any, step: Any = _torch_step, taps: Any = None) -> "tuple[torch.Tensor, torch.Tensor]":
     """dL/dx and dL/drows of `y = sosfilt(rows, x)` (normalised rows, zero state) given
     dL/dy, with torch operations on the tensors' device, `filt_(t, rows)` (a filter in
-    place on a contiguous float64 tensor) for the recursions and `step` for the rest of
-    each section's step (`_torch_step`, or `_device_step` on CUDA): the arithmetic of
-    `src/signal/adjoint.rs` (see there), section by section from the last.
+    place on a contiguous float64 tensor) for the recursions, `taps(signals, rows, n)` for
+    the forward signals (`_device_taps` on CUDA; default: `filt_` section by section) and
+    `step` for the rest of each section's step (`_torch_step`, or `_device_step` on CUDA):
+    the arithmetic of `src/signal/adjoint.rs` (see there), section by section from the last.
 
     Laid out so each section's backward step is one filter in place and one step over
     memory (what a GPU's time is made of): the adjoint runs in reversed time (`lambda`,
-    which runs backwards, is then an ordinary causal filter of the reversed gradient), every
-    row padded with two zeros (at the end of the forward signals, at the start of the
-    reversed ones) so that the shifted products of all rows at once are plain dot products
-    of the flattened tensors and the next gradient is three shifted multiply-adds."""
+    which runs backwards, is then an ordinary causal filter of the reversed gradient),
+    every row padded with two samples (zeros at the start of the reversed gradients, so
+    that the shifted products of all rows at once are plain dot products of the flattened
+    tensors and the next gradient is three shifted multiply-adds). The forward signals
+    stay in forward time, as one launch writes them all (`signals[s]`, section s's input;
+    the last, the cascade's output), and the step reads them backwards."""
     n = x.shape[-1]
     sections = rows.shape[0]
-    # The forward signals (section s's input; the last, the cascade's output), each row
-    # [signal, 0, 0]: filtering the padded row leaves the first n samples exact (causal);
-    # the two samples after them are zeroed again.
-    signal = torch.nn.functional.pad(x.to(torch.float64), (0, 2)).contiguous()
-    signals = [signal]
-    for s in range(sections):
-        signal = signal.clone()
-        filt_(signal, rows[s:s + 1])
-        signal[..., n:] = 0
-        signals.append(signal)
+    if taps is None:
+        taps = _filter_taps(filt_)
+    signals = torch.empty((sections + 1,) + tuple(x.shape[:-1]) + (n + 2,), dtype=torch.float64, device=x.device)
+    signals[0, ..., :n] = x
+    signals[0, ..., n:] = 0
+    taps(signals, rows, n)
     # Reversed time: row [0, 0, g[n-1], ..., g[0]]; a sample at time t sits at n + 1 - t.
     g = torch.nn.functional.pad(grad_y.to(torch.float64), (0, 2)).flip(-1).contiguous()
     spare = torch.empty_like(g)
     grads = torch.zeros((sections, 6), dtype=torch.float64, device=x.device)
-    ys = signals.pop().flip(-1)
     for s in reversed(range(sections)):
         b0, b1, b2, _, a1, a2 = (float(v) for v in rows[s])
         # lambda[t] = g[t] - a1 lambda[t+1] - a2 lambda[t+2]: reversed, a causal all-pole
         # filter, run in place (the two leading zeros stay zero from zero state).
         filt_(g, np.array([[1.0, 0.0, 0.0, 1.0, a1, a2]]))
-        xs = signals.pop().flip(-1)
-        grads[s] = step(g, xs, ys, (b0, b1, b2), spare)
+        grads[s] = step(g, signals[s], signals[s + 1], (b0, b1, b2), spare)
         g, spare = spare, g
-        ys = xs
     return g.flip(-1)[..., :n], grads
 
 
 def _adjoint_rows(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt_: Any, step: Any = _torch_step,
-                  max_bytes: Optional[int] = None) -> "tuple[torch.Tensor, torch.Tensor]":
+                  max_bytes: Optional[int] = None, taps: Any = None) -> "tuple[torch.Tensor, torch.Tensor]":
     """`_adjoint` over groups of rows (the rows of a batch are independent), each group's
     working set (its `sections + 3` float64 signals, two samples longer than the rows)
     within `max_bytes` (a group of one row at least; `None`: all rows at once). The input
@@ -169,17 +202,17 @@ def _adjoint_rows(x: torch.Tensor, rows: np.ndarray, grad_y: torch.Tensor, filt_
     are added group by group (a different rounding order, within 1e-12 of one group)."""
     n = x.shape[-1]
     if max_bytes is None or x.numel() == 0:
-        return _adjoint(x, rows, grad_y, filt_, step)
+        return _adjoint(x, rows, grad_y, filt_, step, taps)
     flat_x, flat_g = x.reshape(-1, n), grad_y.reshape(-1, n)
     count = flat_x.shape[0]
     per_row = (rows.shape[0] + 3) * (n + 2) * 8
     group = max(1, int(max_bytes) // per_row)
     if group >= count:
-        return _adjoint(x, rows, grad_y, filt_, step)
+        return _adjoint(x, rows, grad_y, filt_, step, taps)
     gxs = []
     gs = torch.zeros((rows.shape[0], 6), dtype=torch.float64, device=x.device)
     for start in range(0, count, group):
-        gx, g = _adjoint(flat_x[start:start + group], rows, flat_g[start:start + group], filt_, step)
+        gx, g = _adjoint(flat_x[start:start + group], rows, flat_g[start:start + group], filt_, step, taps)
         gxs.append(gx)
         gs += g
     return torch.cat(gxs).reshape(x.shape), gs
@@ -248,7 +281,7 @@ def _sosfilt_backward_op(x: torch.Tensor, sos: torch.Tensor, grad_y: torch.Tenso
     if _on_cuda(x):
         # In groups of rows whose signals fit the device's free memory (a batch of 1,024
         # stereo 10 s clips through 8 sections is 87 GB of them at once).
-        gx, gs = _adjoint_rows(x.detach(), rows, grad_y.detach(), _device_filter_, _device_step, _backward_budget(x.device))
+        gx, gs = _adjoint_rows(x.detach(), rows, grad_y.detach(), _device_filter_, _device_step, _backward_budget(x.device), _device_taps)
         gs = gs / torch.from_numpy(a0).to(gs.device)
         return gx.to(x.dtype), gs.to(dtype=sos.dtype, device=sos.device)
     gx, gs = _signal.sosfilt_backward(rows, _numpy64(x), _numpy64(grad_y), axis=-1)

@@ -103,6 +103,43 @@ impl DeviceStream {
 /// build its cascade again (device allocations, uploads and a wait) instead of launching.
 const KEPT_CASCADES: usize = 128;
 
+/// The cascade `sos` (`n x 6`, float64) on device `device` built (or kept from an earlier
+/// call: the [`KEPT_CASCADES`] used last, by device and coefficient bits), and `f` run on
+/// it without the GIL.
+fn with_cascade<'py, T: Send>(py: Python<'py>, sos: &PyReadonlyArray2<'py, f64>, device: usize, f: impl FnOnce(&mut CudaSos64) -> Result<T, ferrofx::gpu::cuda::CudaError> + Send) -> PyResult<T> {
+    type Kept = (usize, Vec<u64>, CudaSos64);
+    static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+    let sos = sos.as_array();
+    if sos.ncols() != 6 || sos.nrows() == 0 {
+        return Err(PyValueError::new_err(format!("sos must have shape (n_sections, 6), got {:?}", sos.shape())));
+    }
+    let sections: Vec<Sos> = sos.rows().into_iter().map(|r| Sos { b: [r[0], r[1], r[2]], a: [r[3], r[4], r[5]] }).collect();
+    let bits: Vec<u64> = sos.iter().map(|v| v.to_bits()).collect();
+    let dev = self::device(device)?;
+    // The kept cascades' lock is taken without the GIL (another thread may hold the GIL
+    // while waiting for it).
+    py.allow_threads(|| {
+        let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+        // Least recently used first: a hit moves to the end.
+        match kept.iter().position(|k| k.0 == device && k.1 == bits) {
+            Some(at) => {
+                let hit = kept.remove(at);
+                kept.push(hit);
+            }
+            None => {
+                let built = CudaSos64::new(&dev, &sections)?;
+                if kept.len() == KEPT_CASCADES {
+                    kept.remove(0);
+                }
+                kept.push((device, bits, built));
+            }
+        }
+        let at = kept.len() - 1;
+        f(&mut kept[at].2)
+    })
+    .map_err(|e| PyRuntimeError::new_err(format!("cuda:{device}: {e}")))
+}
+
 /// `sos` (`n x 6`, float64) run in float64 over `rows x frames` float64 samples at device
 /// address `data`, in place, each row from zero state, ordered on CUDA stream `stream` of
 /// device `device`: the PyTorch operator's device path (`ferrofx.torch`) and the SciPy
@@ -124,47 +161,37 @@ pub fn sosfilt_device64<'py>(
     stream: u64,
     zi: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<Option<Bound<'py, PyArray1<f64>>>> {
-    type Kept = (usize, Vec<u64>, CudaSos64);
-    static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
-    let sos = sos.as_array();
-    if sos.ncols() != 6 || sos.nrows() == 0 {
-        return Err(PyValueError::new_err(format!("sos must have shape (n_sections, 6), got {:?}", sos.shape())));
-    }
     if data == 0 {
         return Err(PyValueError::new_err("a null device address"));
     }
-    let sections: Vec<Sos> = sos.rows().into_iter().map(|r| Sos { b: [r[0], r[1], r[2]], a: [r[3], r[4], r[5]] }).collect();
-    let bits: Vec<u64> = sos.iter().map(|v| v.to_bits()).collect();
     let zi: Option<Vec<f64>> = zi.map(|z| z.as_array().iter().copied().collect());
-    let dev = self::device(device)?;
-    let err = |e: ferrofx::gpu::cuda::CudaError| PyRuntimeError::new_err(format!("cuda:{device}: {e}"));
-    // The kept cascades' lock is taken without the GIL (another thread may hold the GIL
-    // while waiting for it).
-    py.allow_threads(|| {
-        let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
-        // Least recently used first: a hit moves to the end.
-        match kept.iter().position(|k| k.0 == device && k.1 == bits) {
-            Some(at) => {
-                let hit = kept.remove(at);
-                kept.push(hit);
-            }
-            None => {
-                let built = CudaSos64::new(&dev, &sections)?;
-                if kept.len() == KEPT_CASCADES {
-                    kept.remove(0);
-                }
-                kept.push((device, bits, built));
-            }
-        }
-        let at = kept.len() - 1;
-        // SAFETY: the address is checked by the call (device memory of this context, long
-        // enough); the stream is the tensor's framework's current stream on this device
-        // (the package takes it from torch), and the package holds the tensor until the
-        // call returns, after which torch orders any later use on that stream.
-        unsafe { kept[at].2.process_raw_from(data, rows, frames, stream, zi.as_deref()) }
-    })
-    .map_err(err)
-    .map(|zf| zf.map(|v| PyArray1::from_vec(py, v)))
+    // SAFETY: the address is checked by the call (device memory of this context, long
+    // enough); the stream is the tensor's framework's current stream on this device
+    // (the package takes it from torch), and the package holds the tensor until the
+    // call returns, after which torch orders any later use on that stream.
+    let zf = with_cascade(py, &sos, device, |c| unsafe { c.process_raw_from(data, rows, frames, stream, zi.as_deref()) })?;
+    Ok(zf.map(|v| PyArray1::from_vec(py, v)))
+}
+
+/// `sos` (`n x 6`, float64) run in float64 over `rows` rows of `frames` float64 samples
+/// at device address `input` (`stride` samples apart), each from zero state, every
+/// section's output kept: section `i`'s rows at `outs` + `i * rows * stride` samples in
+/// the same layout (`CudaSos64::taps_raw`), ordered on CUDA stream `stream` of device
+/// `device`. The forward signals of the PyTorch layer's backward pass on CUDA tensors
+/// (`ferrofx.torch._device_taps`), from the same kept cascades as [`sosfilt_device64`].
+/// Returns without waiting for the device.
+#[pyfunction]
+#[pyo3(signature = (sos, input, outs, rows, frames, stride, device, stream))]
+#[allow(clippy::too_many_arguments)]
+pub fn sosfilt_taps_device64<'py>(py: Python<'py>, sos: PyReadonlyArray2<'py, f64>, input: u64, outs: u64, rows: usize, frames: usize, stride: usize, device: usize, stream: u64) -> PyResult<()> {
+    if input == 0 || outs == 0 {
+        return Err(PyValueError::new_err("a null device address"));
+    }
+    // SAFETY: both addresses are checked by the call (device memory of this context, long
+    // enough, not overlapping); the stream is the tensors' framework's current stream on
+    // this device (the package takes it from torch), and the package holds both tensors
+    // until the call returns, after which torch orders any later use on that stream.
+    with_cascade(py, &sos, device, |c| unsafe { c.taps_raw(input, outs, rows, frames, stride, stream) })
 }
 
 /// One backward step of a section (`b` its `b0, b1, b2`) over `rows x row_len` float64

@@ -393,6 +393,7 @@ fn _ferrofx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(signal::sosfilt_backward64, m)?)?;
     m.add_function(wrap_pyfunction!(fir64, m)?)?;
     m.add_function(wrap_pyfunction!(device::sosfilt_device64, m)?)?;
+    m.add_function(wrap_pyfunction!(device::sosfilt_taps_device64, m)?)?;
     m.add_function(wrap_pyfunction!(device::adjoint_step_device64, m)?)?;
     m.add_function(wrap_pyfunction!(device::adjoint_max_blocks, m)?)?;
     m.add("SIMD", ferrofx::simd_level())?;

@@ -119,6 +119,10 @@ def test_a_device_call_without_a_device_is_a_clear_error():
         _ferrofx.adjoint_step_device64((1.0, 0.5, 0.25), 4096, 8192, 12288, 16384, 20480, 2, 12, 0, 0)
     with raises(RuntimeError, match=r"cuda:0: (CUDA unavailable|.*not device memory)"):
         _ferrofx.sosfilt_device64(np.array([[1.0, 0.0, 0.0, 1.0, -0.5, 0.1]]), 4096, 2, 10, 0, 0)
+    with raises(RuntimeError, match=r"cuda:0: (CUDA unavailable|.*not device memory)"):
+        _ferrofx.sosfilt_taps_device64(np.array([[1.0, 0.0, 0.0, 1.0, -0.5, 0.1]]), 4096, 1 << 20, 2, 10, 12, 0, 0)
+    with raises(ValueError, match="null device address"):
+        _ferrofx.sosfilt_taps_device64(np.array([[1.0, 0.0, 0.0, 1.0, -0.5, 0.1]]), 0, 4096, 2, 10, 12, 0, 0)
     assert _ferrofx.adjoint_max_blocks() >= 1
     # and the host path goes on working
     x = np.random.default_rng(1).standard_normal((2, 1000)).astype(np.float32)

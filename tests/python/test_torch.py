@@ -5,6 +5,8 @@ PyTorch is not installed by `scripts/install-deps.sh` (its Linux wheel brings th
 stack, several GB): without it these tests skip with that reason. To run them:
 `pip install torch` into the test environment, then `pytest tests/python/test_torch.py`."""
 
+import os
+
 import numpy as np
 import pytest
 import scipy.signal as ss
@@ -235,3 +237,37 @@ def test_a_layer_on_cuda_equals_it_on_the_cpu_and_compiles():
         torch.testing.assert_close(p.grad.cpu(), w, rtol=1e-7, atol=1e-9 * float(w.abs().max()))
     compiled = torch.compile(gpu, fullgraph=True)
     torch.testing.assert_close(compiled(xc), y, rtol=1e-12, atol=1e-12)
+
+
+@cuda
+def test_the_device_adjoint_reads_one_launchs_forward_signals():
+    # The backward pass on CUDA tensors: the forward signals from one launch (every
+    # section's output kept) equal the per-section device filters bit for bit, rows short
+    # (one thread per row) and long (the chunked scan); the whole adjoint (those signals,
+    # the step kernel reading them backwards) within 1e-12 of the core's.
+    from ferrofx import signal as fsignal
+    from ferrofx.torch import _adjoint, _device_filter_, _device_step, _device_taps
+
+    # With FERROFX_CUDA_FUSED set, the long rows' filters run the fused scan: other bits.
+    fused = os.environ.get("FERROFX_CUDA_FUSED", "0").strip() not in ("", "0")
+    rng = np.random.default_rng(15)
+    for sections, shape in [(3, (2, 300)), (5, (3, 70_000)), (1, (1, 9)), (4, (2, 2, 40_001))]:
+        rows = _sos(rng, sections)
+        n = shape[-1]
+        x = torch.from_numpy(rng.standard_normal(shape)).cuda()
+        signals = torch.zeros((sections + 1,) + shape[:-1] + (n + 2,), dtype=torch.float64, device="cuda")
+        signals[0, ..., :n] = x
+        _device_taps(signals, rows, n)
+        each = x.clone()
+        for s in range(sections):
+            _device_filter_(each, rows[s:s + 1])
+            if fused:
+                torch.testing.assert_close(signals[s + 1, ..., :n], each, rtol=0, atol=1e-12 * float(each.abs().max()))
+            else:
+                assert torch.equal(signals[s + 1, ..., :n], each), (sections, shape, s)
+        assert not signals[..., n:].any(), "wrote past the frames"
+        g = rng.standard_normal(shape)
+        gx, gs = _adjoint(x, rows, torch.from_numpy(g).cuda(), _device_filter_, _device_step, _device_taps)
+        want_x, want_s = fsignal.sosfilt_backward(rows, x.cpu().numpy(), g, axis=-1)
+        np.testing.assert_allclose(gx.cpu().numpy(), want_x, rtol=0, atol=1e-12 * np.abs(want_x).max())
+        np.testing.assert_allclose(gs.cpu().numpy(), want_s, rtol=0, atol=1e-12 * np.abs(want_s).max())

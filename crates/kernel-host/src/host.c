@@ -164,27 +164,35 @@ void fx_host_sos_scan(fx_sos_params p, float* work, const fx_section* sections, 
     }
 }
 
-/* sos64.cu's fx_sos64_row: one channel's cascade on its double samples. */
-static void host_sos64_row(const fx_sos_params* p, double* w, const fx_section64* sections, fx_dvec2* states, unsigned ch) {
+/* sos64.cu's fx_tap_src: where section i reads (in place: in == out, out_step 0). */
+static const double* host_tap_src(const double* in, double* out, unsigned long long out_step, unsigned i) {
+    return i == 0 ? in : out + (unsigned long long)(i - 1) * out_step;
+}
+
+/* sos64.cu's fx_sos64_row: one channel's cascade from `in` into `out`, section i's output
+ * at out + i * out_step. */
+static void host_sos64_row(const fx_sos_params* p, const double* in, double* out, unsigned long long out_step, const fx_section64* sections, fx_dvec2* states, unsigned ch) {
     for (unsigned i = 0; i < p->count; i++) {
         unsigned st = p->state_base + ch * p->count + i;
         const fx_section64 sec = sections[p->first + i];
-        states[st] = fx_samples_run64(&sec, states[st], w, p->frames);
+        states[st] = fx_samples_run_to64(&sec, states[st], host_tap_src(in, out, out_step, i), out + (unsigned long long)i * out_step, p->frames);
     }
 }
 
 /* sos64.cu's fx_sos64_scan_row: the block's FX_SOS_THREADS threads between barriers. */
-static void host_sos64_scan_row(const fx_sos_params* p, double* w, const fx_section64* sections, const double* tables, fx_dvec2* states, unsigned ch) {
+static void host_sos64_scan_row(const fx_sos_params* p, const double* in, double* out, unsigned long long out_step, const fx_section64* sections, const double* tables, fx_dvec2* states, unsigned ch) {
     fx_dvec2 ends[FX_SOS_THREADS];
     fx_dvec2 next[FX_SOS_THREADS];
     for (unsigned i = 0; i < p->count; i++) {
         const fx_section64 sec = sections[p->first + i];
         unsigned st = p->state_base + ch * p->count + i;
+        const double* src = host_tap_src(in, out, out_step, i);
+        double* dst = out + (unsigned long long)i * out_step;
         fx_dvec2 s_init = states[st];
         for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
             fx_dvec2 zero = {0.0, 0.0};
             unsigned start = j * p->chunk_len < p->frames ? j * p->chunk_len : p->frames;
-            ends[j] = fx_samples_end64(&sec, j == 0 ? s_init : zero, w + start, chunk_len_of(p, j));
+            ends[j] = fx_samples_end64(&sec, j == 0 ? s_init : zero, src + start, chunk_len_of(p, j));
         }
         unsigned offset = 1;
         for (unsigned k = 0; k < FX_SCAN_STEPS && offset < p->chunks; k++) {
@@ -199,7 +207,7 @@ static void host_sos64_scan_row(const fx_sos_params* p, double* w, const fx_sect
         }
         for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
             unsigned start = j * p->chunk_len < p->frames ? j * p->chunk_len : p->frames;
-            fx_dvec2 s = fx_samples_run64(&sec, j > 0 ? ends[j - 1] : s_init, w + start, chunk_len_of(p, j));
+            fx_dvec2 s = fx_samples_run_to64(&sec, j > 0 ? ends[j - 1] : s_init, src + start, dst + start, chunk_len_of(p, j));
             if (j == p->chunks - 1) {
                 states[st] = s;
             }
@@ -213,7 +221,7 @@ void fx_host_sos64_channels(fx_sos_params p, float* work, double* wide, const fx
         float* x = work + ch * p.stride;
         double* w = wide + ch * p.stride;
         fx_widen(x, w, 0, p.frames);
-        host_sos64_row(&p, w, sections, states, ch);
+        host_sos64_row(&p, w, w, 0, sections, states, ch);
         fx_narrow(w, x, 0, p.frames);
     }
 }
@@ -227,7 +235,7 @@ void fx_host_sos64_scan(fx_sos_params p, float* work, double* wide, const fx_sec
             unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
             fx_widen(x, w, start, start + chunk_len_of(&p, j));
         }
-        host_sos64_scan_row(&p, w, sections, tables, states, ch);
+        host_sos64_scan_row(&p, w, w, 0, sections, tables, states, ch);
         for (unsigned j = 0; j < FX_SOS_THREADS; j++) {
             unsigned start = j * p.chunk_len < p.frames ? j * p.chunk_len : p.frames;
             fx_narrow(w, x, start, start + chunk_len_of(&p, j));
@@ -238,13 +246,31 @@ void fx_host_sos64_scan(fx_sos_params p, float* work, double* wide, const fx_sec
 /* ferrofx_sos64d_channels / ferrofx_sos64d_scan: double samples in place. */
 void fx_host_sos64d_channels(fx_sos_params p, double* work, const fx_section64* sections, fx_dvec2* states) {
     for (unsigned ch = 0; ch < p.channels; ch++) {
-        host_sos64_row(&p, work + (unsigned long long)ch * p.stride, sections, states, ch);
+        double* w = work + (unsigned long long)ch * p.stride;
+        host_sos64_row(&p, w, w, 0, sections, states, ch);
     }
 }
 
 void fx_host_sos64d_scan(fx_sos_params p, double* work, const fx_section64* sections, const double* tables, fx_dvec2* states) {
     for (unsigned ch = 0; ch < p.channels; ch++) {
-        host_sos64_scan_row(&p, work + (unsigned long long)ch * p.stride, sections, tables, states, ch);
+        double* w = work + (unsigned long long)ch * p.stride;
+        host_sos64_scan_row(&p, w, w, 0, sections, tables, states, ch);
+    }
+}
+
+/* ferrofx_sos64d_taps_channels / ferrofx_sos64d_taps_scan: out of place, every
+ * section's output kept (section i's at outs + i * out_step). */
+void fx_host_sos64d_taps_channels(fx_sos_params p, const double* in, double* outs, unsigned long long out_step, const fx_section64* sections, fx_dvec2* states) {
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        unsigned long long at = (unsigned long long)ch * p.stride;
+        host_sos64_row(&p, in + at, outs + at, out_step, sections, states, ch);
+    }
+}
+
+void fx_host_sos64d_taps_scan(fx_sos_params p, const double* in, double* outs, unsigned long long out_step, const fx_section64* sections, const double* tables, fx_dvec2* states) {
+    for (unsigned ch = 0; ch < p.channels; ch++) {
+        unsigned long long at = (unsigned long long)ch * p.stride;
+        host_sos64_scan_row(&p, in + at, outs + at, out_step, sections, tables, states, ch);
     }
 }
 

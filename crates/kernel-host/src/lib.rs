@@ -148,6 +148,8 @@ extern "C" {
     fn fx_host_sos64_scan(p: SosParams, work: *mut f32, wide: *mut f64, sections: *const Section64, tables: *const f64, states: *mut [f64; 2]);
     fn fx_host_sos64d_channels(p: SosParams, work: *mut f64, sections: *const Section64, states: *mut [f64; 2]);
     fn fx_host_sos64d_scan(p: SosParams, work: *mut f64, sections: *const Section64, tables: *const f64, states: *mut [f64; 2]);
+    fn fx_host_sos64d_taps_channels(p: SosParams, input: *const f64, outs: *mut f64, out_step: u64, sections: *const Section64, states: *mut [f64; 2]);
+    fn fx_host_sos64d_taps_scan(p: SosParams, input: *const f64, outs: *mut f64, out_step: u64, sections: *const Section64, tables: *const f64, states: *mut [f64; 2]);
     fn fx_host_adjoint_step64(p: AdjointParams, blocks: u32, lam: *const f64, xs: *const f64, ys: *const f64, g: *mut f64, partial: *mut f64);
     fn fx_host_rows_convert(p: RowsParams, grid_x: u32, grid_y: u32, to_f32: i32, src: *const std::ffi::c_void, dst: *mut std::ffi::c_void);
     fn fx_host_fir_direct(p: FirParams, work: *const f32, taps: *const f32, history: *const f32, out: *mut f32);
@@ -276,6 +278,28 @@ pub fn sos64d_scan(p: SosParams, work: &mut [f64], sections: &[Section64], table
     assert!(p.chunks as usize <= SOS_THREADS && (p.chunks * p.chunk_len) as usize >= p.frames as usize, "chunking {p:?}");
     // SAFETY: as above; tables hold SCAN_STEPS entries for every section indexed.
     unsafe { fx_host_sos64d_scan(p, work.as_mut_ptr(), sections.as_ptr(), tables.as_ptr().cast(), states.as_mut_ptr()) }
+}
+
+/// `ferrofx_sos64d_taps_channels` (`p.chunks` 1) or `ferrofx_sos64d_taps_scan`
+/// (sos64.cu): the cascade over `input` (rows `p.stride` apart) out of place into `outs`,
+/// section `i`'s output at `i * out_step` (each `p.channels x p.stride` long).
+pub fn sos64d_taps(p: SosParams, input: &[f64], outs: &mut [f64], out_step: usize, sections: &[Section64], tables: &[[f64; 4]], states: &mut [[f64; 2]]) {
+    check_sos(&p, input.len(), sections.len(), states.len());
+    assert!(out_step >= p.channels as usize * p.stride as usize, "out_step {out_step} shorter than a section's rows for {p:?}");
+    if p.count > 0 {
+        check_sos(&p, outs.len().saturating_sub((p.count as usize - 1) * out_step), sections.len(), states.len());
+    }
+    let out_step = out_step as u64;
+    if p.chunks == 1 {
+        // SAFETY: every index the C code forms from `p` and `out_step` is within `input`
+        // (read) and `outs` (written, a distinct `&mut` slice), checked above.
+        unsafe { fx_host_sos64d_taps_channels(p, input.as_ptr(), outs.as_mut_ptr(), out_step, sections.as_ptr(), states.as_mut_ptr()) }
+    } else {
+        assert!(tables.len() >= (p.first + p.count) as usize * SCAN_STEPS, "tables too short");
+        assert!(p.chunks as usize <= SOS_THREADS && (p.chunks * p.chunk_len) as usize >= p.frames as usize, "chunking {p:?}");
+        // SAFETY: as above; tables hold SCAN_STEPS entries for every section indexed.
+        unsafe { fx_host_sos64d_taps_scan(p, input.as_ptr(), outs.as_mut_ptr(), out_step, sections.as_ptr(), tables.as_ptr().cast(), states.as_mut_ptr()) }
+    }
 }
 
 fn check_rows(p: &RowsParams, src: usize, dst: usize) {

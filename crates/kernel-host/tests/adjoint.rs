@@ -1,7 +1,8 @@
 //! The PyTorch layer's backward step kernel (kernels/adjoint.cu), run on the host, inside
 //! the whole adjoint of a cascade as `python/ferrofx/torch.py` composes it on CUDA
-//! tensors (reversed time, rows padded with two zeros, each section's all-pole part run
-//! over the reversed gradient, then the step), against the core's adjoint
+//! tensors (the gradients in reversed time, rows padded with two zeros, each section's
+//! all-pole part run over the reversed gradient, then the step reading the forward
+//! signals backwards), against the core's adjoint
 //! (`ferrofx::signal::sosfilt_backward_row`, itself checked against finite differences):
 //! over a seeded sweep of cascades, batch shapes, frame counts and grid sizes.
 
@@ -42,6 +43,12 @@ fn reversed_padded(rows: &[Vec<f64>]) -> Vec<f64> {
     rows.iter().flat_map(|r| [0.0, 0.0].into_iter().chain(r.iter().rev().copied())).collect()
 }
 
+/// Rows of `frames` as the forward pass leaves them: `[v[0], ..., v[n-1], ?, ?]`, the two
+/// samples after the frames NaN here (the step must never read them).
+fn forward_padded(rows: &[Vec<f64>]) -> Vec<f64> {
+    rows.iter().flat_map(|r| r.iter().copied().chain([f64::NAN, f64::NAN])).collect()
+}
+
 #[test]
 fn the_step_kernel_composes_the_cores_adjoint() {
     let mut rng = Rng::new(4401);
@@ -71,11 +78,11 @@ fn the_step_kernel_composes_the_cores_adjoint() {
         }
 
         // The layer's composition on the device, with the step on the host.
-        let mut signals = vec![reversed_padded(&x)];
+        let mut signals = vec![forward_padded(&x)];
         let mut forward = x.clone();
         for s in &sos {
             forward = forward.iter().map(|row| section_row(s, row)).collect();
-            signals.push(reversed_padded(&forward));
+            signals.push(forward_padded(&forward));
         }
         let mut g = reversed_padded(&gy);
         let mut got_s = vec![[0.0; 6]; sections];

@@ -6,7 +6,7 @@
 
 use ferrofx::dsp::sos::SosCoefs;
 use ferrofx::gpu::realize::{chunking, model_section, run_cascade, Realization, MAX_CHUNKS, SCAN_STEPS};
-use ferrofx_kernel_host::{fir_direct, fir_history, sos64_channels, sos64_scan, sos64d_channels, sos64d_scan, sos_channels, sos_scan, FirParams, Section, Section64, SosParams};
+use ferrofx_kernel_host::{fir_direct, fir_history, sos64_channels, sos64_scan, sos64d_channels, sos64d_scan, sos64d_taps, sos_channels, sos_scan, FirParams, Section, Section64, SosParams};
 use ferrofx_testkit::{noise_amp, Rng};
 
 mod common;
@@ -226,6 +226,74 @@ fn float64_kernels_equal_the_cpu_model_bit_for_bit() {
         for sequential_max in [usize::MAX, 64] {
             case.run64::<f32>(seed, sequential_max);
             case.run64::<f64>(seed, sequential_max);
+        }
+    }
+}
+
+/// The out-of-place float64 kernels that keep every section's output (the PyTorch
+/// layer's forward signals): section `i`'s buffer holds, bit for bit, what the in-place
+/// kernels leave after the first `i + 1` sections, the end states are theirs, the input
+/// is not written and nothing past each row's frames is (NaN there stays NaN), on
+/// seeded cascades, shapes and both kernel forms.
+#[test]
+fn float64_taps_kernels_keep_each_sections_in_place_output() {
+    let mut rng = Rng::new(6465);
+    for seed in 0..30u64 {
+        let sos: Vec<SosCoefs> = design_sos(&random_iir(&mut rng));
+        let frames = [1, 2, 63, 256, 257, 1000, 4099][rng.below(7)];
+        let channels = 1 + rng.below(4);
+        let stride = frames + 2 + rng.below(3);
+        let reals: Vec<Realization> = sos.iter().map(Realization::new).collect();
+        let sections: Vec<Section64> = reals.iter().map(|r| Section64(r.to_gpu_as::<f64>().words())).collect();
+        let count = sections.len();
+        for sequential_max in [usize::MAX, 64] {
+            let (chunks, chunk_len) = chunking(frames, sequential_max);
+            let tables: Vec<[f64; 4]> = reals.iter().flat_map(|r| r.scan_table_as::<f64>(chunk_len)).collect();
+            let mut input = vec![f64::NAN; channels * stride];
+            for ch in 0..channels {
+                for (t, v) in noise_amp(frames, seed * 31 + ch as u64, 0.9).into_iter().enumerate() {
+                    input[ch * stride + t] = f64::from(v);
+                }
+            }
+            let p = |count: usize| SosParams {
+                frames: frames as u32,
+                chunk_len: chunk_len as u32,
+                chunks: chunks as u32,
+                stride: stride as u32,
+                first: 0,
+                count: count as u32,
+                state_base: 0,
+                channels: channels as u32,
+            };
+            let out_step = channels * stride + rng.below(5);
+            let mut outs = vec![f64::NAN; count * out_step];
+            let mut states = vec![[0.0f64; 2]; channels * count];
+            let given = input.clone();
+            sos64d_taps(p(count), &input, &mut outs, out_step, &sections, &tables, &mut states);
+            let what = format!("seed {seed}, {count} sections, {channels} x {frames} frames, {chunks} chunk(s)");
+            assert!(input.iter().zip(&given).all(|(a, b)| a.to_bits() == b.to_bits()), "{what}: the input was written");
+            for i in 0..count {
+                // The in-place kernel over the first i + 1 sections.
+                let mut work = given.clone();
+                let mut st = vec![[0.0f64; 2]; channels * (i + 1)];
+                if chunks == 1 {
+                    sos64d_channels(p(i + 1), &mut work, &sections, &mut st);
+                } else {
+                    sos64d_scan(p(i + 1), &mut work, &sections, &tables, &mut st);
+                }
+                let got = &outs[i * out_step..i * out_step + channels * stride];
+                for ch in 0..channels {
+                    for t in 0..stride {
+                        let (a, b) = (got[ch * stride + t], work[ch * stride + t]);
+                        if t < frames {
+                            assert_eq!(a.to_bits(), b.to_bits(), "{what}: section {i} channel {ch} frame {t}");
+                        } else {
+                            assert!(a.is_nan(), "{what}: section {i} channel {ch} wrote past its frames ({t})");
+                        }
+                    }
+                    assert_eq!(states[ch * count + i], st[ch * (i + 1) + i], "{what}: section {i} channel {ch}'s end state");
+                }
+            }
         }
     }
 }

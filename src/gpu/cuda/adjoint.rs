@@ -3,9 +3,11 @@
 //! (`python/ferrofx/torch.py`, `_adjoint`): from the section's adjoint `lambda` (its
 //! all-pole part already run over the reversed gradient by [`super::CudaSos64`]) and the
 //! section's input and output, the gradient of the section before and the six sums of
-//! the coefficients' gradient, in one pass over the three arrays instead of six dot
-//! products and three shifted multiply-adds. The rows are in reversed time, each padded
-//! with two leading zeros (the layout `kernels/adjoint_math.h` describes); the kernel's
+//! the coefficients' gradient, in one pass over the four arrays instead of six dot
+//! products and three shifted multiply-adds. `lambda` and the gradients are in reversed
+//! time, each row padded with two leading zeros; the section's input and output in
+//! forward time as the forward pass wrote them (read backwards: no reversed copy of
+//! them is made; the layout `kernels/adjoint_math.h` describes); the kernel's
 //! arithmetic is tested on the host inside the whole adjoint against the core's
 //! (`crates/kernel-host/tests/adjoint.rs`).
 
@@ -60,14 +62,15 @@ impl CudaAdjoint64 {
         total.div_ceil(THREADS as usize).clamp(1, ADJOINT_MAX_BLOCKS)
     }
 
-    /// One step over `rows` rows of `row_len` float64 samples (frames + 2, reversed, two
-    /// leading zeros per row) at device addresses `lam`, `xs` and `ys`: the next gradient
+    /// One step over `rows` rows of `row_len` float64 samples (frames + 2) at device
+    /// addresses `lam` (reversed, two leading zeros per row), `xs` and `ys` (forward, the
+    /// two samples after the frames never read): the next gradient (reversed, as `lam`)
     /// into `g`, each block's six sums (`[db0, db1, db2, da0, da1, da2]`) into `partial`
     /// (6 per block, [`CudaAdjoint64::blocks_for`] blocks: the number returned), ordered on
     /// the caller's CUDA stream `stream` (0: the legacy default stream). Returns without
     /// waiting for the device. Refused by name: an address that is not device memory of
-    /// this context or whose allocation is too short, `g` overlapping `lam`, rows shorter
-    /// than 2.
+    /// this context or whose allocation is too short, `g` overlapping `lam`, `xs` or
+    /// `ys`, rows shorter than 2.
     ///
     /// # Safety
     /// `stream` must be a live stream of this device's primary context (or 0), and no
@@ -93,12 +96,16 @@ impl CudaAdjoint64 {
             Ok((at, at + bytes))
         };
         let lam_range = held("lambda", lam, total)?;
-        held("xs", xs, total)?;
-        held("ys", ys, total)?;
+        let xs_range = held("xs", xs, total)?;
+        let ys_range = held("ys", ys, total)?;
         let g_range = held("g", g, total)?;
         held("partial", partial, 6 * blocks)?;
-        if g_range.0 < lam_range.1 && lam_range.0 < g_range.1 {
+        let overlaps = |r: (u64, u64)| g_range.0 < r.1 && r.0 < g_range.1;
+        if overlaps(lam_range) {
             return Err(job("g overlaps lambda (each sample reads the two before it): give g its own buffer".into()));
+        }
+        if overlaps(xs_range) || overlaps(ys_range) {
+            return Err(job("g overlaps xs or ys (they are read in the other time order): give g its own buffer".into()));
         }
         let p = AdjointParams { total: total as u64, row_len: row_len32, pad0: 0, b0: b[0], b1: b[1], b2: b[2] };
         let caller = stream as cudarc::driver::sys::CUstream;

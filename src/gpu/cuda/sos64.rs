@@ -54,8 +54,8 @@ pub struct CudaSos64 {
     /// (grown to the largest call's rows).
     states: CudaSlice<f64>,
     /// Frame counts whose error estimate passed (the estimate depends on the chunking),
-    /// the last [`CHECKED_KEPT`].
-    checked: Vec<usize>,
+    /// the last [`CHECKED_KEPT`], and whether each section's alone did too.
+    checked: Vec<(usize, bool)>,
     /// The fused scan in float64: not decided yet (`None`), or its groups and buffers
     /// (`Some(None)`: off on this device, or the cascade's estimate declines it).
     fused: Option<Option<Fused64>>,
@@ -169,29 +169,15 @@ impl CudaSos64 {
         if rows32 > i32::MAX as u32 {
             return Err(too_large());
         }
-        let sequential_max = self.dev.tuning.sequential_max_frames;
-        if !self.checked.contains(&frames) {
-            // float64 whatever float32 would do: the layer's gradients are checked in float64.
-            // The shared decline rule: where float32 is within the budget, float64 (the
-            // same form, finer rounding) is too; else float64's own estimate decides.
-            realize_cascade(&self.sos, 0, frames, sequential_max, true).map_err(CudaError::Gpu)?;
-            if self.checked.len() == CHECKED_KEPT {
-                self.checked.remove(0);
-            }
-            self.checked.push(frames);
-        }
+        self.check_frames(frames, false)?;
         // The fused scan: long rows, and no more rows than a grid's second dimension holds.
         let fused = frames >= FUSED_MIN_FRAMES && rows <= 65_535 && self.fused()?.is_some();
-        let (chunks, chunk_len) = chunking(frames, sequential_max);
-        if !fused && chunks > 1 && chunk_len != self.table_chunk_len {
-            let tables: Vec<f64> = self.realizations.iter().flat_map(|r| r.scan_table_as::<f64>(chunk_len)).flatten().collect();
-            self.stream.memcpy_htod(&tables, &mut self.tables)?;
-            self.table_chunk_len = chunk_len;
+        let (chunks, chunk_len) = chunking(frames, self.dev.tuning.sequential_max_frames);
+        if !fused {
+            self.scan_tables(chunks, chunk_len)?;
         }
         let need = 2 * rows * sections;
-        if self.states.len() < need {
-            self.states = self.stream.alloc_zeros::<f64>(need)?;
-        }
+        self.states_for(need)?;
         // The start states, in stream order before the kernels: zero, or zi in the delta form.
         match zi {
             None => self.stream.memset_zeros(&mut self.states.slice_mut(..need))?,
@@ -212,6 +198,140 @@ impl CudaSos64 {
         let end = self.stream.clone_dtoh(&self.states.slice(..need))?;
         self.stream.synchronize()?;
         Ok(Some(end.chunks_exact(2).enumerate().flat_map(|(i, s)| self.realizations[i % sections].state_from_gpu([s[0], s[1]])).collect()))
+    }
+
+    /// The cascade over `rows` rows of `frames` float64 samples at device address `input`
+    /// (row `r` at `r * stride` samples), each row from zero state, out of place with every
+    /// section's output kept: section `i`'s rows at `outs` + `i * rows * stride` samples,
+    /// laid out as the input's (the samples between a row's frames and the next row are
+    /// neither read nor written), ordered on the caller's CUDA stream `stream`. The forward
+    /// signals of the PyTorch layer's backward pass in one launch (`ferrofx.torch`), each
+    /// sample read twice and written once per section. Section `i`'s rows hold, bit for
+    /// bit, what [`CudaSos64::process_raw`] leaves after the first `i + 1` sections of this
+    /// cascade where it runs the per-section kernels (not the fused scan). Returns without
+    /// waiting for the device. Refused by name as `process_raw`, and: a stride shorter
+    /// than the frames, `outs` overlapping `input`.
+    ///
+    /// # Safety
+    /// As [`CudaSos64::process_raw`], for both buffers.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn taps_raw(&mut self, input: u64, outs: u64, rows: usize, frames: usize, stride: usize, stream: u64) -> Result<(), CudaError> {
+        self.dev.ctx.bind_to_thread()?;
+        let sections = self.realizations.len();
+        if stride < frames {
+            return Err(job(format!("rows {stride} samples apart hold no {frames} frames")));
+        }
+        let too_large = || job(format!("{rows} rows x {stride} samples apart in one call (at most 2^31 rows, 2^32 - 1 samples apart)"));
+        let (rows32, frames32, stride32) = (u32::try_from(rows).map_err(|_| too_large())?, frames as u32, u32::try_from(stride).map_err(|_| too_large())?);
+        if rows32 > i32::MAX as u32 {
+            return Err(too_large());
+        }
+        let bytes_in = (rows as u64).checked_mul(stride as u64 * 8).ok_or_else(too_large)?;
+        let bytes_out = bytes_in.checked_mul(sections as u64).ok_or_else(too_large)?;
+        let held = |name: &str, at: u64, bytes: u64| -> Result<(u64, u64), CudaError> {
+            let (start, size) = range_of(at).map_err(|e| job(format!("{name}: the address {at:#x} is not device memory of this context ({e})")))?;
+            if at + bytes > start + size {
+                return Err(job(format!("{name}: the allocation holds {} bytes from {at:#x}; {bytes} are needed", start + size - at)));
+            }
+            Ok((at, at + bytes))
+        };
+        let given = held("input", input, bytes_in)?;
+        let kept = held("outs", outs, bytes_out)?;
+        if given.0 < kept.1 && kept.0 < given.1 {
+            return Err(job("outs overlaps input: give the sections' outputs their own buffer".into()));
+        }
+        if rows == 0 || frames == 0 {
+            return Ok(());
+        }
+        self.check_frames(frames, true)?;
+        let (chunks, chunk_len) = chunking(frames, self.dev.tuning.sequential_max_frames);
+        self.scan_tables(chunks, chunk_len)?;
+        let need = 2 * rows * sections;
+        self.states_for(need)?;
+        self.stream.memset_zeros(&mut self.states.slice_mut(..need))?;
+        let p = SosParams {
+            frames: frames32,
+            chunk_len: chunk_len as u32,
+            chunks: chunks as u32,
+            stride: stride32,
+            first: 0,
+            count: sections as u32,
+            state_base: 0,
+            channels: rows32,
+        };
+        let out_step = rows as u64 * stride as u64;
+        let caller = stream as sys::CUstream;
+        let ours = self.stream.cu_stream();
+        // SAFETY: both events and streams are live in this context (bound above).
+        let ordered = unsafe { order(self.caller_ready.cu_event(), caller, ours) };
+        let ran = ordered.and_then(|()| {
+            if chunks == 1 {
+                let cfg = LaunchConfig { grid_dim: (rows32.div_ceil(64), 1, 1), block_dim: (64, 1, 1), shared_mem_bytes: 0 };
+                let mut launch = self.stream.launch_builder(&self.dev.sos64d_taps_channels);
+                launch.arg(&p).arg(&input).arg(&outs).arg(&out_step).arg(&self.sections).arg(&mut self.states);
+                // SAFETY: the arguments match ferrofx_sos64d_taps_channels(fx_sos_params,
+                // const double*, double*, unsigned long long, const fx_section64*,
+                // fx_dvec2*): `input` holds rows x stride doubles and `outs` sections
+                // times that (checked above, not overlapping), `sections` 12 doubles per
+                // section, `states` 2 per section and row.
+                unsafe { launch.launch(cfg) }.map(|_| ()).map_err(CudaError::from)
+            } else {
+                let cfg = LaunchConfig { grid_dim: (rows32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+                let mut launch = self.stream.launch_builder(&self.dev.sos64d_taps_scan);
+                launch.arg(&p).arg(&input).arg(&outs).arg(&out_step).arg(&self.sections).arg(&self.tables).arg(&mut self.states);
+                // SAFETY: as above for ferrofx_sos64d_taps_scan, plus `tables` with
+                // SCAN_STEPS 2x2 entries per section; chunks <= 256 threads.
+                unsafe { launch.launch(cfg) }.map(|_| ()).map_err(CudaError::from)
+            }
+        });
+        // SAFETY: as above, the other way round.
+        let ordered = ran.and_then(|()| unsafe { order(self.done.cu_event(), ours, caller) });
+        ordered.map_err(|e| job(format!("the device refused the job ({e})")))
+    }
+
+    /// Declines (with the reason) a cascade whose float64 form would miss the tolerance
+    /// for signals of `frames` frames, and with `each_section` (every section's output is
+    /// kept: [`CudaSos64::taps_raw`]) one of its sections whose own would; remembers the
+    /// lengths that passed.
+    fn check_frames(&mut self, frames: usize, each_section: bool) -> Result<(), CudaError> {
+        if self.checked.iter().any(|&(f, each)| f == frames && (each || !each_section)) {
+            return Ok(());
+        }
+        // float64 whatever float32 would do: the layer's gradients are checked in float64.
+        // The shared decline rule: where float32 is within the budget, float64 (the
+        // same form, finer rounding) is too; else float64's own estimate decides.
+        let sequential_max = self.dev.tuning.sequential_max_frames;
+        realize_cascade(&self.sos, 0, frames, sequential_max, true).map_err(CudaError::Gpu)?;
+        if each_section && self.sos.len() > 1 {
+            for (i, s) in self.sos.iter().enumerate() {
+                realize_cascade(std::slice::from_ref(s), 0, frames, sequential_max, true).map_err(|e| job(format!("section {i} alone: {e}")))?;
+            }
+        }
+        self.checked.retain(|&(f, _)| f != frames);
+        if self.checked.len() == CHECKED_KEPT {
+            self.checked.remove(0);
+        }
+        self.checked.push((frames, each_section));
+        Ok(())
+    }
+
+    /// The per-section scan's tables for chunks of `chunk_len` on the device (none needed
+    /// for one chunk).
+    fn scan_tables(&mut self, chunks: usize, chunk_len: usize) -> Result<(), CudaError> {
+        if chunks > 1 && chunk_len != self.table_chunk_len {
+            let tables: Vec<f64> = self.realizations.iter().flat_map(|r| r.scan_table_as::<f64>(chunk_len)).flatten().collect();
+            self.stream.memcpy_htod(&tables, &mut self.tables)?;
+            self.table_chunk_len = chunk_len;
+        }
+        Ok(())
+    }
+
+    /// Room for `need` state doubles.
+    fn states_for(&mut self, need: usize) -> Result<(), CudaError> {
+        if self.states.len() < need {
+            self.states = self.stream.alloc_zeros::<f64>(need)?;
+        }
+        Ok(())
     }
 
     /// The fused scan's three launches per group over `rows x frames` doubles at `data`,
