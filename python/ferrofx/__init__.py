@@ -227,12 +227,13 @@ class Chain:
         return self._core.response(np.ascontiguousarray(freqs_hz, dtype=np.float64), float(fs))
 
     def process(self, x: Any, fs: float, threads: int | None = None, out: Any = None) -> Any:
-        """Filters `x` shaped `(channels, samples)` or `(batch, channels, samples)` from
-        zero state (each batch item separately, spread over `threads`, default all cores).
+        """Filters `x` shaped `(samples,)` (one channel), `(channels, samples)` or
+        `(batch, channels, samples)` from zero state (each batch item separately, spread
+        over `threads`, default all cores).
 
         Device arrays (a torch CUDA tensor, a CuPy array, another `__cuda_array_interface__`
         or CUDA DLPack producer such as JAX, read through PyTorch or CuPy; float32 or
-        float64, C-contiguous, also shaped `(samples,)`) are filtered on their device, on
+        float64, C-contiguous, the same shapes) are filtered on their device, on
         the caller's current stream, with no host copy, into a new array of the same kind
         (a producer that names its array namespace gets its own kind back through
         `from_dlpack`), dtype and device (or
@@ -260,8 +261,8 @@ class Chain:
         if out is not None:
             raise ValueError("out= is for device arrays; host arrays come back as a new array")
         arr, how = _to_numpy(x)
-        if arr.ndim not in (2, 3):
-            raise ValueError(f"x must be shaped (channels, samples) or (batch, channels, samples), got {arr.shape}")
+        if arr.ndim not in (1, 2, 3):
+            raise ValueError(f"x must be shaped (samples,), (channels, samples) or (batch, channels, samples), got {arr.shape}")
         if arr.dtype not in (np.float32, np.float64):
             raise ValueError(f"x must be float32 or float64, got {arr.dtype}")
         if arr.dtype == np.float64:
@@ -276,10 +277,9 @@ class Chain:
                 else:
                     y = _ferrofx.fir64(d["taps"], np.ascontiguousarray(y))
             return _back(np.asarray(y).reshape(arr.shape), how)
-        batch = arr if arr.ndim == 3 else arr[None]
+        batch = arr.reshape((1,) * (3 - arr.ndim) + arr.shape)
         y = self._core.process(np.ascontiguousarray(batch, dtype=np.float32), float(fs), int(threads or os.cpu_count() or 1))
-        y = y if arr.ndim == 3 else y[0]
-        return _back(y, how)
+        return _back(y.reshape(arr.shape), how)
 
     def _device_stream(self, fs: float, rows: int, ordinal: int, frames: int):
         """A resident chain for (fs, rows, device), kept for the next call of that shape."""
@@ -332,7 +332,9 @@ class Stream:
         return self._core.channels
 
     def process(self, block: Any) -> Any:
-        """Filters the next block, shaped `(channels, samples)`; returns the same type.
+        """Filters the next block, shaped `(channels, samples)` (also `(samples,)` for a
+        one-channel stream, and `(batch, channels, samples)` where batch x channels is the
+        stream's channels: its rows in order); returns the same type and shape.
 
         Device blocks (torch CUDA tensors, CuPy arrays, float32 or float64) are filtered on their
         device, the state kept there between blocks: any split of a signal into blocks
@@ -345,14 +347,20 @@ class Stream:
             raise ValueError(f"this stream's state lives on cuda:{self._where.device}; give it blocks there, or reset() it")
         self._where = "cpu"
         arr, how = _to_numpy(block)
-        if arr.ndim != 2:
-            raise ValueError(f"a block is shaped (channels, samples), got {arr.shape}")
-        y = self._core.process(np.ascontiguousarray(arr, dtype=np.float32))
-        return _back(y.astype(arr.dtype if arr.dtype in (np.float32, np.float64) else np.float32, copy=False), how)
+        self._check_shape(arr.shape)
+        y = self._core.process(np.ascontiguousarray(arr.reshape(self.channels, arr.shape[-1]), dtype=np.float32))
+        return _back(y.reshape(arr.shape).astype(arr.dtype if arr.dtype in (np.float32, np.float64) else np.float32, copy=False), how)
+
+    def _check_shape(self, shape: "tuple[int, ...]") -> None:
+        rows = int(np.prod(shape[:-1], dtype=np.int64))
+        if not 1 <= len(shape) <= 3 or rows != self.channels:
+            raise ValueError(
+                f"a block of this {self.channels}-channel stream is shaped (channels, samples) with {self.channels} channels "
+                f"(or (samples,) for one channel, (batch, channels, samples) with batch x channels = {self.channels}), got {tuple(shape)}"
+            )
 
     def _process_device(self, d: _DeviceArray) -> Any:
-        if len(d.shape) != 2 or d.rows != self.channels:
-            raise ValueError(f"a block is shaped (channels, samples) with {self.channels} channels, got {d.shape}")
+        self._check_shape(d.shape)
         if self._chain is None:
             raise ValueError("this stream was not made by Chain.stream, so it cannot move to a device")
         if self._where == "cpu":

@@ -73,6 +73,9 @@ def test_other_dtypes_shapes_and_layouts_are_refused():
         CHAIN.process(FakeDeviceArray((2, 100), "<i2"), FS)
     with raises(ValueError, match="shaped"):
         CHAIN.process(FakeDeviceArray((1, 2, 3, 100)), FS)
+    for bad in [(3, 100), (100,), (2, 2, 100)]:
+        with raises(ValueError, match=r"2-channel stream is shaped"):
+            CHAIN.stream(FS, 2).process(FakeDeviceArray(bad))
     with raises(ValueError, match="C-contiguous"):
         CHAIN.process(FakeDeviceArray((2, 100), strides=(4, 8)), FS)
 
@@ -212,6 +215,12 @@ def test_a_device_stream_split_into_blocks_equals_one_call_bit_for_bit():
     assert torch.equal(torch.cat(parts, dim=1), one)
     with raises(ValueError, match="lives on cuda"):
         s.process(x[:, :100].cpu().numpy())
+    # A (batch, channels, samples) block's rows are the stream's channels; a one-channel
+    # stream takes (samples,).
+    b = CHAIN.stream(FS, 2)
+    assert torch.equal(b.process(x.reshape(2, 1, -1)[:, :, :70_000].contiguous()).reshape(2, -1), one[:, :70_000])
+    mono = CHAIN.stream(FS, 1)
+    assert torch.equal(mono.process(x[0, :70_000].contiguous()), one[0, :70_000])
 
 
 def test_cupy_arrays_in_and_out():

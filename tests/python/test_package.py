@@ -228,6 +228,28 @@ def test_stream_over_random_blocks_equals_one_call():
         s.reset()
 
 
+def test_one_channel_and_batch_shapes_equal_the_channel_rows():
+    # (samples,) is one channel, for Chain.process (float32 and float64) and a one-channel
+    # Stream; a Stream's blocks may come as (batch, channels, samples) whose rows, in
+    # order, are its channels: each equal to the same rows given as (channels, samples).
+    c = chain()
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((3, 2, 9_000)).astype(np.float32)
+    for dtype in (np.float32, np.float64):
+        mono = x[0, 0].astype(dtype)
+        y = c.process(mono, 48_000)
+        assert y.shape == mono.shape and y.dtype == dtype
+        assert np.array_equal(y, c.process(mono[None], 48_000)[0])
+    one, rows = c.stream(48_000, 1), c.stream(48_000, 1)
+    batched, flat = c.stream(48_000, 6), c.stream(48_000, 6)
+    for pos, n in [(0, 1), (1, 4_000), (4_001, 4_999)]:
+        block = x[..., pos:pos + n]
+        got = one.process(block[0, 0])
+        assert got.shape == (n,) and np.array_equal(got, rows.process(block[0, :1])[0])
+        got = batched.process(block)
+        assert got.shape == block.shape and np.array_equal(got, flat.process(block.reshape(6, n)).reshape(block.shape))
+
+
 def test_bad_input_raises_with_the_contracts_message():
     with pytest.raises(ValueError, match=r"stage 0 \(butterworth\): cutoff_hz 30000 is above Nyquist"):
         ferrofx.Butterworth.lowpass(30_000, 4).process(np.zeros((1, 10), np.float32), 48_000)
@@ -238,9 +260,10 @@ def test_bad_input_raises_with_the_contracts_message():
     with pytest.raises(ValueError, match=r"\(n_sections, 6\)"):
         ferrofx.sosfilt(np.ones((2, 5)), np.zeros(10))
     with pytest.raises(ValueError, match="shaped"):
-        chain().process(np.zeros(10, np.float32), 48_000)
-    with pytest.raises(ValueError, match="channels"):
-        chain().stream(48_000, 2).process(np.zeros((3, 10), np.float32))
+        chain().process(np.zeros((1, 1, 1, 10), np.float32), 48_000)
+    for bad in [(3, 10), (10,), (2, 2, 10), (1, 1, 2, 10)]:
+        with pytest.raises(ValueError, match=r"2-channel stream is shaped \(channels, samples\)"):
+            chain().stream(48_000, 2).process(np.zeros(bad, np.float32))
 
 
 def test_no_memory_growth_over_10000_calls():
