@@ -39,6 +39,8 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 # pedalboard: the VST3 host the plugin's tests load the bundle into. maturin: builds the
 # Python package (python/) that the tests install. ray[data]: the corpus example's engine.
-echo "install-deps: Python tools (numpy, scipy, pytest, pedalboard, matplotlib, maturin, ray[data]) into $VENV"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check --progress-bar on numpy scipy pytest pedalboard matplotlib "maturin>=1.7,<2" "ray[data]"
+# nvidia-cuda-nvcc-cu12 (22 MB): NVIDIA's PTX assembler, ptxas, alone (no driver, no GPU
+# needed), which checks that the embedded kernels assemble for the GPUs they target.
+echo "install-deps: Python tools (numpy, scipy, pytest, pedalboard, matplotlib, maturin, ray[data], ptxas) into $VENV"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --progress-bar on numpy scipy pytest pedalboard matplotlib "maturin>=1.7,<2" "ray[data]" "nvidia-cuda-nvcc-cu12==12.4.131"
 echo "dependencies ready (Python tools in $VENV)"

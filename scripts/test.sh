@@ -38,8 +38,10 @@ run() { "$@" 2>&1 | tee -a "$log"; return "${PIPESTATUS[0]}"; }
 # The wgpu backend's tests run on a real adapter (lavapipe where there is no GPU) and
 # must not skip; lavapipe wants a private runtime folder.
 export FERROFX_REQUIRE_GPU=1
-# The check that the committed PTX is what the kernel sources compile to must not skip.
-export FERROFX_REQUIRE_CLANG=1
+# The check that the committed PTX is what the kernel sources compile to must not skip,
+# nor the one that it assembles for the GPUs it targets (ptxas from scripts/install-deps.sh).
+export FERROFX_REQUIRE_CLANG=1 FERROFX_REQUIRE_PTXAS=1
+export FERROFX_PTXAS="${FERROFX_PTXAS:-$("$PY" -c 'import glob, sys; print((glob.glob(sys.prefix + "/lib/python3*/site-packages/nvidia/cuda_nvcc/bin/ptxas") + ["ptxas"])[0])')}"
 if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
     export XDG_RUNTIME_DIR="$tmp/runtime"
     mkdir -p "$XDG_RUNTIME_DIR"
