@@ -22,7 +22,7 @@
 //!   the smoother's own (the detector adds a few ms).
 //!
 //! The equaliser applies the change every 32 samples through the same coefficient glide
-//! as automation (see `bands/equaliser.rs`). A dynamic band uses the cookbook design, not the
+//! as automation (see `equaliser/cascade.rs`). A dynamic band uses the cookbook design, not the
 //! analog-matched one: its gain moves all the time, and a matched design costs a hundred
 //! times more. Realtime-safe: [`Dynamics::new`] allocates, nothing else does.
 

@@ -3,13 +3,13 @@
 //! into one cascade, smoothing parameter moves and re-designing at a sub-block rate.
 //!
 //! - `smoothing.rs`: the one-pole smoothing of a band's continuous parameters;
-//! - `equaliser.rs`: [`Equaliser`], the bands fused into one cascade, re-designed every
+//! - `cascade.rs`: [`Equaliser`], the bands fused into one cascade, re-designed every
 //!   [`REDESIGN_INTERVAL`] samples while anything moves.
 
-mod equaliser;
+mod cascade;
 mod smoothing;
 
-pub use equaliser::Equaliser;
+pub use cascade::Equaliser;
 
 use crate::shared::bands::{Band, Shape, TrigCache, BANDS, MAX_SECTIONS_PER_BAND};
 
