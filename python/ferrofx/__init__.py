@@ -53,6 +53,10 @@ def _to_numpy(x: Any) -> tuple[np.ndarray, Any]:
 
         if x.device.type != "cpu":
             raise ValueError(f"ferrofx processes CPU tensors; this one is on {x.device} (use .cpu())")
+        if x.dtype in (torch.float16, torch.bfloat16):
+            # Half-precision tensors are widened to float32 (exactly; NumPy has no
+            # bfloat16) and the result comes back in their dtype.
+            return x.detach().float().numpy(), (torch, x.dtype)
         return x.detach().numpy(), (torch, x.dtype)
     return np.asarray(x), None
 
@@ -265,6 +269,11 @@ class Chain:
             raise ValueError(f"x must be shaped (samples,), (channels, samples) or (batch, channels, samples), got {arr.shape}")
         if arr.dtype not in (np.float32, np.float64):
             raise ValueError(f"x must be float32 or float64, got {arr.dtype}")
+        if arr.size == 0:
+            # Nothing to filter (no items, channels or samples): an empty result, as on a
+            # device, after the chain's own checks at this rate.
+            self.design(fs)
+            return _back(np.zeros(arr.shape, arr.dtype), how)
         if arr.dtype == np.float64:
             # float64 data stays float64: the designed processors through the float64
             # drop-ins (SciPy's arithmetic), rows over the cores.

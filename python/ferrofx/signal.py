@@ -84,7 +84,8 @@ def _validate_sos(sos: Any) -> tuple[np.ndarray, int]:
 def _rows(x: np.ndarray, axis: int) -> tuple[np.ndarray, tuple]:
     """`x` with `axis` last, as 2-D rows, and the moved shape."""
     moved = np.moveaxis(x, axis, -1)
-    return moved.reshape(-1, moved.shape[-1]), moved.shape
+    # The row count spelled out: -1 cannot be inferred where the frames axis is empty.
+    return moved.reshape(int(np.prod(moved.shape[:-1], dtype=np.int64)), moved.shape[-1]), moved.shape
 
 
 def _device_input(x: Any) -> Any:
@@ -439,7 +440,7 @@ def _filtfilt_gust(b: np.ndarray, a: np.ndarray, x: np.ndarray, axis: int = -1, 
     delta = y_bf - y_fb
     if m != n:
         delta = np.concatenate((delta[..., :m], delta[..., -m:]), axis=-1)
-    flat = delta.reshape(-1, delta.shape[-1]).T
+    flat = delta.reshape(int(np.prod(delta.shape[:-1], dtype=np.int64)), delta.shape[-1]).T
     ic = np.linalg.lstsq(mat, flat, rcond=None)[0].T.reshape(delta.shape[:-1] + (2 * order,))
     # The result is the zero-state forward-backward output plus what the initial
     # conditions add, `R S z1 + R O z2`; with a truncated response (`m < n`) only over

@@ -52,7 +52,19 @@ def _host_only(*tensors: torch.Tensor) -> None:
 
 
 def _numpy64(t: torch.Tensor) -> np.ndarray:
-    return t.detach().resolve_conj().cpu().numpy().astype(np.float64, copy=False)
+    # Widened in torch first: NumPy has no bfloat16.
+    return t.detach().cpu().to(torch.float64).numpy()
+
+
+def _real_floating(t: torch.Tensor, name: str) -> None:
+    """Refuses, by name, a tensor the layer would filter wrongly: complex ones (the
+    coefficients are real and the arithmetic is real: an imaginary part would be dropped)
+    and integer or boolean ones (a filtered signal rounded to integers)."""
+    if t.is_complex() or not t.is_floating_point():
+        raise ValueError(
+            f"ferrofx.torch filters real floating-point tensors (float16, bfloat16, float32, float64); {name} is {t.dtype}"
+            + (" (filter its real and imaginary parts separately)" if t.is_complex() else "")
+        )
 
 
 def _on_cuda(x: torch.Tensor) -> bool:
@@ -321,6 +333,8 @@ def sosfilt(x: torch.Tensor, sos: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"sos must have shape (n_sections, 6), got {tuple(sos.shape)}")
     if x.ndim == 0:
         raise ValueError("x must be at least 1-D")
+    _real_floating(x, "x")
+    _real_floating(sos, "sos")
     return _sosfilt_op(x, sos)
 
 
@@ -328,6 +342,7 @@ def _fir(x: torch.Tensor, taps: torch.Tensor) -> torch.Tensor:
     """Causal FIR along the last axis, the output as long as the input (scipy's
     `lfilter(taps, 1, x)`), by PyTorch's conv1d (cross-correlation: taps reversed)."""
     _host_only(x)
+    _real_floating(x, "x")
     taps = taps.to(x.device)
     shape = x.shape
     rows = x.reshape(-1, 1, shape[-1])

@@ -250,6 +250,31 @@ def test_one_channel_and_batch_shapes_equal_the_channel_rows():
         assert got.shape == block.shape and np.array_equal(got, flat.process(block.reshape(6, n)).reshape(block.shape))
 
 
+def test_empty_arrays_give_empty_results():
+    # No items, channels or samples: an empty array of the input's shape and dtype (the
+    # device path's answer too), after the chain's own checks; SciPy's functions over an
+    # empty frames axis likewise (SciPy's own sosfilt fails reshaping such arrays; where
+    # SciPy gives a result, it is this).
+    c = chain()
+    for shape in [(0,), (0, 100), (2, 0), (0, 2, 100), (3, 0, 100), (3, 2, 0)]:
+        for dtype in (np.float32, np.float64):
+            y = c.process(np.zeros(shape, dtype), 48_000)
+            assert y.shape == shape and y.dtype == dtype, (shape, dtype)
+    with pytest.raises(ValueError, match="above Nyquist"):
+        ferrofx.Butterworth.lowpass(30_000, 4).process(np.zeros((0, 10), np.float32), 48_000)
+    sos = ss.butter(4, 0.2, output="sos")
+    b, a = ss.butter(3, 0.3)
+    for shape in [(0,), (2, 0), (0, 0), (3, 0, 5)]:
+        x = np.zeros(shape)
+        assert ferrofx.sosfilt(sos, x).shape == shape
+        y, zf = ferrofx.sosfilt(sos, x, zi=np.zeros((sos.shape[0],) + shape[:-1] + (2,)))
+        assert y.shape == shape and zf.shape == (sos.shape[0],) + shape[:-1] + (2,)
+        assert ferrofx.lfilter(b, a, x).shape == shape
+        assert ferrofx.lfilter(np.ones(31) / 31, [1.0], x).shape == shape
+    assert np.array_equal(ferrofx.filtfilt(b, a, np.zeros(0), method="gust"), ss.filtfilt(b, a, np.zeros(0), method="gust"))
+    assert ferrofx.filtfilt(b, a, np.zeros((2, 0)), method="gust").shape == (2, 0)
+
+
 def test_bad_input_raises_with_the_contracts_message():
     with pytest.raises(ValueError, match=r"stage 0 \(butterworth\): cutoff_hz 30000 is above Nyquist"):
         ferrofx.Butterworth.lowpass(30_000, 4).process(np.zeros((1, 10), np.float32), 48_000)

@@ -271,3 +271,34 @@ def test_the_device_adjoint_reads_one_launchs_forward_signals():
         want_x, want_s = fsignal.sosfilt_backward(rows, x.cpu().numpy(), g, axis=-1)
         np.testing.assert_allclose(gx.cpu().numpy(), want_x, rtol=0, atol=1e-12 * np.abs(want_x).max())
         np.testing.assert_allclose(gs.cpu().numpy(), want_s, rtol=0, atol=1e-12 * np.abs(want_s).max())
+
+
+def test_half_precision_tensors_and_refused_dtypes():
+    # float16 and bfloat16 (NumPy has no bfloat16): the layer computes in float64 and
+    # rounds once, so the result is the float64 result of the widened input, rounded; the
+    # package's functions widen them to float32 and give their dtype back. Complex and
+    # integer tensors are refused by name, never filtered with a part dropped or rounded.
+    rng = np.random.default_rng(16)
+    sos = torch.from_numpy(_sos(rng, 3))
+    chain = ferrofx.Butterworth.highpass(40, 4) | ferrofx.Biquad.peaking(1000, 1.4, -6)
+    for dtype in (torch.float16, torch.bfloat16):
+        x = torch.from_numpy(rng.standard_normal((2, 3, 500))).to(dtype)
+        y = sosfilt(x, sos)
+        assert y.dtype == dtype and torch.equal(y, sosfilt(x.double(), sos).to(dtype))
+        xg = x.clone().requires_grad_()
+        sosfilt(xg, sos).float().sum().backward()
+        assert xg.grad.dtype == dtype and torch.isfinite(xg.grad.float()).all()
+        y = chain.process(x, 48_000)
+        assert y.dtype == dtype and torch.equal(y, chain.process(x.float(), 48_000).to(dtype))
+        y = ferrofx.sosfilt(sos.numpy(), x)
+        assert y.dtype == dtype and torch.equal(y, torch.from_numpy(ss.sosfilt(sos.numpy(), x.double().numpy())).to(dtype))
+        layer = Filter.from_chain(chain | ferrofx.Fir.lowpass(15, 8000), 48_000)
+        assert layer(x).dtype == dtype
+    for bad in (torch.complex64, torch.int16, torch.bool):
+        x = torch.ones((2, 100), dtype=bad)
+        with pytest.raises(ValueError, match=f"real floating-point tensors.*x is {bad}"):
+            sosfilt(x, sos)
+        with pytest.raises(ValueError, match="real floating-point tensors"):
+            Filter.from_chain(ferrofx.Fir.lowpass(15, 8000), 48_000)(x)
+    with pytest.raises(ValueError, match="sos is torch.complex128"):
+        sosfilt(torch.ones(100), sos.to(torch.complex128))
