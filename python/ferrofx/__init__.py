@@ -63,8 +63,8 @@ def _to_numpy(x: Any) -> tuple[np.ndarray, Any]:
 
 # Frames per unit of a device stream's grid (see `DeviceStream` in python/src/device.rs):
 # calls on the device run in whole units where they can; a call that ends inside one
-# recomputes at most one unit later. Device memory per resident chain: about four times
-# rows x unit floats.
+# filters the unit so far again (from the unit's start) on each call until the unit is
+# whole. Device memory per resident chain: about four times rows x unit floats.
 _DEVICE_UNIT_FRAMES = 1 << 16
 
 
@@ -321,18 +321,29 @@ class Chain:
         ds.process_ptr(d.ptr, o.ptr, d.frames, d.stream, d.float64)
         return out if out is not None else _given_back(d, o.x)
 
-    def stream(self, fs: float, channels: int) -> "Stream":
+    def stream(self, fs: float, channels: int, unit_frames: int | None = None) -> "Stream":
         """A stateful stream of blocks through this chain (host arrays, or device arrays:
-        the state then lives on that device; see `Stream.process`)."""
-        return Stream(self._core.stream(float(fs), int(channels)), self, float(fs))
+        the state then lives on that device; see `Stream.process`).
+
+        `unit_frames` (device blocks only; default 65,536): the stream's grid on the
+        device. Every split of a signal into blocks gives the same bits as one block for a
+        given unit; a block that ends inside a unit makes the next ones filter that unit
+        again from its start until it is whole, so blocks much shorter than the unit cost
+        up to unit / (2 x block) times their own work. Streaming fixed blocks, pass their
+        length (or a multiple of it): then no work is repeated."""
+        if unit_frames is not None and (isinstance(unit_frames, bool) or not isinstance(unit_frames, (int, np.integer)) or unit_frames < 1):
+            raise ValueError(f"unit_frames must be a positive whole number of frames, got {unit_frames!r}")
+        unit = _DEVICE_UNIT_FRAMES if unit_frames is None else int(unit_frames)
+        return Stream(self._core.stream(float(fs), int(channels)), self, float(fs), unit)
 
 
 class Stream:
     """Block-by-block filtering with state (create with `Chain.stream`)."""
 
-    def __init__(self, core: "_ferrofx.Stream", chain: "Chain | None" = None, fs: float | None = None):
+    def __init__(self, core: "_ferrofx.Stream", chain: "Chain | None" = None, fs: float | None = None, unit_frames: int = _DEVICE_UNIT_FRAMES):
         self._core = core
         self._chain, self._fs = chain, fs
+        self._unit = unit_frames
         # Where the state lives once blocks came: "cpu", or a device stream (CUDA).
         self._where: Any = None
 
@@ -347,7 +358,8 @@ class Stream:
 
         Device blocks (torch CUDA tensors, CuPy arrays, float32 or float64) are filtered on their
         device, the state kept there between blocks: any split of a signal into blocks
-        gives the same bits as one block. A stream stays where its first block was until
+        gives the same bits as one block (blocks shorter than the stream's unit repeat
+        work: see `Chain.stream`'s `unit_frames`). A stream stays where its first block was until
         `reset`."""
         d = _device_array(block)
         if d is not None:
@@ -375,7 +387,7 @@ class Stream:
         if self._where == "cpu":
             raise ValueError("this stream's state lives on the CPU; give it host blocks, or reset() it")
         if self._where is None:
-            self._where = self._chain._core.device_stream(self._fs, self.channels, _DEVICE_UNIT_FRAMES, d.ordinal)
+            self._where = self._chain._core.device_stream(self._fs, self.channels, self._unit, d.ordinal)
         elif self._where.device != d.ordinal:
             raise ValueError(f"this stream's state lives on cuda:{self._where.device}, the block on cuda:{d.ordinal}")
         o = _device_output(d, None)

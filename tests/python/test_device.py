@@ -221,6 +221,13 @@ def test_a_device_stream_split_into_blocks_equals_one_call_bit_for_bit():
     assert torch.equal(b.process(x.reshape(2, 1, -1)[:, :, :70_000].contiguous()).reshape(2, -1), one[:, :70_000])
     mono = CHAIN.stream(FS, 1)
     assert torch.equal(mono.process(x[0, :70_000].contiguous()), one[0, :70_000])
+    # Another unit: blocks of it (no work repeated) and other splits equal one call too.
+    whole = CHAIN.stream(FS, 2, unit_frames=4096).process(x)
+    for cut in (4096, 1000):
+        s = CHAIN.stream(FS, 2, unit_frames=4096)
+        parts = [s.process(x[:, a:a + cut].contiguous()) for a in range(0, x.shape[1], cut)]
+        assert torch.equal(torch.cat(parts, dim=1), whole), cut
+    assert (whole - one).abs().max() <= 1e-4 * one.abs().max()
 
 
 def test_cupy_arrays_in_and_out():
@@ -274,3 +281,31 @@ if __name__ == "__main__":
         if name.startswith("test_") and callable(f):
             f()
             print(f"{name}: ok")
+
+
+def test_a_device_streams_unit_is_the_callers_choice():
+    # Chain.stream's unit_frames reaches the resident chain (here the core's entry point
+    # is recorded in place of opening a device); bad values are refused by name.
+    calls = []
+
+    class Recorder:
+        def __init__(self, core):
+            self.core = core
+
+        def __getattr__(self, name):
+            return getattr(self.core, name)
+
+        def device_stream(self, fs, rows, unit, ordinal):
+            calls.append((fs, rows, unit, ordinal))
+            raise RuntimeError("recorded")
+
+    for given, want in [(None, 1 << 16), (4096, 4096), (np.int64(1), 1)]:
+        s = CHAIN.stream(FS, 2, unit_frames=given)
+        s._chain = ferrofx.Chain.__new__(ferrofx.Chain)
+        s._chain._core = Recorder(CHAIN._core)
+        with raises(RuntimeError, match="recorded"):
+            s.process(FakeDeviceArray((2, 100)))
+        assert calls[-1] == (FS, 2, want, 0)
+    for bad in [0, -5, 2.5, "64", True]:
+        with raises(ValueError, match="unit_frames must be a positive whole number"):
+            CHAIN.stream(FS, 2, unit_frames=bad)
