@@ -136,6 +136,17 @@ def _device_array(x: Any) -> "_DeviceArray | None":
     return d
 
 
+def _half_cuda_tensor(x: Any) -> Any:
+    """`x` where it is a float16 or bfloat16 torch CUDA tensor (which `__cuda_array_interface__`
+    shows alike, as "<f2"), else None."""
+    if _is_torch(x) and _torch_on_cuda(x):
+        import torch
+
+        if x.dtype in (torch.float16, torch.bfloat16):
+            return x
+    return None
+
+
 def _given_back(d: _DeviceArray, y: Any) -> Any:
     """A new result `y` in the caller's kind (a DLPack producer's own, where it takes
     DLPack back)."""
@@ -259,6 +270,14 @@ class Chain:
         run side by side in the SIMD lanes (eight mono items at once), and long items run
         in time segments (see docs/perf-history.md); every item's output is the same bits as when
         filtered alone, whatever the batch."""
+        half = _half_cuda_tensor(x)
+        if half is not None:
+            # float16 / bfloat16 CUDA tensors, as on the host: computed in float32 (widened
+            # and rounded back on the device).
+            if out is not None and (not _is_torch(out) or tuple(out.shape) != tuple(x.shape) or out.device != x.device):
+                raise ValueError(f"out must be a tensor shaped {tuple(x.shape)} on {x.device}")
+            y = self.process(x.float(), fs, threads)
+            return y.to(x.dtype) if out is None else out.copy_(y)
         d = _device_array(x)
         if d is not None:
             return self._process_device(d, fs, out)
@@ -361,6 +380,8 @@ class Stream:
         gives the same bits as one block (blocks shorter than the stream's unit repeat
         work: see `Chain.stream`'s `unit_frames`). A stream stays where its first block was until
         `reset`."""
+        if _half_cuda_tensor(block) is not None:
+            return self.process(block.float()).to(block.dtype)
         d = _device_array(block)
         if d is not None:
             return self._process_device(d)

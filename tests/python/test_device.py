@@ -230,6 +230,29 @@ def test_a_device_stream_split_into_blocks_equals_one_call_bit_for_bit():
     assert (whole - one).abs().max() <= 1e-4 * one.abs().max()
 
 
+def test_half_precision_cuda_tensors_compute_in_float32():
+    # float16 and bfloat16 CUDA tensors (which __cuda_array_interface__ shows alike, as
+    # "<f2"): widened to float32 on the device, filtered, rounded back, as on the host.
+    if not _cuda_present():
+        if pytest:
+            pytest.skip("no CUDA device with PyTorch here")
+        return
+    import torch
+
+    x = torch.from_numpy(np.random.default_rng(5).standard_normal((2, 30_000)).astype(np.float32)).cuda()
+    for dtype in (torch.float16, torch.bfloat16):
+        h = x.to(dtype)
+        want = CHAIN.process(h.float(), FS)
+        y = CHAIN.process(h, FS)
+        assert y.dtype == dtype and y.is_cuda and torch.equal(y, want.to(dtype))
+        out = torch.empty_like(h)
+        assert CHAIN.process(h, FS, out=out) is out and torch.equal(out, y)
+        s = CHAIN.stream(FS, 2)
+        parts = [s.process(h[:, a:a + 10_000].contiguous()) for a in range(0, 30_000, 10_000)]
+        assert torch.cat(parts, dim=1).dtype == dtype
+        assert torch.equal(torch.cat(parts, dim=1), CHAIN.stream(FS, 2).process(h.float()).to(dtype))
+
+
 def test_cupy_arrays_in_and_out():
     try:
         import cupy
