@@ -425,8 +425,10 @@ class Stream:
 
 
 def _torch_wrapped(f):
-    """`f` (one of `signal`'s functions) taking and giving back torch CPU tensors too
-    (CUDA tensors go to `f` as they are: it filters them on their device)."""
+    """`f` (one of `signal`'s functions) taking and giving back torch CPU tensors too, of
+    SciPy's result type as NumPy arrays and device arrays get (a float32 tensor through
+    float64 sections gives float64; float16 and bfloat16 tensors are read as float32).
+    CUDA tensors go to `f` as they are: it filters them on their device."""
     import functools
 
     @functools.wraps(f)
@@ -445,9 +447,10 @@ def _torch_wrapped(f):
         out = f(*conv, **kwargs)
         if how is None:
             return out
+        torch = how[0]
         if isinstance(out, tuple):
-            return tuple(_back(np.ascontiguousarray(o), how) for o in out)
-        return _back(np.ascontiguousarray(out), how)
+            return tuple(torch.from_numpy(np.ascontiguousarray(o)) for o in out)
+        return torch.from_numpy(np.ascontiguousarray(out))
 
     return call
 

@@ -323,6 +323,14 @@ def test_torch_tensors_come_back_as_tensors():
     assert np.array_equal(y.numpy(), c.process(x, 48_000))
     sos = ss.butter(4, 200, fs=48_000, output="sos")
     assert np.array_equal(ferrofx.sosfilt(sos, torch.from_numpy(x[0].astype(np.float64))).numpy(), ferrofx.sosfilt(sos, x[0].astype(np.float64)))
+    # SciPy's result type, as for NumPy arrays and device arrays: float32 data through
+    # float64 sections gives float64; zi/zf alike.
+    y, zf = ferrofx.sosfilt(sos, torch.from_numpy(x[0]), zi=torch.zeros((sos.shape[0], 2, 2), dtype=torch.float32))
+    want, want_zf = ss.sosfilt(sos, x[0], zi=np.zeros((sos.shape[0], 2, 2), np.float32))
+    assert y.dtype == torch.float64 and zf.dtype == torch.float64 and want.dtype == np.float64
+    assert np.array_equal(y.numpy(), want) and np.array_equal(zf.numpy(), want_zf)
+    y = ferrofx.lfilter(np.array([0.5, 0.5], np.float32), np.array([1.0], np.float32), torch.from_numpy(x[0]))
+    assert y.dtype == torch.float32 and np.array_equal(y.numpy(), ss.lfilter(np.array([0.5, 0.5], np.float32), np.array([1.0], np.float32), x[0]))
 
 
 def test_lfilter_direct_and_fft_paths_equal_scipy():
