@@ -423,8 +423,28 @@ fn designs_float64_cannot_run_are_refused_and_ordinary_high_orders_are_not() {
     let e = Chain::from_json(&text).unwrap().design(384_000.0).unwrap_err();
     assert_eq!((e.stage_index(), e.field()), (Some(1), Some("order")), "{e}");
     assert!(e.to_string().contains("too ill-conditioned to run in float64"), "{e}");
-    // High orders that float64 runs well still design.
+    // Steep designs at low cutoffs, whose float64 runs drift only once their slow modes
+    // have built up (after 10,000-20,000 samples: a 4,096-sample probe passed them, and
+    // SciPy's float64 output then ran 1e-4 to 1e3 of its peak away from extended
+    // precision; found by a seeded sweep over the format's ranges).
+    for (stage, fs) in [
+        (r#"{"type": "bessel", "response": "bandstop", "order": 22, "cutoff_hz": [3.558137308625472, 1821.5117876229706]}"#, 384_000.0),
+        (r#"{"type": "chebyshev1", "response": "bandstop", "order": 22, "cutoff_hz": [1.0696620850127592, 121.41567552064056], "ripple_db": 0.384718889364459}"#, 48_000.0),
+        (r#"{"type": "chebyshev1", "response": "bandstop", "order": 13, "cutoff_hz": [1.018918892821182, 23.552018508174857], "ripple_db": 2.862616043448393}"#, 22_050.0),
+        (r#"{"type": "bessel", "response": "bandstop", "order": 11, "cutoff_hz": [45.489805780847995, 5659.190716538156]}"#, 384_000.0),
+        (r#"{"type": "bessel", "response": "bandstop", "order": 12, "cutoff_hz": [1.2848385822953774, 1271.066704337239]}"#, 96_000.0),
+        (r#"{"type": "chebyshev1", "response": "bandstop", "order": 23, "cutoff_hz": [4.083030747873729, 24.08423160090739], "ripple_db": 2.068119538042636}"#, 22_050.0),
+        // Seven sections (not probed at all before: only cascades of eight or more were).
+        (r#"{"type": "chebyshev1", "response": "bandstop", "order": 7, "cutoff_hz": [1.5280414542056182, 11013.240860311611], "ripple_db": 1.4833939725908134}"#, 48_000.0),
+    ] {
+        let e = Chain::from_json(&file(&[stage])).unwrap().design(fs).unwrap_err();
+        assert!(e.to_string().contains("too ill-conditioned to run in float64"), "{stage} at {fs}: {e}");
+    }
+    // High orders that float64 runs well still design, and low cutoffs of short cascades.
     for stage in [
+        Butterworth::highpass(1.0, 4),
+        Butterworth::highpass(5.0, 8),
+        Butterworth::lowpass(10.0, 6),
         Butterworth::lowpass(100.0, 24),
         Butterworth::bandstop(1000.0, 2000.0, 12),
         Butterworth::highpass(20.0, 24),
