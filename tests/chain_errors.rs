@@ -455,6 +455,19 @@ fn designs_float64_cannot_run_are_refused_and_ordinary_high_orders_are_not() {
 }
 
 #[test]
+fn a_fir_that_cannot_be_scaled_is_refused() {
+    // A 2-tap Hann window is zero at both taps: the design's passband response is zero and
+    // SciPy's firwin, dividing by it, gives NaN taps. Refused by stage and field; a 3-tap
+    // Hann window (nonzero in the middle) designs, scaled to 1 at DC.
+    let e = error_for(r#"{"type": "fir", "response": "lowpass", "taps": 2, "cutoff_hz": 1000, "window": "hann"}"#, 48_000.0);
+    assert_eq!((e.stage_index(), e.field()), (Some(1), Some("taps")), "{e}");
+    assert!(e.to_string().contains("cannot be scaled"), "{e}");
+    let ok = Chain::from_json(&file(&[r#"{"type": "fir", "response": "lowpass", "taps": 3, "cutoff_hz": 1000, "window": "hann"}"#])).unwrap();
+    let designed = ok.design(48_000.0).unwrap();
+    assert!((designed.response(0.0).norm() - 1.0).abs() < 1e-12);
+}
+
+#[test]
 fn huge_values_and_names_are_quoted_short_and_the_place_still_named() {
     // A mutated or mistaken file can hold megabytes in one value, key or type name; the
     // error stays one readable line (it once quoted the whole value, and a renderer's

@@ -84,11 +84,14 @@ fn sinc(x: f64) -> f64 {
     }
 }
 
-/// `firwin(taps, cutoff_hz, window=window, pass_zero=response, fs=fs)`.
+/// `firwin(taps, cutoff_hz, window=window, pass_zero=response, fs=fs)`, or `None` where
+/// it cannot be scaled: its response at the centre of the first passband is zero (a
+/// 2-tap Hann window is zero at both taps), where SciPy's `firwin` divides by that zero
+/// and gives NaN taps.
 ///
 /// The caller validates (odd `taps` for highpass and bandstop, cutoffs strictly inside
 /// `(0, fs/2)`); see `chain::validate`.
-pub fn firwin(taps: usize, response: Response, cutoff: Cutoff, window: Window, fs: f64) -> Vec<f64> {
+pub fn firwin(taps: usize, response: Response, cutoff: Cutoff, window: Window, fs: f64) -> Option<Vec<f64>> {
     let nyq = 0.5 * fs;
     let edges: Vec<f64> = match cutoff {
         Cutoff::Single(f) => vec![f / nyq],
@@ -125,13 +128,14 @@ pub fn firwin(taps: usize, response: Response, cutoff: Cutoff, window: Window, f
             0.5 * (left + right)
         };
         let s: f64 = h.iter().zip(&m).map(|(hi, mi)| hi * (PI * mi * scale_frequency).cos()).sum();
-        if s != 0.0 && s.is_finite() {
-            for v in h.iter_mut() {
-                *v /= s;
-            }
+        if !(s != 0.0 && s.is_finite()) {
+            return None;
+        }
+        for v in h.iter_mut() {
+            *v /= s;
         }
     }
-    h
+    Some(h)
 }
 
 #[cfg(test)]

@@ -86,7 +86,13 @@ pub(super) fn design(check: &Check, response: Response, taps: usize, cutoff: Cut
             return Err(check.fail("beta", format!("beta {beta} is above {MAX_KAISER_BETA} (the window's Bessel function overflows; see {LIMITS_DOC})")));
         }
     }
-    Ok(Designed::Fir(design::firwin(taps, response, cutoff, window, check.fs)))
+    match design::firwin(taps, response, cutoff, window, check.fs) {
+        Some(h) => Ok(Designed::Fir(h)),
+        None => Err(check.fail(
+            "taps",
+            format!("{taps} taps with this window leave the design zero at the centre of its passband, so it cannot be scaled (SciPy's firwin gives NaN taps); use more taps or another window"),
+        )),
+    }
 }
 
 pub(super) fn given(check: &Check, coefficients: &[f64]) -> Result<Designed, ChainError> {
