@@ -234,6 +234,38 @@ def test_fir_and_cookbook_designs_across_their_ranges_match_scipy_over_long_sign
         assert rel(c.process(x, fs), want) <= TOL, f"{i}: {st} at {fs}"
 
 
+def test_random_chains_and_their_streams_match_scipy_within_the_tolerance_or_float32s_floor():
+    # Random chains of 1-4 stages of every type at random rates, on 1-3 channels, through
+    # Chain.process and through a Stream fed random blocks, against SciPy's float64 pipeline
+    # of the designed processors: within 1e-4 of the output's peak, or, where the chain's
+    # output is far below its input (stopbands that cancel: some outputs here are 1e-20 of
+    # the input), within float32's floor of 1e-6 of the input's peak (the float32 samples
+    # between stages cannot resolve less; the errors seen are 1e-8 of the input's peak).
+    rng = np.random.default_rng(2613)
+    for i in range(40):
+        fs = float(RATES[rng.integers(len(RATES))])
+        stages = [random_stage(rng, fs)[0] for _ in range(int(rng.integers(1, 5)))]
+        chain_ = ferrofx.Chain.from_stages(stages)
+        channels = int(rng.integers(1, 4))
+        x = rng.standard_normal((channels, int(rng.integers(1, 30_000)))).astype(np.float32)
+        try:
+            whole = chain_.process(x, fs)
+        except ValueError as e:
+            assert "too ill-conditioned" in str(e), f"{i}: {stages}: {e}"
+            continue
+        want = x.astype(np.float64)
+        for d in chain_.design(fs):
+            want = ss.sosfilt(d["sos"], want, axis=-1) if d["type"] == "sos" else ss.lfilter(d["taps"], [1.0], want, axis=-1)
+        allowed = max(TOL * np.abs(want).max(), 1e-6 * np.abs(x).max())
+        assert np.abs(whole - want).max() <= allowed, f"{i}: {stages} at {fs}"
+        s, parts, at = chain_.stream(fs, channels), [], 0
+        while at < x.shape[1]:
+            n = int(rng.integers(1, 5_000))
+            parts.append(s.process(x[:, at:at + n]))
+            at += n
+        assert np.abs(np.concatenate(parts, axis=1) - want).max() <= allowed, f"{i}: {stages} at {fs}, streamed"
+
+
 def chain():
     return (ferrofx.Butterworth.highpass(30, 4) | ferrofx.Biquad.peaking(1000, 1.4, -6)
             | ferrofx.Fir.lowpass(63, 12_000) | ferrofx.Elliptic.lowpass(15_000, 6, ripple_db=0.5, attenuation_db=60))
