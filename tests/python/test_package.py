@@ -119,6 +119,17 @@ def test_random_designs_match_scipy():
     print(f"random designs: engine worst {worst:.2e}")
 
 
+def _log_uniform_cutoff(rng, response, lowest_hz, nyq, min_ratio):
+    """A cutoff drawn log-uniformly from `lowest_hz` to just below Nyquist: a number, or a
+    band `[low, high]` for band responses (None where its edges came closer than
+    `min_ratio`)."""
+    edge = lambda: float(np.exp(rng.uniform(np.log(lowest_hz), np.log(nyq * 0.999))))  # noqa: E731
+    if response not in ("bandpass", "bandstop"):
+        return edge()
+    lo, hi = sorted([edge(), edge()])
+    return [lo, hi] if hi / lo >= min_ratio else None
+
+
 def test_steep_designs_at_any_cutoff_match_scipy_over_long_signals_or_are_refused():
     # The format's whole range: every IIR family and response, orders 1-24, cutoffs
     # log-uniform from 1 Hz to Nyquist, 8-384 kHz, on 20,000 samples (ill-conditioned
@@ -135,14 +146,9 @@ def test_steep_designs_at_any_cutoff_match_scipy_over_long_signals_or_are_refuse
         nyq = fs / 2
         resp = ["lowpass", "highpass", "bandpass", "bandstop"][rng.integers(2 if fam == "linkwitz_riley" else 4)]
         order = int(rng.choice([2, 4, 6, 8, 12, 16, 20, 24])) if fam == "linkwitz_riley" else int(rng.integers(1, 25))
-        edge = lambda: float(np.exp(rng.uniform(0.0, np.log(nyq * 0.999))))  # noqa: E731
-        if resp in ("bandpass", "bandstop"):
-            lo, hi = sorted([edge(), edge()])
-            if hi / lo < 1.01:
-                continue
-            cut = [lo, hi]
-        else:
-            cut = edge()
+        cut = _log_uniform_cutoff(rng, resp, 1.0, nyq, 1.01)
+        if cut is None:
+            continue
         st = {"type": fam, "response": resp, "order": order, "cutoff_hz": cut}
         kw = dict(btype=resp, fs=fs, output="sos")
         if fam == "butterworth":
@@ -194,14 +200,9 @@ def test_fir_and_cookbook_designs_across_their_ranges_match_scipy_over_long_sign
         taps = int(np.exp(rng.uniform(0, np.log(65_536))))
         if resp in ("highpass", "bandstop") and taps % 2 == 0:
             taps = min(taps + 1, 65_535)
-        edge = lambda: float(np.exp(rng.uniform(np.log(0.5), np.log(nyq * 0.999))))  # noqa: E731
-        if resp in ("bandpass", "bandstop"):
-            lo, hi = sorted([edge(), edge()])
-            if hi / lo < 1.001:
-                continue
-            cut = [lo, hi]
-        else:
-            cut = edge()
+        cut = _log_uniform_cutoff(rng, resp, 0.5, nyq, 1.001)
+        if cut is None:
+            continue
         name = list(windows)[rng.integers(len(windows))]
         st = {"type": "fir", "response": resp, "taps": taps, "cutoff_hz": cut, "window": name}
         window = windows[name]
