@@ -55,6 +55,18 @@ def _cuda_present():
         return False
 
 
+def _torch_cuda_or_skip():
+    """PyTorch where it has a CUDA device; else None, after skipping the test under pytest
+    (run as a script, the caller returns)."""
+    if not _cuda_present():
+        if pytest:
+            pytest.skip("no CUDA device with PyTorch here")
+        return None
+    import torch
+
+    return torch
+
+
 def test_float64_device_arrays_take_a_float64_out_and_float64_strides():
     # The output must match the input's dtype; strides are read in float64's 8 bytes.
     with raises(ValueError, match="out must be a float64 device array"):
@@ -141,11 +153,9 @@ def _reference(x64):
 
 
 def test_torch_cuda_tensors_in_and_out():
-    if not _cuda_present():
-        if pytest:
-            pytest.skip("no CUDA device with PyTorch here")
+    torch = _torch_cuda_or_skip()
+    if torch is None:
         return
-    import torch
 
     rng = np.random.default_rng(2)
     for shape in [(48_000,), (2, 100_000), (3, 2, 30_000)]:
@@ -165,11 +175,9 @@ def test_torch_cuda_tensors_in_and_out():
 
 
 def test_float64_cuda_tensors_in_and_out():
-    if not _cuda_present():
-        if pytest:
-            pytest.skip("no CUDA device with PyTorch here")
+    torch = _torch_cuda_or_skip()
+    if torch is None:
         return
-    import torch
 
     rng = np.random.default_rng(6)
     # IIR only: float64 on the device, within 1e-10 of SciPy's peak, a cascade float32
@@ -201,11 +209,9 @@ def test_float64_cuda_tensors_in_and_out():
 
 
 def test_a_device_stream_split_into_blocks_equals_one_call_bit_for_bit():
-    if not _cuda_present():
-        if pytest:
-            pytest.skip("no CUDA device with PyTorch here")
+    torch = _torch_cuda_or_skip()
+    if torch is None:
         return
-    import torch
 
     x = torch.from_numpy(np.random.default_rng(3).standard_normal((2, 200_000)).astype(np.float32)).cuda()
     one = CHAIN.stream(FS, 2).process(x)
@@ -233,11 +239,9 @@ def test_a_device_stream_split_into_blocks_equals_one_call_bit_for_bit():
 def test_half_precision_cuda_tensors_compute_in_float32():
     # float16 and bfloat16 CUDA tensors (which __cuda_array_interface__ shows alike, as
     # "<f2"): widened to float32 on the device, filtered, rounded back, as on the host.
-    if not _cuda_present():
-        if pytest:
-            pytest.skip("no CUDA device with PyTorch here")
+    torch = _torch_cuda_or_skip()
+    if torch is None:
         return
-    import torch
 
     x = torch.from_numpy(np.random.default_rng(5).standard_normal((2, 30_000)).astype(np.float32)).cuda()
     for dtype in (torch.float16, torch.bfloat16):

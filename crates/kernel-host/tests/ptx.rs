@@ -14,18 +14,26 @@
 use std::path::Path;
 use std::process::Command;
 
+/// The tool named by the environment variable `var` (else `default`) where it runs
+/// (`--version` succeeds); else `None` after printing why the test is skipped, or a panic
+/// where `require` is set to 1 (scripts/test.sh sets it: no skip in CI).
+fn tool_or_skip(var: &str, default: &str, require: &str, what_for: &str) -> Option<String> {
+    let tool = std::env::var(var).unwrap_or_else(|_| default.to_string());
+    if Command::new(&tool).arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return Some(tool);
+    }
+    let msg = format!("{tool} not found: {what_for}");
+    if std::env::var(require).as_deref() == Ok("1") {
+        panic!("{msg}");
+    }
+    println!("SKIPPED: {msg}");
+    None
+}
+
 #[test]
 fn committed_ptx_equals_a_fresh_build_of_the_sources() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let clang = std::env::var("CLANG").unwrap_or_else(|_| "clang".to_string());
-    if Command::new(&clang).arg("--version").output().is_err() {
-        let msg = format!("{clang} not found: cannot rebuild the PTX (scripts/install-deps.sh installs clang)");
-        if std::env::var("FERROFX_REQUIRE_CLANG").as_deref() == Ok("1") {
-            panic!("{msg}");
-        }
-        println!("SKIPPED: {msg}");
-        return;
-    }
+    let Some(_) = tool_or_skip("CLANG", "clang", "FERROFX_REQUIRE_CLANG", "cannot rebuild the PTX (scripts/install-deps.sh installs clang)") else { return };
     let out = std::env::temp_dir().join(format!("ferrofx-ptx-{}", std::process::id()));
     let status = Command::new("bash").arg(root.join("scripts/build-ptx.sh")).arg(&out).status().expect("bash runs");
     assert!(status.success(), "scripts/build-ptx.sh failed");
@@ -77,15 +85,7 @@ fn every_kernel_the_library_loads_is_an_entry_of_its_ptx() {
 #[test]
 fn committed_ptx_assembles_for_the_gpus_it_targets() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let ptxas = std::env::var("FERROFX_PTXAS").unwrap_or_else(|_| "ptxas".to_string());
-    if Command::new(&ptxas).arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
-        let msg = format!("{ptxas} not found: cannot assemble the PTX (scripts/install-deps.sh installs it; FERROFX_PTXAS names it)");
-        if std::env::var("FERROFX_REQUIRE_PTXAS").as_deref() == Ok("1") {
-            panic!("{msg}");
-        }
-        println!("SKIPPED: {msg}");
-        return;
-    }
+    let Some(ptxas) = tool_or_skip("FERROFX_PTXAS", "ptxas", "FERROFX_REQUIRE_PTXAS", "cannot assemble the PTX (scripts/install-deps.sh installs it; FERROFX_PTXAS names it)") else { return };
     let out = std::env::temp_dir().join(format!("ferrofx-cubin-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
     // The sm_70 files run on Volta and Turing, the sm_80 ones on Ampere, Ada and Hopper
